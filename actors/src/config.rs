@@ -1,0 +1,176 @@
+//! The parts of a scenario that configure model actors: `[[server_types]]`,
+//! `[[tenants]]` and `[scheduler]`. Every field, its default and its unit is
+//! documented in `scenarios/README.md`.
+
+use dcemu_topology::Duration;
+use serde::{Deserialize, Serialize};
+
+/// A field-level problem: dotted path relative to the section, and why.
+pub type Problem = (String, String);
+
+/// `[[server_types]]`: a group of identical servers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerTypeConfig {
+    /// Label of the configuration (e.g. `"standard"`); appears in logs.
+    pub name: String,
+    /// How many servers of this type the datacenter has.
+    pub count: u32,
+    /// Tasks a server runs at once; a task takes exactly one slot.
+    #[serde(default = "one")]
+    pub slots: u32,
+}
+
+/// `[[tenants]]`: who submits work.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantConfig {
+    /// Label; actors are named `tenant-<name>-<i>`.
+    pub name: String,
+    #[serde(default)]
+    pub kind: TenantKind,
+    /// Identical tenants of this kind, each with its own random stream.
+    #[serde(default = "one")]
+    pub count: u32,
+    pub arrivals: ArrivalConfig,
+    pub service: ServiceConfig,
+    /// First submission no earlier than this.
+    #[serde(default)]
+    pub start: Duration,
+    /// No submission at or after this (default: the end of the run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<Duration>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TenantKind {
+    /// Submits tasks from a generator.
+    #[default]
+    Workload,
+}
+
+/// `[tenants.arrivals]`: when tasks are submitted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArrivalConfig {
+    pub process: ArrivalProcess,
+    /// Mean submissions per second of virtual time.
+    pub rate_per_s: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArrivalProcess {
+    /// Exponential inter-arrival times (a Poisson process).
+    Poisson,
+    /// Exactly `1 / rate_per_s` apart.
+    Constant,
+}
+
+/// `[tenants.service]`: how long a task runs once it has a slot.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceConfig {
+    pub distribution: ServiceDistribution,
+    pub mean: Duration,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServiceDistribution {
+    Exponential,
+    Constant,
+}
+
+/// `[scheduler]`: the scheduler's pipeline stages.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulerConfig {
+    #[serde(default)]
+    pub placement: PlacementKind,
+}
+
+/// `scheduler.placement`: how a server is chosen for a task.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlacementKind {
+    /// Uniformly among servers with a free slot.
+    #[default]
+    Random,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Names must be usable in actor names and file names.
+fn name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("must not be empty".into());
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Some(format!(
+            "{name:?} may only contain ASCII letters, digits, '-' and '_'"
+        ));
+    }
+    None
+}
+
+impl ServerTypeConfig {
+    pub fn problems(&self) -> Vec<Problem> {
+        let mut out = Vec::new();
+        if let Some(p) = name_problem(&self.name) {
+            out.push(("name".into(), p));
+        }
+        if self.slots == 0 {
+            out.push(("slots".into(), "must be at least 1".into()));
+        }
+        out
+    }
+}
+
+impl TenantConfig {
+    pub fn problems(&self, run_end: Duration) -> Vec<Problem> {
+        let mut out = Vec::new();
+        if let Some(p) = name_problem(&self.name) {
+            out.push(("name".into(), p));
+        }
+        let rate = self.arrivals.rate_per_s;
+        if !(rate.is_finite() && rate > 0.0) {
+            out.push((
+                "arrivals.rate_per_s".into(),
+                format!("must be a positive number of submissions per second, got {rate}"),
+            ));
+        } else if rate > 1e9 {
+            out.push((
+                "arrivals.rate_per_s".into(),
+                format!("{rate} per second is finer than the 1 ns resolution of virtual time"),
+            ));
+        }
+        if self.service.mean == Duration::ZERO {
+            out.push(("service.mean".into(), "must be greater than 0".into()));
+        }
+        if let Some(stop) = self.stop {
+            if stop <= self.start {
+                out.push((
+                    "stop".into(),
+                    format!("must be after start ({}), got {stop}", self.start),
+                ));
+            }
+        }
+        if self.start >= run_end {
+            out.push((
+                "start".into(),
+                format!(
+                    "must be before the end of the run ({run_end}), got {}",
+                    self.start
+                ),
+            ));
+        }
+        out
+    }
+}

@@ -1,0 +1,89 @@
+use std::collections::BTreeMap;
+
+/// What actors report at the end of a run: counters and samples by metric
+/// name. The engine merges every actor's `Metrics` in actor-id order, so the
+/// merged result (and the floats computed from it) is the same however the
+/// actors were partitioned.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Metrics {
+    counters: BTreeMap<&'static str, u64>,
+    samples: BTreeMap<&'static str, Vec<f64>>,
+    sums: BTreeMap<&'static str, f64>,
+}
+
+impl Metrics {
+    /// Adds to a counter (creating it at 0).
+    pub fn add(&mut self, name: &'static str, value: u64) {
+        *self.counters.entry(name).or_insert(0) += value;
+    }
+
+    /// Records one observation of a distribution (summarised as mean and
+    /// percentiles in `metrics.json`).
+    pub fn sample(&mut self, name: &'static str, value: f64) {
+        self.samples.entry(name).or_default().push(value);
+    }
+
+    /// Ensures a distribution exists even if it got no observations.
+    pub fn declare_samples(&mut self, name: &'static str) {
+        self.samples.entry(name).or_default();
+    }
+
+    /// Adds to a floating-point total (e.g. busy slot-seconds).
+    pub fn add_f64(&mut self, name: &'static str, value: f64) {
+        *self.sums.entry(name).or_insert(0.0) += value;
+    }
+
+    /// Appends `other` to `self`; callers merge in actor-id order.
+    pub fn merge(&mut self, other: Metrics) {
+        for (name, value) in other.counters {
+            self.add(name, value);
+        }
+        for (name, values) in other.samples {
+            self.samples.entry(name).or_default().extend(values);
+        }
+        for (name, value) in other.sums {
+            self.add_f64(name, value);
+        }
+    }
+
+    pub fn counter(&self, name: &str) -> u64 {
+        self.counters.get(name).copied().unwrap_or(0)
+    }
+
+    pub fn sum(&self, name: &str) -> f64 {
+        self.sums.get(name).copied().unwrap_or(0.0)
+    }
+
+    pub fn counters(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        self.counters.iter().map(|(k, v)| (*k, *v))
+    }
+
+    pub fn samples(&self) -> impl Iterator<Item = (&'static str, &[f64])> + '_ {
+        self.samples.iter().map(|(k, v)| (*k, v.as_slice()))
+    }
+
+    pub fn samples_of(&self, name: &str) -> &[f64] {
+        self.samples.get(name).map(Vec::as_slice).unwrap_or(&[])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_adds_counters_and_concatenates_samples_in_order() {
+        let mut a = Metrics::default();
+        a.add("tasks", 2);
+        a.sample("rt", 1.0);
+        let mut b = Metrics::default();
+        b.add("tasks", 3);
+        b.sample("rt", 2.0);
+        b.add_f64("busy", 1.5);
+        a.merge(b);
+        assert_eq!(a.counter("tasks"), 5);
+        assert_eq!(a.samples_of("rt"), &[1.0, 2.0]);
+        assert_eq!(a.sum("busy"), 1.5);
+        assert_eq!(a.counter("missing"), 0);
+    }
+}

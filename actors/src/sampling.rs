@@ -1,0 +1,84 @@
+//! Random variates for model code, bit-for-bit identical on every platform.
+//!
+//! `f64::ln` and friends call the platform's libm, whose last-bit rounding
+//! differs between C libraries; one differing bit in a sampled delay changes
+//! every event after it. Model code therefore uses the `libm` crate (a pure-Rust
+//! port of musl's libm) for transcendental functions and derives uniforms from
+//! raw 53-bit integers. This is also why the samplers here are not taken from
+//! `rand_distr`, whose ziggurat tails call the platform `ln`/`exp`.
+
+use dcemu_topology::SimTime;
+use rand::RngCore;
+
+/// Uniform on (0, 1], never 0, from the top 53 bits of one draw.
+pub fn uniform_open0(rng: &mut impl RngCore) -> f64 {
+    ((rng.next_u64() >> 11) + 1) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// Exponentially distributed with the given mean (same unit as `mean`).
+pub fn exponential(rng: &mut impl RngCore, mean: f64) -> f64 {
+    -mean * libm::log(uniform_open0(rng))
+}
+
+/// Uniform integer in `0..n` (n > 0) by Lemire's multiply-shift with rejection;
+/// defined on `u32` so the result does not depend on the platform's `usize`.
+pub fn index(rng: &mut impl RngCore, n: u32) -> u32 {
+    debug_assert!(n > 0);
+    let n64 = u64::from(n);
+    let threshold = n.wrapping_neg() % n;
+    loop {
+        let m = u64::from(rng.next_u32()) * n64;
+        if (m as u32) >= threshold {
+            return (m >> 32) as u32;
+        }
+    }
+}
+
+/// Nanoseconds nearest to a non-negative number of nanoseconds as a float,
+/// saturating at the end of representable time.
+pub fn to_nanos(ns: f64) -> SimTime {
+    if ns.is_nan() || ns <= 0.0 {
+        0
+    } else if ns >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        libm::round(ns) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::actor_rng;
+
+    #[test]
+    fn exponential_has_the_requested_mean() {
+        let mut rng = actor_rng(3, "t");
+        let n = 200_000;
+        let mean = (0..n).map(|_| exponential(&mut rng, 10.0)).sum::<f64>() / n as f64;
+        assert!((mean - 10.0).abs() < 0.1, "mean {mean}");
+    }
+
+    #[test]
+    fn uniform_never_returns_zero_and_index_stays_in_range() {
+        let mut rng = actor_rng(3, "u");
+        let mut counts = [0u32; 3];
+        for _ in 0..30_000 {
+            let u = uniform_open0(&mut rng);
+            assert!(u > 0.0 && u <= 1.0);
+            counts[index(&mut rng, 3) as usize] += 1;
+        }
+        assert!(
+            counts.iter().all(|&c| (9_000..11_000).contains(&c)),
+            "{counts:?}"
+        );
+    }
+
+    #[test]
+    fn to_nanos_rounds_and_saturates() {
+        assert_eq!(to_nanos(1.4), 1);
+        assert_eq!(to_nanos(1.6), 2);
+        assert_eq!(to_nanos(-3.0), 0);
+        assert_eq!(to_nanos(f64::INFINITY), u64::MAX);
+    }
+}

@@ -1,0 +1,163 @@
+//! The scheduler actor: receives submissions and slot releases, and decides
+//! where each task runs through its pipeline stages. Today the pipeline is a
+//! FIFO queue in front of one placement stage; admission control and slot
+//! policies become stages of their own.
+//!
+//! The scheduler sees only what a real one could: the servers' slot counts and
+//! the releases they report. It never reads server state directly.
+
+mod placement;
+
+pub use placement::{ClusterView, Placement, RandomPlacement};
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use dcemu_topology::SimTime;
+use serde::Serialize;
+
+use crate::config::{PlacementKind, SchedulerConfig};
+use crate::kernel::{ActorId, Ctx, Envelope, Metrics, ModelError};
+use crate::model::{Msg, Task, World, unexpected};
+
+pub struct Scheduler {
+    world: Arc<World>,
+    placement: Box<dyn Placement>,
+    cluster: ClusterView,
+    /// Tasks waiting for a slot, with the time each reached the scheduler.
+    queue: VecDeque<(Task, SimTime)>,
+    dispatched: u64,
+    queue_wait_s: Vec<f64>,
+}
+
+#[derive(Serialize)]
+struct ArriveLog {
+    task: u64,
+    tenant: String,
+}
+
+#[derive(Serialize)]
+struct QueueLog {
+    task: u64,
+    queue_len: usize,
+}
+
+#[derive(Serialize)]
+struct DispatchLog<'a> {
+    task: u64,
+    server: &'a str,
+    queued_ns: u64,
+}
+
+#[derive(Serialize)]
+struct ReleaseLog<'a> {
+    task: u64,
+    server: &'a str,
+}
+
+impl Scheduler {
+    pub fn new(world: Arc<World>, cfg: &SchedulerConfig, servers: &[(ActorId, u32)]) -> Self {
+        let placement: Box<dyn Placement> = match cfg.placement {
+            PlacementKind::Random => Box::new(RandomPlacement),
+        };
+        Scheduler {
+            world,
+            placement,
+            cluster: ClusterView::new(servers),
+            queue: VecDeque::new(),
+            dispatched: 0,
+            queue_wait_s: Vec::new(),
+        }
+    }
+
+    pub fn handle(
+        &mut self,
+        event: Envelope<Msg>,
+        ctx: &mut Ctx<'_, Msg>,
+    ) -> Result<(), ModelError> {
+        match event.payload {
+            Msg::Submit(task) => {
+                ctx.log(
+                    "task_arrive",
+                    &ArriveLog {
+                        task: task.id,
+                        tenant: self.world.name(task.tenant).to_string(),
+                    },
+                );
+                let now = ctx.now();
+                self.queue.push_back((task, now));
+                if self.queue.len() == 1 {
+                    self.drain(ctx)?;
+                }
+                if let Some((task, _)) = self.queue.back() {
+                    ctx.log(
+                        "task_queue",
+                        &QueueLog {
+                            task: task.id,
+                            queue_len: self.queue.len(),
+                        },
+                    );
+                }
+                Ok(())
+            }
+            Msg::Finished { task } => {
+                let server = event.src;
+                self.cluster.release(server).ok_or_else(|| {
+                    ModelError::Invariant(format!(
+                        "scheduler got a slot release from {}, which it never gave a task",
+                        self.world.name(server)
+                    ))
+                })?;
+                ctx.log(
+                    "slot_release",
+                    &ReleaseLog {
+                        task,
+                        server: self.world.name(server),
+                    },
+                );
+                self.drain(ctx)
+            }
+            other => Err(unexpected("scheduler", &other)),
+        }
+    }
+
+    /// Places queued tasks in arrival order until the head finds no server.
+    fn drain(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        while let Some((task, _)) = self.queue.front() {
+            let Some(slot) = self.placement.place(task, &self.cluster, ctx.rng()) else {
+                break;
+            };
+            let Some((task, arrived)) = self.queue.pop_front() else {
+                break;
+            };
+            let server = self.cluster.take(slot);
+            let queued = ctx.now() - arrived;
+            self.queue_wait_s.push(queued as f64 / 1e9);
+            self.dispatched += 1;
+            ctx.log(
+                "task_dispatch",
+                &DispatchLog {
+                    task: task.id,
+                    server: self.world.name(server),
+                    queued_ns: queued,
+                },
+            );
+            self.world.send(ctx, server, Msg::Dispatch(task))?;
+        }
+        Ok(())
+    }
+
+    pub fn finish(&mut self, undelivered: &[Envelope<Msg>], out: &mut Metrics) {
+        let in_transit = undelivered
+            .iter()
+            .filter(|e| matches!(e.payload, Msg::Submit(_)))
+            .count();
+        out.add("tasks_in_transit_end", in_transit as u64);
+        out.add("tasks_queued_end", self.queue.len() as u64);
+        out.add("tasks_dispatched", self.dispatched);
+        out.declare_samples("queue_wait_s");
+        for &w in &self.queue_wait_s {
+            out.sample("queue_wait_s", w);
+        }
+    }
+}

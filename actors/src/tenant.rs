@@ -1,0 +1,157 @@
+//! Workload tenants: submit tasks from a generator and record how long each
+//! took, as the user of the cluster experiences it.
+
+use std::sync::Arc;
+
+use dcemu_topology::SimTime;
+use serde::Serialize;
+
+use crate::config::{ArrivalProcess, ServiceDistribution, TenantConfig};
+use crate::kernel::{Ctx, Envelope, Metrics, ModelError};
+use crate::model::{Msg, TASK_ID_BLOCK, Task, World, unexpected};
+use crate::sampling::{exponential, to_nanos};
+
+pub struct WorkloadTenant {
+    world: Arc<World>,
+    process: ArrivalProcess,
+    mean_gap_ns: f64,
+    distribution: ServiceDistribution,
+    mean_service_ns: f64,
+    start: SimTime,
+    stop: SimTime,
+    first_id: u64,
+    submitted: u64,
+    done: u64,
+    response_s: Vec<f64>,
+    waiting_s: Vec<f64>,
+}
+
+#[derive(Serialize)]
+struct SubmitLog {
+    task: u64,
+    service_ns: u64,
+}
+
+#[derive(Serialize)]
+struct DoneLog {
+    task: u64,
+    waiting_ns: u64,
+    response_ns: u64,
+}
+
+impl WorkloadTenant {
+    pub fn new(world: Arc<World>, cfg: &TenantConfig, ordinal: u64, run_end: SimTime) -> Self {
+        WorkloadTenant {
+            world,
+            process: cfg.arrivals.process,
+            mean_gap_ns: 1e9 / cfg.arrivals.rate_per_s,
+            distribution: cfg.service.distribution,
+            mean_service_ns: cfg.service.mean.as_nanos() as f64,
+            start: cfg.start.as_nanos(),
+            stop: cfg.stop.map_or(run_end, |d| d.as_nanos()),
+            first_id: ordinal * TASK_ID_BLOCK,
+            submitted: 0,
+            done: 0,
+            response_s: Vec::new(),
+            waiting_s: Vec::new(),
+        }
+    }
+
+    fn gap(&self, ctx: &mut Ctx<'_, Msg>) -> SimTime {
+        match self.process {
+            ArrivalProcess::Poisson => to_nanos(exponential(ctx.rng(), self.mean_gap_ns)),
+            ArrivalProcess::Constant => to_nanos(self.mean_gap_ns).max(1),
+        }
+    }
+
+    fn service(&self, ctx: &mut Ctx<'_, Msg>) -> u64 {
+        match self.distribution {
+            ServiceDistribution::Exponential => {
+                to_nanos(exponential(ctx.rng(), self.mean_service_ns)).max(1)
+            }
+            ServiceDistribution::Constant => to_nanos(self.mean_service_ns),
+        }
+    }
+
+    pub fn start(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let first = self.start.saturating_add(self.gap(ctx));
+        ctx.timer(first, Msg::Arrival)
+    }
+
+    pub fn handle(
+        &mut self,
+        event: Envelope<Msg>,
+        ctx: &mut Ctx<'_, Msg>,
+    ) -> Result<(), ModelError> {
+        match event.payload {
+            Msg::Arrival => {
+                if ctx.now() >= self.stop {
+                    ctx.log(
+                        "tenant_stop",
+                        &serde_json::json!({ "submitted": self.submitted }),
+                    );
+                    return Ok(());
+                }
+                if self.submitted >= TASK_ID_BLOCK {
+                    return Err(ModelError::Invariant(format!(
+                        "{} submitted {TASK_ID_BLOCK} tasks, the most one tenant can number",
+                        self.world.name(ctx.me())
+                    )));
+                }
+                let task = Task {
+                    id: self.first_id + self.submitted,
+                    tenant: ctx.me(),
+                    submitted_at: ctx.now(),
+                    service_ns: self.service(ctx),
+                };
+                self.submitted += 1;
+                ctx.log(
+                    "task_submit",
+                    &SubmitLog {
+                        task: task.id,
+                        service_ns: task.service_ns,
+                    },
+                );
+                self.world
+                    .send(ctx, self.world.scheduler, Msg::Submit(task))?;
+                let gap = self.gap(ctx);
+                ctx.timer(gap, Msg::Arrival)
+            }
+            Msg::Done {
+                task,
+                submitted_at,
+                started_at,
+                finished_at,
+            } => {
+                let waiting = started_at.saturating_sub(submitted_at);
+                let response = finished_at.saturating_sub(submitted_at);
+                self.done += 1;
+                self.waiting_s.push(waiting as f64 / 1e9);
+                self.response_s.push(response as f64 / 1e9);
+                ctx.log(
+                    "task_done",
+                    &DoneLog {
+                        task,
+                        waiting_ns: waiting,
+                        response_ns: response,
+                    },
+                );
+                Ok(())
+            }
+            other => Err(unexpected(self.world.name(ctx.me()), &other)),
+        }
+    }
+
+    pub fn finish(&mut self, out: &mut Metrics) {
+        out.add("tasks_submitted", self.submitted);
+        out.add("tasks_acknowledged", self.done);
+        out.declare_samples("response_s");
+        out.declare_samples("waiting_s");
+        for &r in &self.response_s {
+            out.sample("response_s", r);
+        }
+        for &w in &self.waiting_s {
+            out.sample("waiting_s", w);
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! The engine: hosts actors in partitions and advances them through virtual
+//! time in conservative windows (MODEL.md §2).
+//!
+//! Every partition runs the same loop, whether there is one of them or many:
+//!
+//! 1. agree with all partitions on `t`, the earliest pending event anywhere;
+//! 2. handle every local event earlier than `t + L` in `(deliver_at, src,
+//!    src_seq)` order, where `L` is the lookahead;
+//! 3. hand envelopes for actors elsewhere to the [`Transport`], which delivers
+//!    them and the next `t` in one exchange.
+//!
+//! Why this equals a sequential run in global timestamp order: a message
+//! between two distinct actors takes at least `L` (enforced by
+//! `Ctx::send`), so nothing sent during a window can be due inside it. An
+//! actor's events in a window are therefore exactly those pending when the
+//! window opened plus its own timers, handled in the same total order as a
+//! sequential run would. Partitioning changes who hosts an actor, never what
+//! it sees.
+
+mod partition;
+pub mod reference;
+pub mod transport;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use dcemu_actors::kernel::{Actor, Metrics, ModelError};
+use dcemu_topology::{SimTime, format_sim_time};
+
+pub use partition::Partition;
+pub use transport::{InMemoryTransport, Transport, TransportError, in_memory_mesh};
+
+/// The most partitions one process hosts; each is a thread.
+pub const MAX_PARTITIONS: usize = 256;
+
+/// How an engine run is set up.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// The lookahead `L` in ns: the minimum latency of any message between
+    /// two actors. Must be > 0.
+    pub lookahead: SimTime,
+    /// Events at or after this time are not handled.
+    pub end: SimTime,
+    /// Scenario seed; each actor's stream is derived from it and its name.
+    pub seed: u64,
+    /// Whether actors' logs are kept.
+    pub logs: bool,
+}
+
+/// What one actor leaves behind.
+#[derive(Debug)]
+pub struct ActorOutput {
+    pub name: String,
+    pub log: Vec<u8>,
+    pub metrics: Metrics,
+}
+
+/// The result of a run, independent of how it was partitioned.
+#[derive(Debug)]
+pub struct EngineOutput {
+    /// Per actor, in actor-id order.
+    pub actors: Vec<ActorOutput>,
+    /// Events handled (timers included).
+    pub events: u64,
+    /// Windows the run took (depends on the workload, not the partitioning).
+    pub windows: u64,
+    /// `end` if events remained at the end, else the time of the last event.
+    pub virtual_end: SimTime,
+}
+
+impl EngineOutput {
+    /// All actors' metrics merged in actor-id order.
+    pub fn merged_metrics(&self) -> Metrics {
+        let mut all = Metrics::default();
+        for a in &self.actors {
+            all.merge(a.metrics.clone());
+        }
+        all
+    }
+}
+
+/// Why a run stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("invalid engine setup: {0}")]
+    Setup(String),
+    #[error("model error in actor {actor} at t={} ({at} ns): {source}", format_sim_time(*.at))]
+    Model {
+        actor: String,
+        at: SimTime,
+        source: ModelError,
+    },
+    #[error("partition {partition}: {source}")]
+    Transport {
+        partition: usize,
+        source: TransportError,
+    },
+    #[error("partition {partition} panicked: {message}")]
+    Panicked { partition: usize, message: String },
+}
+
+/// Live counters a progress display may read while the run goes on.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Start of the window each partition is in.
+    pub vtime: Vec<AtomicU64>,
+    /// Events handled by each partition.
+    pub events: Vec<AtomicU64>,
+    pub done: AtomicBool,
+}
+
+impl Progress {
+    pub fn new(partitions: usize) -> Arc<Self> {
+        Arc::new(Progress {
+            vtime: (0..partitions).map(|_| AtomicU64::new(0)).collect(),
+            events: (0..partitions).map(|_| AtomicU64::new(0)).collect(),
+            done: AtomicBool::new(false),
+        })
+    }
+
+    pub fn virtual_time(&self) -> SimTime {
+        self.vtime
+            .iter()
+            .map(|v| v.load(Ordering::Relaxed))
+            .min()
+            .unwrap_or(0)
+    }
+
+    pub fn events(&self) -> u64 {
+        self.events.iter().map(|e| e.load(Ordering::Relaxed)).sum()
+    }
+}
+
+/// Assigns actors to `partitions` contiguous blocks of ids (as even as
+/// possible), so neighbours in the scenario stay together.
+pub fn contiguous_assignment(actors: usize, partitions: usize) -> Vec<usize> {
+    let partitions = partitions.max(1);
+    (0..actors)
+        .map(|i| i * partitions / actors.max(1))
+        .collect()
+}
+
+/// Runs `actors` (in id order, with their names) split into `partitions`
+/// threads of this process, connected by in-memory channels.
+pub fn run_threads<A: Actor>(
+    config: &EngineConfig,
+    actors: Vec<(String, A)>,
+    partitions: usize,
+    progress: Option<Arc<Progress>>,
+) -> Result<EngineOutput, EngineError>
+where
+    A::Msg: Send,
+{
+    if partitions == 0 || partitions > MAX_PARTITIONS {
+        return Err(EngineError::Setup(format!(
+            "partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}"
+        )));
+    }
+    let assignment = contiguous_assignment(actors.len(), partitions);
+    let progress = progress.unwrap_or_else(|| Progress::new(partitions));
+    if progress.vtime.len() != partitions {
+        return Err(EngineError::Setup(
+            "progress counters sized for another partition count".into(),
+        ));
+    }
+    let mut parts = partition::split(config, actors, &assignment, partitions)?;
+    let transports = in_memory_mesh::<A::Msg>(partitions);
+
+    let results: Vec<Result<partition::PartitionOutput, EngineError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = parts
+            .drain(..)
+            .zip(transports)
+            .enumerate()
+            .map(|(i, (part, transport))| {
+                let progress = progress.clone();
+                std::thread::Builder::new()
+                    .name(format!("partition-{i}"))
+                    .spawn_scoped(s, move || part.run(transport, &progress))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| match h {
+                Err(e) => Err(EngineError::Setup(format!(
+                    "cannot start the thread of partition {i}: {e}"
+                ))),
+                Ok(h) => h.join().unwrap_or_else(|panic| {
+                    Err(EngineError::Panicked {
+                        partition: i,
+                        message: panic_message(&panic),
+                    })
+                }),
+            })
+            .collect()
+    });
+    progress.done.store(true, Ordering::Relaxed);
+    partition::combine(results, config.end)
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+#[cfg(test)]
+mod tests;

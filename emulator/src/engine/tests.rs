@@ -1,0 +1,229 @@
+use dcemu_actors::kernel::{Actor, ActorId, Ctx, Envelope, Metrics, ModelError};
+use dcemu_actors::sampling::index;
+use rand::RngCore;
+use serde::Serialize;
+
+use super::reference::run_sequential;
+use super::*;
+
+const L: SimTime = 1_000;
+
+/// Sends to random actors with random latencies ≥ L and arms short timers
+/// (< L) on itself, logging everything it sees: if any event reached an actor
+/// out of order, its log would differ from the sequential run's.
+struct Chatty {
+    n: u32,
+    received: u64,
+    fail_at: Option<SimTime>,
+    panic_at: Option<SimTime>,
+}
+
+#[derive(Serialize)]
+struct Seen {
+    src: u32,
+    seq: u64,
+    hop: u32,
+}
+
+impl Chatty {
+    /// A random actor other than this one (messages to oneself are timers).
+    fn other(&self, ctx: &mut Ctx<'_, u32>) -> ActorId {
+        ActorId((ctx.me().0 + 1 + index(ctx.rng(), self.n - 1)) % self.n)
+    }
+}
+
+impl Actor for Chatty {
+    type Msg = u32;
+
+    fn start(&mut self, ctx: &mut Ctx<'_, u32>) -> Result<(), ModelError> {
+        for _ in 0..3 {
+            let dst = self.other(ctx);
+            let lat = L + u64::from(ctx.rng().next_u32() % 3_000);
+            ctx.send(dst, lat, 0)?;
+        }
+        Ok(())
+    }
+
+    fn handle(&mut self, ev: Envelope<u32>, ctx: &mut Ctx<'_, u32>) -> Result<(), ModelError> {
+        self.received += 1;
+        ctx.log(
+            "seen",
+            &Seen {
+                src: ev.src.0,
+                seq: ev.src_seq,
+                hop: ev.payload,
+            },
+        );
+        if self.fail_at.is_some_and(|t| ctx.now() >= t) {
+            return ctx.send(ActorId((ctx.me().0 + 1) % self.n), L - 1, 0);
+        }
+        if self.panic_at.is_some_and(|t| ctx.now() >= t) {
+            panic!("chatty blew up");
+        }
+        if ev.src == ctx.me() {
+            return Ok(());
+        }
+        if ctx.rng().next_u32() % 4 == 0 {
+            let delay = u64::from(ctx.rng().next_u32()) % (2 * L);
+            ctx.timer(delay, ev.payload)?;
+        }
+        let dst = self.other(ctx);
+        let lat = L + u64::from(ctx.rng().next_u32() % 3_000);
+        ctx.send(dst, lat, ev.payload + 1)
+    }
+
+    fn finish(&mut self, undelivered: &[Envelope<u32>], _end: SimTime, out: &mut Metrics) {
+        out.add("received", self.received);
+        out.add("undelivered", undelivered.len() as u64);
+        out.sample("received_each", self.received as f64);
+    }
+}
+
+fn chatty(n: u32) -> Vec<(String, Chatty)> {
+    (0..n)
+        .map(|i| {
+            (
+                format!("chatty-{i}"),
+                Chatty {
+                    n,
+                    received: 0,
+                    fail_at: None,
+                    panic_at: None,
+                },
+            )
+        })
+        .collect()
+}
+
+fn config(seed: u64) -> EngineConfig {
+    EngineConfig {
+        lookahead: L,
+        end: 1_000_000,
+        seed,
+        logs: true,
+    }
+}
+
+fn fingerprint(out: &EngineOutput) -> Vec<(String, Vec<u8>, Metrics)> {
+    out.actors
+        .iter()
+        .map(|a| (a.name.clone(), a.log.clone(), a.metrics.clone()))
+        .collect()
+}
+
+#[test]
+fn windows_equal_the_sequential_run_under_any_partitioning() {
+    for seed in [1, 2, 3] {
+        let reference = run_sequential(&config(seed), chatty(37)).unwrap();
+        assert!(
+            reference.events > 5_000,
+            "the load is not trivial: {} events",
+            reference.events
+        );
+        assert!(
+            reference.virtual_end == 1_000_000,
+            "events remain at the end"
+        );
+        for partitions in [1, 2, 3, 4, 37] {
+            let out = run_threads(&config(seed), chatty(37), partitions, None).unwrap();
+            assert_eq!(
+                out.events, reference.events,
+                "seed {seed}, {partitions} partitions"
+            );
+            assert_eq!(out.virtual_end, reference.virtual_end);
+            assert!(
+                fingerprint(&out) == fingerprint(&reference),
+                "seed {seed}: {partitions} partitions differ from the sequential run"
+            );
+        }
+    }
+}
+
+#[test]
+fn other_seeds_give_other_runs() {
+    let a = run_threads(&config(1), chatty(10), 1, None).unwrap();
+    let b = run_threads(&config(2), chatty(10), 1, None).unwrap();
+    assert!(fingerprint(&a) != fingerprint(&b));
+}
+
+#[test]
+fn empty_stretches_of_time_cost_no_windows() {
+    /// One timer far in the future.
+    struct Sleeper;
+    impl Actor for Sleeper {
+        type Msg = ();
+        fn start(&mut self, ctx: &mut Ctx<'_, ()>) -> Result<(), ModelError> {
+            ctx.timer(3_600_000_000_000, ())
+        }
+        fn handle(&mut self, _: Envelope<()>, _: &mut Ctx<'_, ()>) -> Result<(), ModelError> {
+            Ok(())
+        }
+    }
+    let cfg = EngineConfig {
+        lookahead: 1,
+        end: u64::MAX,
+        seed: 0,
+        logs: false,
+    };
+    let out = run_threads(&cfg, vec![("s".into(), Sleeper)], 2, None).unwrap();
+    assert_eq!(out.events, 1);
+    assert_eq!(out.windows, 1);
+    assert_eq!(out.virtual_end, 3_600_000_000_000);
+}
+
+#[test]
+fn a_message_below_the_lookahead_stops_every_partition_with_the_actor_named() {
+    let mut actors = chatty(8);
+    actors[5].1.fail_at = Some(50_000);
+    for partitions in [1, 2, 4] {
+        let mut actors = chatty(8);
+        actors[5].1.fail_at = Some(50_000);
+        let err = run_threads(&config(1), actors, partitions, None).unwrap_err();
+        match err {
+            EngineError::Model { actor, source, .. } => {
+                assert_eq!(actor, "chatty-5");
+                assert!(matches!(source, ModelError::LatencyBelowLookahead { .. }));
+            }
+            other => panic!("unexpected error {other}"),
+        }
+    }
+    let err = run_sequential(&config(1), actors).unwrap_err().to_string();
+    assert!(
+        err.contains("chatty-5") && err.contains("below the minimum link latency"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_panicking_actor_ends_the_run_instead_of_hanging_it() {
+    let mut actors = chatty(8);
+    actors[7].1.panic_at = Some(20_000);
+    let err = run_threads(&config(1), actors, 4, None).unwrap_err();
+    assert!(
+        matches!(&err, EngineError::Panicked { partition: 3, message } if message.contains("blew up")),
+        "{err}"
+    );
+}
+
+#[test]
+fn setup_errors_are_reported() {
+    assert!(matches!(
+        run_threads(&config(1), chatty(2), 0, None),
+        Err(EngineError::Setup(_))
+    ));
+    let zero = EngineConfig {
+        lookahead: 0,
+        ..config(1)
+    };
+    assert!(matches!(
+        run_threads(&zero, chatty(2), 1, None),
+        Err(EngineError::Setup(_))
+    ));
+}
+
+#[test]
+fn contiguous_assignment_is_balanced_and_ordered() {
+    assert_eq!(contiguous_assignment(5, 2), vec![0, 0, 0, 1, 1]);
+    assert_eq!(contiguous_assignment(4, 4), vec![0, 1, 2, 3]);
+    assert_eq!(contiguous_assignment(2, 4), vec![0, 2]);
+}

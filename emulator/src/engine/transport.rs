@@ -1,0 +1,231 @@
+//! How partitions exchange envelopes at the end of each window.
+//!
+//! A [`Transport`] does one thing per window: deliver this partition's
+//! outgoing envelopes to their partitions, collect the envelopes addressed
+//! here, and agree with every other partition on the time of the next window.
+//! Folding the agreement into the exchange keeps it to one round per window:
+//! each partition contributes `min(its earliest pending event, the earliest
+//! envelope it sends)`, and the minimum over all contributions is the global
+//! earliest pending event.
+//!
+//! [`InMemoryTransport`] connects partitions on threads of one process with
+//! crossbeam channels; the QUIC transport between processes implements the
+//! same trait.
+
+use crossbeam_channel::{Receiver, Sender};
+use dcemu_actors::kernel::Envelope;
+use dcemu_topology::SimTime;
+
+/// Why an exchange failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TransportError {
+    #[error("partition {peer} aborted the run")]
+    PeerAborted { peer: usize },
+    #[error("partition {peer} disappeared without finishing the window")]
+    PeerGone { peer: usize },
+    #[error(
+        "partition {peer} sent a batch for window {got} while this one is in window {expected}"
+    )]
+    OutOfStep {
+        peer: usize,
+        got: u64,
+        expected: u64,
+    },
+    #[error("received an envelope for actor #{dst}, which partition {partition} does not host")]
+    Misrouted { dst: u32, partition: usize },
+}
+
+/// The link between one partition and all the others.
+pub trait Transport<M>: Send {
+    /// Sends `outgoing[p]` to partition `p` (leaving each vector empty), with
+    /// `local_next`, this partition's contribution to the next window time;
+    /// appends the envelopes addressed here to `incoming` and returns the
+    /// global next event time (`SimTime::MAX` when nothing is pending
+    /// anywhere). Every partition calls this once per window.
+    fn exchange(
+        &mut self,
+        outgoing: &mut [Vec<Envelope<M>>],
+        local_next: SimTime,
+        incoming: &mut Vec<Envelope<M>>,
+    ) -> Result<SimTime, TransportError>;
+
+    /// Tells the peers this partition is stopping early, so none waits forever.
+    fn abort(&mut self);
+}
+
+enum Frame<M> {
+    Batch {
+        window: u64,
+        from: usize,
+        next: SimTime,
+        envelopes: Vec<Envelope<M>>,
+    },
+    Abort {
+        from: usize,
+    },
+}
+
+/// One partition's end of an all-to-all mesh of crossbeam channels.
+pub struct InMemoryTransport<M> {
+    me: usize,
+    window: u64,
+    peers: Vec<Sender<Frame<M>>>,
+    inbox: Receiver<Frame<M>>,
+    /// Batches of the next window from peers that are already ahead (a peer
+    /// can be at most one window ahead: it cannot leave window `w + 1` before
+    /// this partition's batch of window `w + 1` arrives).
+    early: Vec<(usize, SimTime, Vec<Envelope<M>>)>,
+}
+
+/// Connects `n` partitions to each other.
+pub fn in_memory_mesh<M: Send>(n: usize) -> Vec<InMemoryTransport<M>> {
+    let (senders, receivers): (Vec<_>, Vec<_>) =
+        (0..n).map(|_| crossbeam_channel::unbounded()).unzip();
+    receivers
+        .into_iter()
+        .enumerate()
+        .map(|(me, inbox)| InMemoryTransport {
+            me,
+            window: 0,
+            peers: senders.clone(),
+            inbox,
+            early: Vec::new(),
+        })
+        .collect()
+}
+
+impl<M: Send> Transport<M> for InMemoryTransport<M> {
+    fn exchange(
+        &mut self,
+        outgoing: &mut [Vec<Envelope<M>>],
+        local_next: SimTime,
+        incoming: &mut Vec<Envelope<M>>,
+    ) -> Result<SimTime, TransportError> {
+        let n = self.peers.len();
+        let window = self.window;
+        self.window += 1;
+        for (peer, sender) in self.peers.iter().enumerate() {
+            if peer == self.me {
+                continue;
+            }
+            let frame = Frame::Batch {
+                window,
+                from: self.me,
+                next: local_next,
+                envelopes: std::mem::take(&mut outgoing[peer]),
+            };
+            sender
+                .send(frame)
+                .map_err(|_| TransportError::PeerGone { peer })?;
+        }
+        let mut next = local_next;
+        let mut received = 0;
+        for (_, peer_next, envelopes) in self.early.drain(..) {
+            next = next.min(peer_next);
+            incoming.extend(envelopes);
+            received += 1;
+        }
+        while received < n - 1 {
+            match self.inbox.recv() {
+                Ok(Frame::Batch {
+                    window: w,
+                    from,
+                    next: peer_next,
+                    envelopes,
+                }) => {
+                    if w == window {
+                        next = next.min(peer_next);
+                        incoming.extend(envelopes);
+                        received += 1;
+                    } else if w == window + 1 {
+                        self.early.push((from, peer_next, envelopes));
+                    } else {
+                        return Err(TransportError::OutOfStep {
+                            peer: from,
+                            got: w,
+                            expected: window,
+                        });
+                    }
+                }
+                Ok(Frame::Abort { from }) => {
+                    return Err(TransportError::PeerAborted { peer: from });
+                }
+                Err(_) => return Err(TransportError::PeerGone { peer: usize::MAX }),
+            }
+        }
+        Ok(next)
+    }
+
+    fn abort(&mut self) {
+        for (peer, sender) in self.peers.iter().enumerate() {
+            if peer != self.me {
+                let _ = sender.send(Frame::Abort { from: self.me });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dcemu_actors::kernel::ActorId;
+
+    fn env(t: SimTime, dst: u32) -> Envelope<()> {
+        Envelope {
+            deliver_at: t,
+            src: ActorId(0),
+            dst: ActorId(dst),
+            src_seq: t,
+            payload: (),
+        }
+    }
+
+    #[test]
+    fn single_partition_exchange_is_the_identity() {
+        let mut t = in_memory_mesh::<()>(1).pop().unwrap();
+        let mut incoming = Vec::new();
+        assert_eq!(t.exchange(&mut [Vec::new()], 42, &mut incoming), Ok(42));
+        assert!(incoming.is_empty());
+    }
+
+    #[test]
+    fn all_partitions_agree_on_the_minimum_and_get_their_envelopes() {
+        let mesh = in_memory_mesh::<()>(3);
+        let results: Vec<_> = std::thread::scope(|s| {
+            let hs: Vec<_> = mesh
+                .into_iter()
+                .enumerate()
+                .map(|(me, mut t)| {
+                    s.spawn(move || {
+                        let mut out: Vec<Vec<Envelope<()>>> = vec![Vec::new(); 3];
+                        out[(me + 1) % 3].push(env(100 + me as u64, 0));
+                        let mut inc = Vec::new();
+                        let next = t.exchange(&mut out, 500 + me as u64, &mut inc).unwrap();
+                        // a second window, so early batches get exercised
+                        let next2 = t
+                            .exchange(&mut vec![Vec::new(); 3], 900, &mut Vec::new())
+                            .unwrap();
+                        (next, inc, next2)
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for (me, (next, inc, next2)) in results.into_iter().enumerate() {
+            assert_eq!(next, 500, "partition {me}");
+            assert_eq!(next2, 900);
+            assert_eq!(inc.len(), 1);
+            assert_eq!(inc[0].deliver_at, 100 + ((me + 2) % 3) as u64);
+        }
+    }
+
+    #[test]
+    fn abort_reaches_peers_instead_of_hanging_them() {
+        let mut mesh = in_memory_mesh::<()>(2);
+        let mut b = mesh.pop().unwrap();
+        let mut a = mesh.pop().unwrap();
+        a.abort();
+        let err = b.exchange(&mut [Vec::new(), Vec::new()], 0, &mut Vec::new());
+        assert_eq!(err, Err(TransportError::PeerAborted { peer: 0 }));
+    }
+}
