@@ -1,1 +1,314 @@
-fn main() {}
+//! Engine benchmark: throughput of the windowed engine against the plain
+//! sequential event loop, on the same synthetic load and the same handler.
+//!
+//! The load: `ACTORS` actors (10,000 by default), each starting with
+//! `FANOUT` (4) messages in flight to random other actors. Every received
+//! message is folded into the receiver's checksum and answered by one message
+//! to a random other actor with a latency uniform in `[L, 4L)`, with the
+//! lookahead `L` = 1 µs. Logs are off, so the engine is measured, not JSON.
+//!
+//! Three configurations run the same events:
+//!
+//! * (a) `run_threads` with 1 partition;
+//! * (b) `run_threads` with 2 partitions (threads);
+//! * (c) `run_sequential`, one `BinaryHeap` of every event in the run.
+//!
+//! They run interleaved (a, b, c, a, b, c, ...) and the best wall time of each
+//! is reported as events/s, with the ratios a/c (target ≥ 0.5) and b/a. Every
+//! run must produce the same event count, end time and per-actor metrics
+//! (including an order-sensitive checksum of the events each actor saw) as
+//! the first run; otherwise the benchmark exits with status 1.
+//!
+//! Run with `cargo bench -p dcemu-emulator --bench engine`. Environment
+//! variables override the defaults:
+//!
+//! * `DCEMU_BENCH_ACTORS`  number of actors (default 10000);
+//! * `DCEMU_BENCH_END_US`  virtual end time in µs (default 400);
+//! * `DCEMU_BENCH_FANOUT`  messages in flight per actor at start (default 4);
+//! * `DCEMU_BENCH_REPEATS` runs of each configuration (default 3);
+//! * `DCEMU_BENCH_SEED`    scenario seed (default 1).
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use dcemu::engine::reference::run_sequential;
+use dcemu::engine::{EngineConfig, EngineOutput, run_threads};
+use dcemu_actors::kernel::{Actor, ActorId, Ctx, Envelope, Metrics, ModelError};
+use dcemu_actors::sampling::index;
+use dcemu_topology::SimTime;
+
+/// The lookahead: the minimum latency of every message, in ns.
+const L: SimTime = 1_000;
+
+/// A bench actor: answers every message with one message to a random other
+/// actor, keeping an order-sensitive checksum of the events it handled.
+struct Hopper {
+    n: u32,
+    fanout: u32,
+    received: u64,
+    checksum: u64,
+}
+
+impl Hopper {
+    /// A random actor other than this one.
+    #[inline]
+    fn other(&self, ctx: &mut Ctx<'_, u64>) -> ActorId {
+        ActorId((ctx.me().0 + 1 + index(ctx.rng(), self.n - 1)) % self.n)
+    }
+
+    /// Sends `hops` to a random other actor with a latency in `[L, 4L)`.
+    #[inline]
+    fn forward(&self, ctx: &mut Ctx<'_, u64>, hops: u64) -> Result<(), ModelError> {
+        let dst = self.other(ctx);
+        let latency = L + SimTime::from(index(ctx.rng(), 3 * L as u32));
+        ctx.send(dst, latency, hops)
+    }
+}
+
+impl Actor for Hopper {
+    type Msg = u64;
+
+    fn start(&mut self, ctx: &mut Ctx<'_, u64>) -> Result<(), ModelError> {
+        for _ in 0..self.fanout {
+            self.forward(ctx, 0)?;
+        }
+        Ok(())
+    }
+
+    fn handle(&mut self, ev: Envelope<u64>, ctx: &mut Ctx<'_, u64>) -> Result<(), ModelError> {
+        self.received += 1;
+        // Fold the event key into the checksum; rotate-xor-multiply makes it
+        // depend on the order of this actor's events, not just their set.
+        let key = ev.deliver_at ^ (u64::from(ev.src.0) << 40) ^ ev.src_seq.rotate_left(20);
+        self.checksum =
+            (self.checksum.rotate_left(5) ^ key ^ ev.payload).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.forward(ctx, ev.payload + 1)
+    }
+
+    fn finish(&mut self, undelivered: &[Envelope<u64>], _end: SimTime, out: &mut Metrics) {
+        out.add("received", self.received);
+        out.add("undelivered", undelivered.len() as u64);
+        // Summed over actors when merged: keep each term to 32 bits so the
+        // sum cannot overflow.
+        out.add("checksum", self.checksum >> 32);
+    }
+}
+
+fn hoppers(n: u32, fanout: u32) -> Vec<(String, Hopper)> {
+    (0..n)
+        .map(|i| {
+            (
+                format!("hopper-{i:05}"),
+                Hopper {
+                    n,
+                    fanout,
+                    received: 0,
+                    checksum: 0,
+                },
+            )
+        })
+        .collect()
+}
+
+/// A positive integer from the environment, or `default` when unset.
+fn env_u64(name: &str, default: u64) -> Result<u64, String> {
+    match std::env::var(name) {
+        Err(std::env::VarError::NotPresent) => Ok(default),
+        Err(e) => Err(format!("{name}: {e}")),
+        Ok(s) => match s.trim().replace('_', "").parse::<u64>() {
+            Ok(v) if v > 0 => Ok(v),
+            _ => Err(format!("{name} must be a positive integer, got {s:?}")),
+        },
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Config {
+    OnePartition,
+    TwoPartitions,
+    Sequential,
+}
+
+impl Config {
+    const ALL: [Config; 3] = [
+        Config::OnePartition,
+        Config::TwoPartitions,
+        Config::Sequential,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Config::OnePartition => "(a) engine, 1 partition",
+            Config::TwoPartitions => "(b) engine, 2 partitions",
+            Config::Sequential => "(c) sequential BinaryHeap",
+        }
+    }
+
+    fn run(self, cfg: &EngineConfig, n: u32, fanout: u32) -> Result<EngineOutput, String> {
+        let actors = hoppers(n, fanout);
+        let out = match self {
+            Config::OnePartition => run_threads(cfg, actors, 1, None),
+            Config::TwoPartitions => run_threads(cfg, actors, 2, None),
+            Config::Sequential => run_sequential(cfg, actors),
+        };
+        out.map_err(|e| format!("{}: {e}", self.label()))
+    }
+}
+
+/// What a run must agree on with the reference run.
+#[derive(PartialEq)]
+struct Fingerprint {
+    events: u64,
+    virtual_end: SimTime,
+    merged: Metrics,
+    per_actor: Vec<Metrics>,
+}
+
+impl Fingerprint {
+    fn of(out: &EngineOutput) -> Self {
+        Fingerprint {
+            events: out.events,
+            virtual_end: out.virtual_end,
+            merged: out.merged_metrics(),
+            per_actor: out.actors.iter().map(|a| a.metrics.clone()).collect(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Best {
+    wall: Option<Duration>,
+    events: u64,
+    windows: u64,
+}
+
+fn main() -> ExitCode {
+    match bench() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("engine bench FAILED: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn bench() -> Result<(), String> {
+    let n = env_u64("DCEMU_BENCH_ACTORS", 10_000)?;
+    let n = u32::try_from(n)
+        .ok()
+        .filter(|&n| n >= 2)
+        .ok_or("DCEMU_BENCH_ACTORS must be between 2 and 2^32 - 1")?;
+    let end_us = env_u64("DCEMU_BENCH_END_US", 400)?;
+    let fanout = u32::try_from(env_u64("DCEMU_BENCH_FANOUT", 4)?)
+        .map_err(|_| "DCEMU_BENCH_FANOUT is too large")?;
+    let repeats = env_u64("DCEMU_BENCH_REPEATS", 3)?;
+    let seed = env_u64("DCEMU_BENCH_SEED", 1)?;
+    let cfg = EngineConfig {
+        lookahead: L,
+        end: end_us
+            .checked_mul(1_000)
+            .ok_or("DCEMU_BENCH_END_US is too large")?,
+        seed,
+        logs: false,
+    };
+    println!(
+        "engine bench: {n} actors, {fanout} messages in flight each, latency [L, 4L) with \
+         L = {L} ns, end = {end_us} µs, seed {seed}, logs off, best of {repeats}"
+    );
+
+    let mut reference: Option<Fingerprint> = None;
+    let mut best: [Best; 3] = Default::default();
+    for round in 1..=repeats {
+        for (i, config) in Config::ALL.into_iter().enumerate() {
+            let started = Instant::now();
+            let out = config.run(&cfg, n, fanout)?;
+            let wall = started.elapsed();
+            eprintln!(
+                "  round {round}: {:<26} {:>11} events in {:.3} s",
+                config.label(),
+                out.events,
+                wall.as_secs_f64()
+            );
+            let fingerprint = Fingerprint::of(&out);
+            if fingerprint.merged.counter("received") != out.events {
+                return Err(format!(
+                    "{}: {} events handled but actors received {}",
+                    config.label(),
+                    out.events,
+                    fingerprint.merged.counter("received")
+                ));
+            }
+            match &reference {
+                None => reference = Some(fingerprint),
+                Some(r) => check_same(config, r, &fingerprint)?,
+            }
+            let b = &mut best[i];
+            if b.wall.is_none_or(|w| wall < w) {
+                b.wall = Some(wall);
+            }
+            b.events = out.events;
+            b.windows = out.windows;
+        }
+    }
+
+    let rate = |b: &Best| {
+        b.wall
+            .map_or(0.0, |w| b.events as f64 / w.as_secs_f64().max(1e-9))
+    };
+    println!();
+    println!("| config | events | wall s | events/s |");
+    println!("|---|---:|---:|---:|");
+    for (config, b) in Config::ALL.into_iter().zip(&best) {
+        println!(
+            "| {} | {} | {:.3} | {:.2} M |",
+            config.label(),
+            b.events,
+            b.wall.map_or(0.0, |w| w.as_secs_f64()),
+            rate(b) / 1e6
+        );
+    }
+    let [a, b, c] = &best;
+    println!();
+    println!(
+        "(a) windows: {}, mean events per window: {:.1}",
+        a.windows,
+        a.events as f64 / a.windows.max(1) as f64
+    );
+    println!("a/c = {:.2} (target >= 0.5)", rate(a) / rate(c));
+    println!("b/a = {:.2}", rate(b) / rate(a));
+    println!("equivalence: all {} runs identical", 3 * repeats);
+    Ok(())
+}
+
+fn check_same(config: Config, reference: &Fingerprint, got: &Fingerprint) -> Result<(), String> {
+    if got == reference {
+        return Ok(());
+    }
+    let label = config.label();
+    if got.events != reference.events {
+        return Err(format!(
+            "{label}: {} events, the reference run had {}",
+            got.events, reference.events
+        ));
+    }
+    if got.virtual_end != reference.virtual_end {
+        return Err(format!(
+            "{label}: virtual end {} ns, the reference run ended at {} ns",
+            got.virtual_end, reference.virtual_end
+        ));
+    }
+    if got.merged != reference.merged {
+        return Err(format!(
+            "{label}: merged metrics {:?} differ from the reference run's {:?}",
+            got.merged, reference.merged
+        ));
+    }
+    let first = got
+        .per_actor
+        .iter()
+        .zip(&reference.per_actor)
+        .position(|(g, r)| g != r);
+    Err(format!(
+        "{label}: per-actor metrics differ from the reference run (first at actor #{first:?})"
+    ))
+}

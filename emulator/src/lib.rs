@@ -2,6 +2,13 @@
 //!
 //! Data flows one way: a [`scenario`] is loaded and validated, the model is
 //! built from it, the [`engine`] drives the actors through virtual time in
-//! windows, and [`results`] writes what came out (with its digest).
+//! windows, [`metrics`] summarises what they reported, and [`results`] writes
+//! the results directory with its digest. [`run::execute`] strings these
+//! together; the `dcemu` binary adds flags, progress and a summary.
 
 pub mod engine;
+pub mod metrics;
+pub mod progress;
+pub mod results;
+pub mod run;
+pub mod scenario;

@@ -1,1 +1,259 @@
-fn main() {}
+//! `dcemu`: run and check datacenter emulation scenarios.
+//!
+//! Exit codes: 0 success; 1 the run failed (model error, I/O); 2 bad input
+//! (scenario, flags, an existing results directory).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Args, Parser, Subcommand};
+use dcemu::engine::{MAX_PARTITIONS, Progress};
+use dcemu::progress::{Mode, Reporter, human_count};
+use dcemu::run::{Outcome, RunOptions, execute};
+use dcemu::scenario::{self, MAX_SEED, Override, QUICKSTART, QUICKSTART_LABEL, Scenario};
+use dcemu_topology::format_sim_time;
+use serde_json::Value;
+
+#[derive(Parser)]
+#[command(
+    name = "dcemu",
+    version,
+    about = "Deterministic datacenter emulator for putting cluster schedulers through realistic datacenters",
+    after_help = "Run `dcemu run` to try the embedded quickstart scenario."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a scenario and write its results directory.
+    Run(RunArgs),
+    /// Check a scenario (and overrides) without running it.
+    Validate(ScenarioArgs),
+}
+
+#[derive(Args)]
+struct ScenarioArgs {
+    /// Scenario file (TOML). Without it, the embedded scenarios/quickstart.toml.
+    scenario: Option<PathBuf>,
+    /// Override a scalar field by its dotted path, e.g. --set run.end=2h
+    /// --set tenants.0.arrivals.rate_per_s=2 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_override)]
+    set: Vec<Override>,
+    /// Seed for every actor's random stream (overrides run.seed).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=MAX_SEED))]
+    seed: Option<u64>,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    scenario: ScenarioArgs,
+    /// Results directory (default: <output.dir>/<run.name>-s<seed>).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Replace the results directory if it exists.
+    #[arg(long)]
+    force: bool,
+    /// Partitions (threads) to split the actors into; results do not depend on it.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=MAX_PARTITIONS as u64))]
+    partitions: u64,
+    /// No progress and no summary; errors only.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn parse_override(s: &str) -> Result<Override, String> {
+    s.parse()
+}
+
+/// A failure and the exit code it deserves.
+struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl Failure {
+    fn input(message: impl Into<String>) -> Self {
+        Failure {
+            code: 2,
+            message: message.into(),
+        }
+    }
+    fn run(message: impl Into<String>) -> Self {
+        Failure {
+            code: 1,
+            message: message.into(),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run(args),
+        Command::Validate(args) => validate(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            for line in f.message.lines() {
+                eprintln!("error: {line}");
+            }
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn load(args: &ScenarioArgs) -> Result<(String, Scenario), Failure> {
+    let (label, text) = match &args.scenario {
+        None => (QUICKSTART_LABEL.to_string(), QUICKSTART.to_string()),
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                Failure::input(format!("cannot read scenario file {}: {e}", path.display()))
+            })?;
+            (path.display().to_string(), text)
+        }
+    };
+    let mut overrides = args.set.clone();
+    if let Some(seed) = args.seed {
+        overrides.push(format!("run.seed={seed}").parse().map_err(Failure::input)?);
+    }
+    let scenario =
+        scenario::load(&label, &text, &overrides).map_err(|e| Failure::input(e.to_string()))?;
+    Ok((label, scenario))
+}
+
+fn validate(args: ScenarioArgs) -> Result<(), Failure> {
+    let (label, s) = load(&args)?;
+    let servers: u64 = s.server_types.iter().map(|t| u64::from(t.count)).sum();
+    let tenants: u64 = s.tenants.iter().map(|t| u64::from(t.count)).sum();
+    println!(
+        "{label}: valid — run {:?}, seed {}, end {}, {servers} servers, {tenants} tenants, placement {}",
+        s.run.name,
+        s.run.seed,
+        s.run.end,
+        serde_json::to_value(s.scheduler.placement)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    );
+    Ok(())
+}
+
+fn run(args: RunArgs) -> Result<(), Failure> {
+    let (label, scenario) = load(&args.scenario)?;
+    let out = args.out.clone().unwrap_or_else(|| {
+        Path::new(&scenario.output.dir)
+            .join(format!("{}-s{}", scenario.run.name, scenario.run.seed))
+    });
+    if out.exists() && !args.force {
+        return Err(Failure::input(format!(
+            "results directory {} already exists (use --force to replace it, or --out to choose another)",
+            out.display()
+        )));
+    }
+    let partitions = args.partitions as usize;
+    let progress = Progress::new(partitions);
+    let mode = Mode::detect(args.quiet);
+    let reporter = Reporter::start(progress.clone(), scenario.run.end.as_nanos(), mode);
+    let started_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let outcome = execute(
+        &scenario,
+        &RunOptions {
+            partitions,
+            progress: Some(Arc::clone(&progress)),
+        },
+    );
+    progress
+        .done
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    reporter.finish();
+    let outcome = outcome.map_err(|e| Failure::run(format!("run of {label} failed: {e}")))?;
+    let run_json = run_facts(&outcome, partitions, started_unix);
+    outcome
+        .results
+        .write(&out, &[("run.json", run_json)], args.force)
+        .map_err(|e| match e {
+            dcemu::results::WriteError::Exists(_) => Failure::input(e.to_string()),
+            other => Failure::run(other.to_string()),
+        })?;
+    if !args.quiet {
+        print_summary(&label, &scenario, &outcome, partitions, &out);
+    }
+    Ok(())
+}
+
+/// `run.json`: facts about this execution that must not reach the digest.
+fn run_facts(o: &Outcome, partitions: usize, started_unix: u64) -> Vec<u8> {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "unknown".into());
+    let facts = serde_json::json!({
+        "dcemu_version": env!("CARGO_PKG_VERSION"),
+        "host": host,
+        "started_unix_s": started_unix,
+        "wall_time_s": o.wall.as_secs_f64(),
+        "events_per_s": o.events as f64 / o.wall.as_secs_f64().max(1e-9),
+        "partitions": partitions,
+        "windows": o.windows,
+        "actors": o.actors,
+        "command": std::env::args().collect::<Vec<_>>(),
+        "digest": o.digest,
+    });
+    let mut bytes = serde_json::to_vec_pretty(&facts).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
+}
+
+fn print_summary(label: &str, s: &Scenario, o: &Outcome, partitions: usize, out: &Path) {
+    let m = |k: &str| o.metrics.get(k).cloned().unwrap_or(Value::Null);
+    let n = |k: &str| m(k).as_u64().unwrap_or(0);
+    let secs = |k: &str| m(k).as_f64().map_or("-".into(), |v| format!("{v:.1} s"));
+    let wall = o.wall.as_secs_f64();
+    let reached = if o.virtual_end >= s.run.end.as_nanos() {
+        "end of run"
+    } else {
+        "no events left"
+    };
+    println!(
+        "dcemu run: {} (seed {}) from {label}",
+        s.run.name, s.run.seed
+    );
+    println!(
+        "  virtual time   {} ({reached})",
+        format_sim_time(o.virtual_end)
+    );
+    println!(
+        "  engine         {} events in {wall:.2} s wall, {} events/s, {} actors, {partitions} partition(s), {} windows",
+        human_count(o.events as f64),
+        human_count(o.events as f64 / wall.max(1e-9)),
+        o.actors,
+        o.windows
+    );
+    println!(
+        "  tasks          {} submitted, {} completed, {} running, {} queued, {} in transit at the end",
+        n("tasks_submitted"),
+        n("tasks_completed"),
+        n("tasks_running_end"),
+        n("tasks_queued_end"),
+        n("tasks_in_transit_end")
+    );
+    println!(
+        "  response time  mean {}, p99 {}; queue wait mean {}",
+        secs("response_s_mean"),
+        secs("response_s_p99"),
+        secs("queue_wait_s_mean")
+    );
+    if let Some(u) = m("slot_utilization_mean").as_f64() {
+        println!("  slots          {:.1} % busy on average", u * 100.0);
+    }
+    println!("  results        {}", out.display());
+    println!("  digest         {}", o.digest);
+}

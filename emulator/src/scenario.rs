@@ -1,0 +1,526 @@
+//! Scenario files: load, override, validate.
+//!
+//! A scenario is TOML with the sections `[run]`, `[topology]`,
+//! `[[server_types]]`, `[[tenants]]`, `[scheduler]` and `[output]`; every
+//! field is documented in `scenarios/README.md`. Loading happens in three
+//! steps, each with errors that say where the problem is:
+//!
+//! 1. parse the TOML and apply `--set KEY=VALUE` overrides to the table;
+//! 2. deserialize into [`Scenario`] (unknown fields and wrong types refused);
+//! 3. check values ([`Scenario::problems`]): positive rates, non-zero
+//!    latency, unique names, and so on.
+//!
+//! A problem in a field that came from the file names the file, line and
+//! column; one in a field set on the command line names the `--set` flag.
+
+use std::fmt;
+use std::ops::Range;
+use std::str::FromStr;
+
+use dcemu_actors::config::{SchedulerConfig, ServerTypeConfig, TenantConfig};
+use dcemu_topology::{Duration, TopologyConfig};
+use serde::{Deserialize, Serialize};
+
+/// The default scenario, compiled into the binary so `dcemu run` works from anywhere.
+pub const QUICKSTART: &str = include_str!("../../scenarios/quickstart.toml");
+/// How the embedded default is named in messages.
+pub const QUICKSTART_LABEL: &str = "<embedded scenarios/quickstart.toml>";
+
+/// A whole scenario.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub run: RunConfig,
+    #[serde(default)]
+    pub topology: TopologyConfig,
+    #[serde(default)]
+    pub scheduler: SchedulerConfig,
+    #[serde(default)]
+    pub output: OutputConfig,
+    pub server_types: Vec<ServerTypeConfig>,
+    #[serde(default)]
+    pub tenants: Vec<TenantConfig>,
+}
+
+/// `[run]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// Names the results directory (`<output.dir>/<name>-s<seed>`).
+    pub name: String,
+    /// Seed of every actor's random stream.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Virtual time at which the run stops; events at or after it are not handled.
+    pub end: Duration,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// `[output]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputConfig {
+    /// Parent directory of results directories, relative to the working directory.
+    #[serde(default = "default_output_dir")]
+    pub dir: String,
+    /// Write one JSON Lines log per actor.
+    #[serde(default = "default_true")]
+    pub actor_logs: bool,
+}
+
+fn default_output_dir() -> String {
+    "results".into()
+}
+
+fn default_true() -> bool {
+    true
+}
+
+impl Default for OutputConfig {
+    fn default() -> Self {
+        OutputConfig {
+            dir: default_output_dir(),
+            actor_logs: true,
+        }
+    }
+}
+
+/// The largest seed: seeds round-trip through TOML, whose integers are i64.
+pub const MAX_SEED: u64 = i64::MAX as u64;
+/// Guard against scenarios that would exhaust memory before the run starts.
+pub const MAX_ACTORS: u64 = 50_000_000;
+
+impl Scenario {
+    /// Value problems as `(dotted field path, problem)`.
+    pub fn problems(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        let mut push = |field: String, problem: String| out.push((field, problem));
+        if let Some(p) = file_name_problem(&self.run.name) {
+            push("run.name".into(), p);
+        }
+        if self.run.seed > MAX_SEED {
+            push("run.seed".into(), format!("must be at most {MAX_SEED}"));
+        }
+        if self.run.end == Duration::ZERO {
+            push("run.end".into(), "must be greater than 0".into());
+        }
+        for (field, p) in self.topology.problems() {
+            push(format!("topology.{field}"), p);
+        }
+        if self.server_types.is_empty() {
+            push(
+                "server_types".into(),
+                "a scenario needs at least one [[server_types]] entry".into(),
+            );
+        }
+        let servers: u64 = self.server_types.iter().map(|s| u64::from(s.count)).sum();
+        if !self.server_types.is_empty() && servers == 0 {
+            push(
+                "server_types".into(),
+                "the datacenter has no servers: every count is 0".into(),
+            );
+        }
+        let tenants: u64 = self.tenants.iter().map(|t| u64::from(t.count)).sum();
+        if servers + tenants + 1 > MAX_ACTORS {
+            push(
+                "server_types".into(),
+                format!(
+                    "{} actors exceed the limit of {MAX_ACTORS}",
+                    servers + tenants + 1
+                ),
+            );
+        }
+        for (i, s) in self.server_types.iter().enumerate() {
+            for (field, p) in s.problems() {
+                push(format!("server_types[{i}].{field}"), p);
+            }
+            if self.server_types[..i].iter().any(|o| o.name == s.name) {
+                push(
+                    format!("server_types[{i}].name"),
+                    format!("{:?} is used by an earlier server type", s.name),
+                );
+            }
+        }
+        for (i, t) in self.tenants.iter().enumerate() {
+            for (field, p) in t.problems(self.run.end) {
+                push(format!("tenants[{i}].{field}"), p);
+            }
+            if self.tenants[..i].iter().any(|o| o.name == t.name) {
+                push(
+                    format!("tenants[{i}].name"),
+                    format!("{:?} is used by an earlier tenant", t.name),
+                );
+            }
+        }
+        if self.output.dir.trim().is_empty() {
+            push("output.dir".into(), "must not be empty".into());
+        }
+        out
+    }
+
+    /// The scenario as TOML, with a header naming the dcemu version; loading
+    /// it again gives the same scenario.
+    pub fn to_toml(&self) -> String {
+        let body = toml::to_string(self)
+            .unwrap_or_else(|e| format!("# this scenario could not be written as TOML: {e}\n"));
+        format!(
+            "# Scenario as run by dcemu {} (defaults and overrides filled in).\n\
+             # Run it again with: dcemu run <this file>\n\n{body}",
+            env!("CARGO_PKG_VERSION")
+        )
+    }
+}
+
+fn file_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("must not be empty".into());
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        || name.starts_with('.')
+    {
+        return Some(format!(
+            "{name:?} names a directory: use ASCII letters, digits, '-', '_' and '.', not starting with '.'"
+        ));
+    }
+    None
+}
+
+/// `--set KEY=VALUE`: a dotted path to a scalar field and its new value.
+///
+/// The value is read as TOML when it is one (`5`, `true`, `1.5`, `"x"`) and
+/// as a bare string otherwise (`2h`, `random`), so quoting is rarely needed.
+/// Array elements are addressed by index: `tenants.0.arrivals.rate_per_s=2`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Override {
+    pub key: String,
+    pub raw: String,
+    value: toml::Value,
+}
+
+impl FromStr for Override {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (key, raw) = s
+            .split_once('=')
+            .ok_or_else(|| format!("--set {s}: expected KEY=VALUE, e.g. run.end=2h"))?;
+        let key = key.trim();
+        if key.is_empty() || key.split('.').any(str::is_empty) {
+            return Err(format!(
+                "--set {s}: {key:?} is not a dotted field path like scheduler.placement"
+            ));
+        }
+        let value = match format!("v = {raw}").parse::<toml::Table>() {
+            Ok(mut t) => t.remove("v").unwrap_or(toml::Value::String(raw.into())),
+            Err(_) => toml::Value::String(raw.trim().to_string()),
+        };
+        if matches!(value, toml::Value::Array(_) | toml::Value::Table(_)) {
+            return Err(format!(
+                "--set {s}: takes a single value, not an array or table"
+            ));
+        }
+        Ok(Override {
+            key: key.to_string(),
+            raw: raw.to_string(),
+            value,
+        })
+    }
+}
+
+impl fmt::Display for Override {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}={}", self.key, self.raw)
+    }
+}
+
+impl Override {
+    /// The key in the form errors use: `tenants[0].rate` for `tenants.0.rate`.
+    fn field(&self) -> String {
+        dotted_to_field(&self.key)
+    }
+}
+
+fn dotted_to_field(key: &str) -> String {
+    let mut out = String::new();
+    for seg in key.split('.') {
+        if seg.parse::<usize>().is_ok() && !out.is_empty() {
+            out.push_str(&format!("[{seg}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(seg);
+        }
+    }
+    out
+}
+
+/// Where a problem came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    File {
+        path: String,
+        /// 1-based line and column, when the field appears in the file.
+        at: Option<(usize, usize)>,
+    },
+    Override(String),
+}
+
+/// One problem with a scenario.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScenarioError {
+    pub origin: Origin,
+    /// Dotted path such as `tenants[0].arrivals.rate_per_s`, when known.
+    pub field: Option<String>,
+    pub problem: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.origin {
+            Origin::File {
+                path,
+                at: Some((l, c)),
+            } => write!(f, "{path}:{l}:{c}: ")?,
+            Origin::File { path, at: None } => write!(f, "{path}: ")?,
+            Origin::Override(s) => write!(f, "--set {s}: ")?,
+        }
+        if let Some(field) = &self.field {
+            write!(f, "field `{field}`: ")?;
+        }
+        f.write_str(&self.problem)
+    }
+}
+
+/// Every problem found in a scenario (at least one).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct ScenarioErrors(pub Vec<ScenarioError>);
+
+impl fmt::Display for ScenarioErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Loads and validates a scenario from its text; `label` names it in errors.
+pub fn load(label: &str, text: &str, overrides: &[Override]) -> Result<Scenario, ScenarioErrors> {
+    let file_err = |at: Option<(usize, usize)>, field: Option<String>, problem: String| {
+        ScenarioErrors(vec![ScenarioError {
+            origin: Origin::File {
+                path: label.to_string(),
+                at,
+            },
+            field,
+            problem,
+        }])
+    };
+    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        let at = e.span().map(|s| line_col(text, s.start));
+        file_err(at, None, format!("not valid TOML: {}", e.message().trim()))
+    })?;
+    let mut values: Vec<toml::Value> = overrides.iter().map(|o| o.value.clone()).collect();
+    for (o, v) in overrides.iter().zip(&values) {
+        apply(&mut table, o, v.clone()).map_err(|problem| override_err(o, problem))?;
+    }
+    let scenario = loop {
+        match serde_path_to_error::deserialize::<_, Scenario>(toml::Value::Table(table.clone())) {
+            Ok(s) => break s,
+            Err(err) => {
+                let field = error_field(err.path().to_string(), err.inner().message());
+                let problem = err.inner().message().trim().to_string();
+                let Some(i) = overrides.iter().rposition(|o| covers(&o.field(), &field)) else {
+                    return Err(file_error_from_text(label, text, field, problem));
+                };
+                // A bare word that TOML read as a number or boolean may be meant as a string.
+                if !matches!(values[i], toml::Value::String(_)) {
+                    values[i] = toml::Value::String(overrides[i].raw.trim().to_string());
+                    apply(&mut table, &overrides[i], values[i].clone())
+                        .map_err(|p| override_err(&overrides[i], p))?;
+                    continue;
+                }
+                let mut e = override_err(&overrides[i], problem);
+                e.0[0].field = Some(field);
+                return Err(e);
+            }
+        }
+    };
+    let problems = scenario.problems();
+    if problems.is_empty() {
+        return Ok(scenario);
+    }
+    let doc = toml_edit::Document::parse(text.to_string()).ok();
+    Err(ScenarioErrors(
+        problems
+            .into_iter()
+            .map(|(field, problem)| {
+                let origin = match overrides.iter().rev().find(|o| covers(&o.field(), &field)) {
+                    Some(o) => Origin::Override(o.to_string()),
+                    None => Origin::File {
+                        path: label.to_string(),
+                        at: doc
+                            .as_ref()
+                            .and_then(|d| locate(d, &field))
+                            .map(|span| line_col(text, span.start)),
+                    },
+                };
+                ScenarioError {
+                    origin,
+                    field: Some(field),
+                    problem,
+                }
+            })
+            .collect(),
+    ))
+}
+
+fn override_err(o: &Override, problem: String) -> ScenarioErrors {
+    ScenarioErrors(vec![ScenarioError {
+        origin: Origin::Override(o.to_string()),
+        field: None,
+        problem,
+    }])
+}
+
+/// Whether an override of `key` set (part of) `field`.
+fn covers(key: &str, field: &str) -> bool {
+    field == key || field.starts_with(&format!("{key}.")) || field.starts_with(&format!("{key}["))
+}
+
+/// serde reports a missing field at the path of the table that lacks it;
+/// name the field itself.
+fn error_field(path: String, message: &str) -> String {
+    let missing = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next());
+    match missing {
+        Some(name) if path == "." || path.is_empty() => name.to_string(),
+        Some(name) => format!("{path}.{name}"),
+        None if path == "." => String::new(),
+        None => path,
+    }
+}
+
+/// Re-reads the text with spans to say where a deserialization error is.
+fn file_error_from_text(label: &str, text: &str, field: String, problem: String) -> ScenarioErrors {
+    let spanned = toml::Deserializer::parse(text)
+        .ok()
+        .and_then(|de| serde_path_to_error::deserialize::<_, Scenario>(de).err())
+        .and_then(|e| e.inner().span());
+    let at = spanned
+        .or_else(|| {
+            toml_edit::Document::parse(text.to_string())
+                .ok()
+                .and_then(|d| locate(&d, &field))
+        })
+        .map(|s| line_col(text, s.start));
+    ScenarioErrors(vec![ScenarioError {
+        origin: Origin::File {
+            path: label.to_string(),
+            at,
+        },
+        field: (!field.is_empty()).then_some(field),
+        problem,
+    }])
+}
+
+/// Sets `o.key` to `value` in the table, creating missing tables on the way.
+fn apply(table: &mut toml::Table, o: &Override, value: toml::Value) -> Result<(), String> {
+    let segments: Vec<&str> = o.key.split('.').collect();
+    let (last, parents) = segments.split_last().ok_or("empty key")?;
+    let mut current = table;
+    let mut walked = String::new();
+    for seg in parents {
+        walked = if walked.is_empty() {
+            seg.to_string()
+        } else {
+            format!("{walked}.{seg}")
+        };
+        let entry = current
+            .entry(seg.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        current = match entry {
+            toml::Value::Table(t) => t,
+            toml::Value::Array(items) => {
+                let next = o.key[walked.len() + 1..].split('.').next().unwrap_or("");
+                let Ok(i) = next.parse::<usize>() else {
+                    return Err(format!(
+                        "`{walked}` is a list: address an entry by index, e.g. {walked}.0.…"
+                    ));
+                };
+                let len = items.len();
+                return match items.get_mut(i) {
+                    Some(toml::Value::Table(t)) => {
+                        let rest = &o.key[walked.len() + 1 + next.len()..];
+                        let rest = rest.strip_prefix('.').ok_or_else(|| {
+                            format!("`{walked}.{i}` is a table; --set takes scalar fields")
+                        })?;
+                        let inner = Override {
+                            key: rest.to_string(),
+                            raw: o.raw.clone(),
+                            value: value.clone(),
+                        };
+                        apply(t, &inner, value)
+                    }
+                    Some(_) => Err(format!("`{walked}.{i}` is not a table")),
+                    None => Err(format!(
+                        "`{walked}` has {len} entries, there is no entry {i}"
+                    )),
+                };
+            }
+            _ => return Err(format!("`{walked}` is a single value, it has no fields")),
+        };
+    }
+    match current.get(*last) {
+        Some(toml::Value::Table(_)) | Some(toml::Value::Array(_)) => Err(format!(
+            "`{}` is a table or list; --set takes scalar fields",
+            o.key
+        )),
+        _ => {
+            current.insert(last.to_string(), value);
+            Ok(())
+        }
+    }
+}
+
+/// Byte span of the dotted `field` (`tenants[0].arrivals.rate_per_s`) in the
+/// document, or of its nearest ancestor that appears there.
+fn locate(doc: &toml_edit::Document<String>, field: &str) -> Option<Range<usize>> {
+    let mut item: &toml_edit::Item = doc.as_item();
+    let mut best = None;
+    for seg in field.split('.') {
+        let (name, index) = match seg.split_once('[') {
+            Some((n, rest)) => (n, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (seg, None),
+        };
+        let Some(next) = item.get(name) else { break };
+        item = next;
+        best = item.span().or(best);
+        if let Some(i) = index {
+            let Some(next) = item.get(i) else { break };
+            item = next;
+            best = item.span().or(best);
+        }
+    }
+    best
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,275 @@
+//! The `dcemu` binary as a user meets it: exit codes, files, messages.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn dcemu(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dcemu"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("the dcemu binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn scenario(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+const SMALL: &str = r#"
+[run]
+name = "small"
+end = "10m"
+
+[[server_types]]
+name = "a"
+count = 3
+slots = 2
+
+[[tenants]]
+name = "w"
+arrivals = { process = "poisson", rate_per_s = 0.5 }
+service = { distribution = "exponential", mean = "5s" }
+"#;
+
+#[test]
+fn run_without_arguments_writes_a_complete_results_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = dcemu(tmp.path(), &["run", "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = tmp.path().join("results/quickstart-s1");
+    for f in [
+        "scenario.toml",
+        "metrics.json",
+        "metrics.csv",
+        "digest",
+        "run.json",
+    ] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+    let logs = std::fs::read_dir(dir.join("actors")).unwrap().count();
+    assert_eq!(
+        logs, 36,
+        "one log per actor: scheduler, 3 tenants, 32 servers"
+    );
+    assert!(dir.join("actors/server-0017.jsonl").is_file());
+    assert!(dir.join("actors/tenant-batch-0.jsonl").is_file());
+    let digest = std::fs::read_to_string(dir.join("digest")).unwrap();
+    let digest = digest.trim();
+    assert!(digest.len() == 64 && digest.chars().all(|c| c.is_ascii_hexdigit()));
+    assert_eq!(digest, dcemu::results::digest_dir(&dir).unwrap());
+    let metrics: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("metrics.json")).unwrap()).unwrap();
+    for key in [
+        "events",
+        "virtual_end_s",
+        "tasks_submitted",
+        "tasks_completed",
+    ] {
+        assert!(metrics[key].as_f64().unwrap() > 0.0, "{key}");
+    }
+    assert!(stdout(&o).is_empty(), "--quiet prints nothing");
+}
+
+#[test]
+fn the_summary_names_the_results_and_digest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = scenario(tmp.path(), "small.toml", SMALL);
+    let o = dcemu(tmp.path(), &["run", &path, "--out", "out"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let digest = std::fs::read_to_string(tmp.path().join("out/digest")).unwrap();
+    assert!(text.contains(digest.trim()), "{text}");
+    assert!(text.contains("tasks"), "{text}");
+}
+
+#[test]
+fn an_existing_results_directory_is_kept_unless_forced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = scenario(tmp.path(), "small.toml", SMALL);
+    assert!(
+        dcemu(tmp.path(), &["run", &path, "-q", "--out", "r"])
+            .status
+            .success()
+    );
+    let first = std::fs::read_to_string(tmp.path().join("r/digest")).unwrap();
+    let o = dcemu(
+        tmp.path(),
+        &["run", &path, "-q", "--out", "r", "--seed", "2"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--force"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("r/digest")).unwrap(),
+        first
+    );
+    let o = dcemu(
+        tmp.path(),
+        &["run", &path, "-q", "--out", "r", "--seed", "2", "--force"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_ne!(
+        std::fs::read_to_string(tmp.path().join("r/digest")).unwrap(),
+        first
+    );
+}
+
+#[test]
+fn set_and_seed_change_the_scenario_as_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = scenario(tmp.path(), "small.toml", SMALL);
+    let o = dcemu(
+        tmp.path(),
+        &[
+            "run",
+            &path,
+            "-q",
+            "--seed",
+            "7",
+            "--set",
+            "run.end=5m",
+            "--set",
+            "tenants.0.count=2",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let as_run =
+        std::fs::read_to_string(tmp.path().join("results/small-s7/scenario.toml")).unwrap();
+    assert!(
+        as_run.contains("seed = 7") && as_run.contains("end = \"5m\""),
+        "{as_run}"
+    );
+    assert!(
+        tmp.path()
+            .join("results/small-s7/actors/tenant-w-1.jsonl")
+            .is_file()
+    );
+    let again = dcemu(
+        tmp.path(),
+        &[
+            "run",
+            "results/small-s7/scenario.toml",
+            "-q",
+            "--out",
+            "again",
+        ],
+    );
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("again/digest")).unwrap(),
+        std::fs::read_to_string(tmp.path().join("results/small-s7/digest")).unwrap(),
+        "the scenario as run reproduces the run"
+    );
+}
+
+#[test]
+fn validate_accepts_good_scenarios() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = dcemu(tmp.path(), &["validate"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("valid"));
+    let path = scenario(tmp.path(), "small.toml", SMALL);
+    assert!(dcemu(tmp.path(), &["validate", &path]).status.success());
+    assert!(
+        !tmp.path().join("results").exists(),
+        "validate writes nothing"
+    );
+}
+
+/// Each bad scenario: the text change, the field the error must name, and a word of the problem.
+const BAD: &[(&str, &str, &str, &str)] = &[
+    (
+        "name = \"small\"",
+        "name = \"small\"\nseeed = 3",
+        "run.seeed",
+        "unknown field",
+    ),
+    ("end = \"10m\"", "end = \"-10m\"", "run.end", "negative"),
+    (
+        "end = \"10m\"",
+        "end = \"ten minutes\"",
+        "run.end",
+        "invalid duration",
+    ),
+    ("name = \"small\"\n", "", "run.name", "missing field"),
+    (
+        "rate_per_s = 0.5",
+        "rate_per_s = -1.0",
+        "tenants[0].arrivals.rate_per_s",
+        "positive",
+    ),
+    (
+        "slots = 2",
+        "slots = 0",
+        "server_types[0].slots",
+        "at least 1",
+    ),
+];
+
+#[test]
+fn validate_and_run_refuse_bad_scenarios_naming_file_line_and_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (i, (from, to, field, word)) in BAD.iter().enumerate() {
+        assert!(SMALL.contains(from));
+        let path = scenario(
+            tmp.path(),
+            &format!("bad{i}.toml"),
+            &SMALL.replacen(from, to, 1),
+        );
+        for cmd in ["validate", "run"] {
+            let o = dcemu(tmp.path(), &[cmd, &path]);
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{cmd} {to}: {err}");
+            assert!(
+                err.contains(&format!("{path}:")),
+                "names the file with a line: {err}"
+            );
+            assert!(
+                err.contains(&format!("field `{field}`")),
+                "names {field}: {err}"
+            );
+            assert!(err.contains(word), "says {word:?}: {err}");
+            assert!(!err.contains("panicked"), "{err}");
+        }
+    }
+    assert!(!tmp.path().join("results").exists());
+}
+
+#[test]
+fn bad_flags_are_refused_with_exit_code_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "--set", "run.seeed=4"], "--set run.seeed=4"),
+        (&["run", "--set", "run.end=soon"], "--set run.end=soon"),
+        (&["run", "--set", "noequals"], "KEY=VALUE"),
+        (&["run", "--partitions", "0"], "--partitions"),
+        (&["run", "--seed=-3"], "--seed"),
+        (&["run", "--seed", "abc"], "--seed"),
+        (
+            &["run", "missing.toml"],
+            "cannot read scenario file missing.toml",
+        ),
+        (
+            &["validate", "--set", "topology.link_latency=0s"],
+            "greater than 0",
+        ),
+    ];
+    for (args, word) in cases {
+        let o = dcemu(tmp.path(), args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(word),
+            "{args:?} should mention {word:?}: {err}"
+        );
+    }
+}

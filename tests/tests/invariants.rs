@@ -1,0 +1,133 @@
+//! Invariants every scenario in `scenarios/` must keep: it loads, it runs, no
+//! task is lost, time in each actor's log never goes backwards, and every
+//! metric it reports is documented.
+
+use std::path::{Path, PathBuf};
+
+use dcemu::run::{RunOptions, execute};
+use dcemu::scenario::load;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn scenario_files() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "toml") {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&root().join("scenarios"), &mut out);
+    out.sort();
+    assert!(!out.is_empty());
+    out
+}
+
+#[test]
+fn every_scenario_runs_without_losing_a_task() {
+    for path in scenario_files() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let label = path.display().to_string();
+        let scenario = load(&label, &text, &[]).unwrap_or_else(|e| panic!("{e}"));
+        let out = execute(
+            &scenario,
+            &RunOptions {
+                partitions: 2,
+                progress: None,
+            },
+        )
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
+        let m = |k: &str| {
+            out.metrics[k]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{label}: no {k}"))
+        };
+        let submitted = m("tasks_submitted");
+        let accounted = m("tasks_completed")
+            + m("tasks_running_end")
+            + m("tasks_queued_end")
+            + m("tasks_in_transit_end");
+        assert!(submitted > 0, "{label} submits work");
+        assert_eq!(
+            submitted, accounted,
+            "{label}: every submitted task is accounted for"
+        );
+        let started = m("tasks_completed") + m("tasks_running_end");
+        assert!(
+            m("tasks_dispatched") >= started,
+            "{label}: a task started without a dispatch"
+        );
+        assert!(
+            m("tasks_dispatched") - started <= m("tasks_in_transit_end"),
+            "{label}: dispatched tasks that never started must still be in transit"
+        );
+        let util = out.metrics["slot_utilization_mean"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&util), "{label}: utilisation {util}");
+
+        for (file, content) in out.results.files() {
+            if !file.starts_with("actors/") {
+                continue;
+            }
+            let mut last = 0u64;
+            for (n, line) in std::str::from_utf8(content).unwrap().lines().enumerate() {
+                let v: serde_json::Value = serde_json::from_str(line)
+                    .unwrap_or_else(|e| panic!("{label} {file}:{}: {e}", n + 1));
+                let t = v["t_ns"].as_u64().expect("t_ns");
+                assert!(v["kind"].is_string(), "{file}:{}", n + 1);
+                assert!(t >= last, "{label} {file}:{}: time went backwards", n + 1);
+                last = t;
+            }
+        }
+    }
+}
+
+#[test]
+fn every_metric_is_documented() {
+    let docs = std::fs::read_to_string(root().join("docs/metrics.md")).unwrap();
+    for path in scenario_files() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let scenario = load("s", &text, &["run.end=5m".parse().unwrap()]).unwrap();
+        let out = execute(&scenario, &RunOptions::default()).unwrap();
+        for key in out.metrics.keys() {
+            assert!(
+                docs.contains(&format!("`{key}`")),
+                "metric `{key}` of {} is not documented in docs/metrics.md",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn every_event_kind_is_documented() {
+    let docs = std::fs::read_to_string(root().join("docs/events.md")).unwrap();
+    let scenario = load(
+        "quickstart",
+        dcemu::scenario::QUICKSTART,
+        &["run.end=20m".parse().unwrap()],
+    )
+    .unwrap();
+    let out = execute(&scenario, &RunOptions::default()).unwrap();
+    let mut kinds = std::collections::BTreeSet::new();
+    for (file, content) in out.results.files() {
+        if file.starts_with("actors/") {
+            for line in std::str::from_utf8(content).unwrap().lines() {
+                let v: serde_json::Value = serde_json::from_str(line).unwrap();
+                kinds.insert(v["kind"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    assert!(kinds.len() >= 6, "{kinds:?}");
+    for kind in kinds {
+        assert!(
+            docs.contains(&format!("`{kind}`")),
+            "event kind `{kind}` is not in docs/events.md"
+        );
+    }
+}
