@@ -32,7 +32,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use dcemu::engine::reference::run_sequential;
-use dcemu::engine::{EngineConfig, EngineOutput, run_threads};
+use dcemu::engine::{EngineConfig, EngineOutput, Logs, run_threads};
 use dcemu_actors::kernel::{Actor, ActorId, Ctx, Envelope, Metrics, ModelError};
 use dcemu_actors::sampling::index;
 use dcemu_topology::SimTime;
@@ -209,7 +209,7 @@ fn bench() -> Result<(), String> {
             .checked_mul(1_000)
             .ok_or("DCEMU_BENCH_END_US is too large")?,
         seed,
-        logs: false,
+        logs: Logs::Off,
     };
     println!(
         "engine bench: {n} actors, {fanout} messages in flight each, latency [L, 4L) with \

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use clap::{Args, Parser, Subcommand};
 use dcemu::engine::{MAX_PARTITIONS, Progress};
 use dcemu::progress::{Mode, Reporter, human_count};
+use dcemu::results::{Staging, WriteError};
 use dcemu::run::{Outcome, RunOptions, execute};
 use dcemu::scenario::{self, MAX_SEED, Override, QUICKSTART, QUICKSTART_LABEL, Scenario};
 use dcemu_topology::format_sim_time;
@@ -150,12 +151,10 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         Path::new(&scenario.output.dir)
             .join(format!("{}-s{}", scenario.run.name, scenario.run.seed))
     });
-    if out.exists() && !args.force {
-        return Err(Failure::input(format!(
-            "results directory {} already exists (use --force to replace it, or --out to choose another)",
-            out.display()
-        )));
-    }
+    let staging = Staging::create(&out, args.force).map_err(|e| match e {
+        WriteError::Exists(_) => Failure::input(e.to_string()),
+        other => Failure::run(other.to_string()),
+    })?;
     let partitions = args.partitions as usize;
     let progress = Progress::new(partitions);
     let mode = Mode::detect(args.quiet);
@@ -168,6 +167,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         &RunOptions {
             partitions,
             progress: Some(Arc::clone(&progress)),
+            log_dir: Some(staging.logs_dir()),
         },
     );
     progress
@@ -176,13 +176,9 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     reporter.finish();
     let outcome = outcome.map_err(|e| Failure::run(format!("run of {label} failed: {e}")))?;
     let run_json = run_facts(&outcome, partitions, started_unix);
-    outcome
-        .results
-        .write(&out, &[("run.json", run_json)], args.force)
-        .map_err(|e| match e {
-            dcemu::results::WriteError::Exists(_) => Failure::input(e.to_string()),
-            other => Failure::run(other.to_string()),
-        })?;
+    staging
+        .commit(&outcome.results, &outcome.digest, &[("run.json", run_json)])
+        .map_err(|e| Failure::run(e.to_string()))?;
     if !args.quiet {
         print_summary(&label, &scenario, &outcome, partitions, &out);
     }

@@ -67,7 +67,7 @@ const STEPS: u64 = 10_000;
 fn bar(progress: &Progress, end: SimTime) {
     let pb = ProgressBar::new(STEPS);
     let style = ProgressStyle::with_template(
-        "{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% ETA {eta}  {msg}",
+        "{spinner} {bar:24} {percent:>3}% {elapsed}, ETA {eta} | {msg}",
     )
     .unwrap_or_else(|_| ProgressStyle::default_bar());
     pb.set_style(style);
@@ -108,12 +108,18 @@ fn fraction(t: SimTime, end: SimTime) -> u64 {
 fn status(t: SimTime, end: SimTime, events: u64, wall: Duration) -> String {
     let rate = events as f64 / wall.as_secs_f64().max(1e-9);
     format!(
-        "virtual {} / {}  {} events  {}/s",
-        format_sim_time(t),
-        format_sim_time(end),
+        "virtual {} / {} | {} events, {}/s",
+        whole_seconds(t),
+        whole_seconds(end),
         human_count(events as f64),
         human_count(rate)
     )
+}
+
+/// Virtual time for a glance: whole seconds once past the first second.
+fn whole_seconds(t: SimTime) -> String {
+    const SECOND: SimTime = 1_000_000_000;
+    format_sim_time(if t >= SECOND { t - t % SECOND } else { t })
 }
 
 /// `1234567` → `1.23M`.

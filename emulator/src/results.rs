@@ -14,119 +14,204 @@
 //! contents. Nothing that depends on the machine or the partitioning is
 //! digested, so the same scenario and seed give the same digest everywhere.
 //!
-//! A directory is written under a temporary name and renamed into place, so
-//! a results directory is either complete or absent, and an existing one is
-//! replaced only when asked to (`--force`), after the new one is complete.
+//! A directory is built under a temporary name ([`Staging`]) and renamed into
+//! place, so a results directory is either complete or absent; an existing one
+//! is replaced only when asked to (`--force`), after the new one is complete.
+//! Large files (actor logs) can be written into the staging directory while
+//! the run goes on and are referenced here by path.
 
 use std::fs;
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-/// Files whose content the digest covers, by relative path (sorted).
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct ResultSet {
-    files: Vec<(String, Vec<u8>)>,
+/// The content of one results file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Content {
+    Bytes(Vec<u8>),
+    /// Already on disk (e.g. a log the engine wrote during the run).
+    File(PathBuf),
 }
 
-impl ResultSet {
-    pub fn new(mut files: Vec<(String, Vec<u8>)>) -> Self {
-        files.sort_by(|a, b| a.0.cmp(&b.0));
-        ResultSet { files }
-    }
-
-    pub fn files(&self) -> &[(String, Vec<u8>)] {
-        &self.files
-    }
-
-    pub fn get(&self, path: &str) -> Option<&[u8]> {
-        self.files
-            .iter()
-            .find(|(p, _)| p == path)
-            .map(|(_, c)| c.as_slice())
-    }
-
-    /// Hex SHA-256 over the files (see the module docs).
-    pub fn digest(&self) -> String {
-        digest_of(self.files.iter().map(|(p, c)| (p.as_str(), c.as_slice())))
-    }
-
-    /// Writes the directory atomically (temporary name, then rename).
-    /// `extra` files (such as `run.json`) are written but not digested.
-    pub fn write(
-        &self,
-        dir: &Path,
-        extra: &[(&str, Vec<u8>)],
-        force: bool,
-    ) -> Result<(), WriteError> {
-        if dir.exists() && !force {
-            return Err(WriteError::Exists(dir.to_path_buf()));
+impl Content {
+    fn len(&self) -> io::Result<u64> {
+        match self {
+            Content::Bytes(b) => Ok(b.len() as u64),
+            Content::File(p) => Ok(fs::metadata(p)?.len()),
         }
-        let parent = match dir.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let base = dir
-            .file_name()
-            .ok_or_else(|| WriteError::BadPath(dir.to_path_buf()))?
-            .to_string_lossy()
-            .into_owned();
-        fs::create_dir_all(&parent).map_err(|e| WriteError::io(&parent, e))?;
-        let tmp = parent.join(format!(".{base}.tmp-{}", std::process::id()));
-        let result = self.write_into(&tmp, extra).and_then(|()| {
-            if dir.exists() {
-                let old = parent.join(format!(".{base}.old-{}", std::process::id()));
-                fs::rename(dir, &old).map_err(|e| WriteError::io(dir, e))?;
-                fs::rename(&tmp, dir).map_err(|e| WriteError::io(dir, e))?;
-                fs::remove_dir_all(&old).map_err(|e| WriteError::io(&old, e))
-            } else {
-                fs::rename(&tmp, dir).map_err(|e| WriteError::io(dir, e))
+    }
+
+    /// Feeds the content to `sink` in pieces, without loading a file whole.
+    fn stream(&self, mut sink: impl FnMut(&[u8])) -> io::Result<()> {
+        match self {
+            Content::Bytes(b) => sink(b),
+            Content::File(p) => {
+                let mut file = fs::File::open(p)?;
+                let mut buf = vec![0u8; 1 << 20];
+                loop {
+                    let n = file.read(&mut buf)?;
+                    if n == 0 {
+                        break;
+                    }
+                    sink(&buf[..n]);
+                }
             }
-        });
-        if result.is_err() {
-            let _ = fs::remove_dir_all(&tmp);
-        }
-        result
-    }
-
-    fn write_into(&self, tmp: &Path, extra: &[(&str, Vec<u8>)]) -> Result<(), WriteError> {
-        if tmp.exists() {
-            fs::remove_dir_all(tmp).map_err(|e| WriteError::io(tmp, e))?;
-        }
-        fs::create_dir_all(tmp).map_err(|e| WriteError::io(tmp, e))?;
-        let digest = format!("{}\n", self.digest());
-        let all = self
-            .files
-            .iter()
-            .map(|(p, c)| (p.as_str(), c.as_slice()))
-            .chain(extra.iter().map(|(p, c)| (*p, c.as_slice())))
-            .chain(std::iter::once(("digest", digest.as_bytes())));
-        for (rel, content) in all {
-            let path = tmp.join(rel);
-            if let Some(parent) = path.parent() {
-                fs::create_dir_all(parent).map_err(|e| WriteError::io(parent, e))?;
-            }
-            fs::write(&path, content).map_err(|e| WriteError::io(&path, e))?;
         }
         Ok(())
     }
 }
 
-/// The digest rule, shared by runs and by checks of existing directories.
-pub fn digest_of<'a>(files: impl Iterator<Item = (&'a str, &'a [u8])>) -> String {
-    let mut hasher = Sha256::new();
-    for (path, content) in files {
-        hasher.update(path.as_bytes());
-        hasher.update([0u8]);
-        hasher.update((content.len() as u64).to_le_bytes());
-        hasher.update(content);
+/// Files whose content the digest covers, by relative path (sorted).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ResultSet {
+    files: Vec<(String, Content)>,
+}
+
+impl ResultSet {
+    pub fn new(mut files: Vec<(String, Content)>) -> Self {
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        ResultSet { files }
     }
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+
+    /// Relative paths of the files, in digest order.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.files.iter().map(|(p, _)| p.as_str())
+    }
+
+    /// The content of one file, read from disk if it lives there.
+    pub fn read(&self, path: &str) -> io::Result<Option<Vec<u8>>> {
+        let Some((_, content)) = self.files.iter().find(|(p, _)| p == path) else {
+            return Ok(None);
+        };
+        let mut out = Vec::new();
+        content.stream(|b| out.extend_from_slice(b))?;
+        Ok(Some(out))
+    }
+
+    /// Hex SHA-256 over the files (see the module docs).
+    pub fn digest(&self) -> io::Result<String> {
+        let mut hasher = Sha256::new();
+        for (path, content) in &self.files {
+            hash_header(&mut hasher, path, content.len()?);
+            content.stream(|b| hasher.update(b))?;
+        }
+        Ok(hex(&hasher.finalize()))
+    }
+}
+
+fn hash_header(hasher: &mut Sha256, path: &str, len: u64) {
+    hasher.update(path.as_bytes());
+    hasher.update([0u8]);
+    hasher.update(len.to_le_bytes());
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A results directory under construction: `.<name>.tmp-<pid>` beside its
+/// final place. Dropped without [`Staging::commit`], it is removed, and any
+/// existing results directory is left as it was.
+#[derive(Debug)]
+pub struct Staging {
+    target: PathBuf,
+    tmp: PathBuf,
+    parent: PathBuf,
+    base: String,
+    force: bool,
+    committed: bool,
+}
+
+impl Staging {
+    /// Refuses an existing `target` unless `force`; creates the temporary directory.
+    pub fn create(target: &Path, force: bool) -> Result<Self, WriteError> {
+        if target.exists() && !force {
+            return Err(WriteError::Exists(target.to_path_buf()));
+        }
+        let parent = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let base = target
+            .file_name()
+            .ok_or_else(|| WriteError::BadPath(target.to_path_buf()))?
+            .to_string_lossy()
+            .into_owned();
+        let tmp = parent.join(format!(".{base}.tmp-{}", std::process::id()));
+        if tmp.exists() {
+            fs::remove_dir_all(&tmp).map_err(|e| WriteError::io(&tmp, e))?;
+        }
+        fs::create_dir_all(tmp.join("actors")).map_err(|e| WriteError::io(&tmp, e))?;
+        Ok(Staging {
+            target: target.to_path_buf(),
+            tmp,
+            parent,
+            base,
+            force,
+            committed: false,
+        })
+    }
+
+    /// Where actor logs go while the run is on.
+    pub fn logs_dir(&self) -> PathBuf {
+        self.tmp.join("actors")
+    }
+
+    /// Writes the in-memory files, `extra` (not digested) and `digest`, then
+    /// moves the directory into place (replacing an existing one only with `force`).
+    pub fn commit(
+        mut self,
+        results: &ResultSet,
+        digest: &str,
+        extra: &[(&str, Vec<u8>)],
+    ) -> Result<(), WriteError> {
+        for (rel, content) in &results.files {
+            let path = self.tmp.join(rel);
+            match content {
+                Content::File(p) if *p == path => {}
+                Content::File(p) => {
+                    fs::copy(p, &path).map_err(|e| WriteError::io(&path, e))?;
+                }
+                Content::Bytes(b) => write_file(&path, b)?,
+            }
+        }
+        for (rel, bytes) in extra {
+            write_file(&self.tmp.join(rel), bytes)?;
+        }
+        write_file(&self.tmp.join("digest"), format!("{digest}\n").as_bytes())?;
+        if self.target.exists() {
+            if !self.force {
+                return Err(WriteError::Exists(self.target.clone()));
+            }
+            let old = self
+                .parent
+                .join(format!(".{}.old-{}", self.base, std::process::id()));
+            fs::rename(&self.target, &old).map_err(|e| WriteError::io(&self.target, e))?;
+            fs::rename(&self.tmp, &self.target).map_err(|e| WriteError::io(&self.target, e))?;
+            self.committed = true;
+            fs::remove_dir_all(&old).map_err(|e| WriteError::io(&old, e))?;
+        } else {
+            fs::rename(&self.tmp, &self.target).map_err(|e| WriteError::io(&self.target, e))?;
+            self.committed = true;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = fs::remove_dir_all(&self.tmp);
+        }
+    }
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).map_err(|e| WriteError::io(parent, e))?;
+    }
+    fs::write(path, bytes).map_err(|e| WriteError::io(path, e))
 }
 
 /// Recomputes the digest of a results directory from its files.
@@ -134,13 +219,10 @@ pub fn digest_dir(dir: &Path) -> io::Result<String> {
     let mut files = Vec::new();
     collect(dir, dir, &mut files)?;
     files.retain(|(p, _)| p != "digest" && p != "run.json");
-    files.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(digest_of(
-        files.iter().map(|(p, c)| (p.as_str(), c.as_slice())),
-    ))
+    ResultSet::new(files).digest()
 }
 
-fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) -> io::Result<()> {
+fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, Content)>) -> io::Result<()> {
     for entry in fs::read_dir(dir)? {
         let path = entry?.path();
         if path.is_dir() {
@@ -151,7 +233,7 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) -> io::Res
                 .map_err(io::Error::other)?
                 .to_string_lossy()
                 .replace('\\', "/");
-            out.push((rel, fs::read(&path)?));
+            out.push((rel, Content::File(path)));
         }
     }
     Ok(())
@@ -160,12 +242,13 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) -> io::Res
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
     #[error(
-        "results directory {0} already exists (use --force to replace it, or --out to choose another)"
+        "results directory {} already exists (use --force to replace it, or --out to choose another)",
+        .0.display()
     )]
     Exists(PathBuf),
-    #[error("cannot use {0} as a results directory")]
+    #[error("cannot use {} as a results directory", .0.display())]
     BadPath(PathBuf),
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {}: {source}", .path.display())]
     Io { path: PathBuf, source: io::Error },
 }
 
@@ -182,51 +265,89 @@ impl WriteError {
 mod tests {
     use super::*;
 
+    fn bytes(s: &str) -> Content {
+        Content::Bytes(s.as_bytes().to_vec())
+    }
+
     fn set() -> ResultSet {
         ResultSet::new(vec![
-            ("metrics.json".into(), b"{}\n".to_vec()),
-            ("actors/a.jsonl".into(), b"{\"t_ns\":0}\n".to_vec()),
+            ("metrics.json".into(), bytes("{}\n")),
+            ("actors/a.jsonl".into(), bytes("{\"t_ns\":0}\n")),
         ])
     }
 
     #[test]
     fn digest_depends_on_names_and_contents() {
-        let a = set().digest();
+        let a = set().digest().unwrap();
         assert_eq!(a.len(), 64);
-        assert_eq!(a, set().digest());
+        assert_eq!(a, set().digest().unwrap());
         let renamed = ResultSet::new(vec![
-            ("metrics.json".into(), b"{}\n".to_vec()),
-            ("actors/b.jsonl".into(), b"{\"t_ns\":0}\n".to_vec()),
+            ("metrics.json".into(), bytes("{}\n")),
+            ("actors/b.jsonl".into(), bytes("{\"t_ns\":0}\n")),
         ]);
-        assert_ne!(a, renamed.digest());
-        // moving a byte between files changes the digest (lengths are framed)
+        assert_ne!(a, renamed.digest().unwrap());
         let shifted = ResultSet::new(vec![
-            ("metrics.json".into(), b"{}\n{".to_vec()),
-            ("actors/a.jsonl".into(), b"\"t_ns\":0}\n".to_vec()),
+            ("metrics.json".into(), bytes("{}\n{")),
+            ("actors/a.jsonl".into(), bytes("\"t_ns\":0}\n")),
         ]);
-        assert_ne!(a, shifted.digest());
+        assert_ne!(a, shifted.digest().unwrap(), "lengths are framed");
     }
 
     #[test]
-    fn written_directory_digests_to_the_same_value_and_is_not_overwritten() {
+    fn file_content_digests_like_the_same_bytes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("a.jsonl");
+        fs::write(&path, "{\"t_ns\":0}\n").unwrap();
+        let on_disk = ResultSet::new(vec![
+            ("metrics.json".into(), bytes("{}\n")),
+            ("actors/a.jsonl".into(), Content::File(path)),
+        ]);
+        assert_eq!(on_disk.digest().unwrap(), set().digest().unwrap());
+        assert_eq!(
+            on_disk.read("actors/a.jsonl").unwrap().unwrap(),
+            b"{\"t_ns\":0}\n"
+        );
+    }
+
+    fn commit(dir: &Path, set: &ResultSet, force: bool) -> Result<(), WriteError> {
+        let staging = Staging::create(dir, force)?;
+        staging.commit(set, &set.digest().unwrap(), &[("run.json", b"{}".to_vec())])
+    }
+
+    #[test]
+    fn a_committed_directory_digests_to_its_digest_and_is_kept_unless_forced() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("run-s1");
-        set()
-            .write(&dir, &[("run.json", b"{\"wall\":1}".to_vec())], false)
-            .unwrap();
-        assert_eq!(digest_dir(&dir).unwrap(), set().digest());
-        let on_disk = fs::read_to_string(dir.join("digest")).unwrap();
-        assert_eq!(on_disk.trim(), set().digest());
-        let err = set().write(&dir, &[], false).unwrap_err();
-        assert!(matches!(err, WriteError::Exists(_)), "{err}");
-        let other = ResultSet::new(vec![("metrics.json".into(), b"{\"x\":1}\n".to_vec())]);
-        other.write(&dir, &[], true).unwrap();
-        assert_eq!(digest_dir(&dir).unwrap(), other.digest());
-        assert!(
-            !dir.join("actors").exists(),
-            "the old directory was replaced, not merged"
+        commit(&dir, &set(), false).unwrap();
+        let digest = set().digest().unwrap();
+        assert_eq!(digest_dir(&dir).unwrap(), digest);
+        assert_eq!(
+            fs::read_to_string(dir.join("digest")).unwrap().trim(),
+            digest
         );
-        let leftovers: Vec<_> = fs::read_dir(tmp.path()).unwrap().collect();
-        assert_eq!(leftovers.len(), 1, "no temporary directories remain");
+        let err = commit(&dir, &set(), false).unwrap_err();
+        assert!(matches!(err, WriteError::Exists(_)), "{err}");
+        let other = ResultSet::new(vec![("metrics.json".into(), bytes("{\"x\":1}\n"))]);
+        commit(&dir, &other, true).unwrap();
+        assert_eq!(digest_dir(&dir).unwrap(), other.digest().unwrap());
+        assert!(!dir.join("actors/a.jsonl").exists(), "replaced, not merged");
+        let entries: Vec<_> = fs::read_dir(tmp.path()).unwrap().collect();
+        assert_eq!(entries.len(), 1, "no temporary directories remain");
+    }
+
+    #[test]
+    fn an_abandoned_staging_directory_leaves_nothing_behind() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run-s1");
+        commit(&dir, &set(), false).unwrap();
+        let staging = Staging::create(&dir, true).unwrap();
+        fs::write(staging.logs_dir().join("x.jsonl"), "partial").unwrap();
+        drop(staging);
+        assert_eq!(
+            digest_dir(&dir).unwrap(),
+            set().digest().unwrap(),
+            "old results intact"
+        );
+        assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 1);
     }
 }

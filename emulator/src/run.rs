@@ -1,14 +1,15 @@
 //! One run, start to finish: scenario → network → actors → engine → results.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration as WallDuration, Instant};
 
 use dcemu_actors::model::{self, ModelSpec};
 use dcemu_topology::{Network, SimTime};
 
-use crate::engine::{EngineConfig, EngineError, Progress, run_threads};
+use crate::engine::{EngineConfig, EngineError, Logs, Progress, run_threads};
 use crate::metrics::{self, MetricMap};
-use crate::results::ResultSet;
+use crate::results::{Content, ResultSet};
 use crate::scenario::Scenario;
 
 /// How to execute a scenario (none of it reaches the results).
@@ -18,6 +19,18 @@ pub struct RunOptions {
     pub partitions: usize,
     /// Live counters for a progress display.
     pub progress: Option<Arc<Progress>>,
+    /// Write actor logs into this directory as the run goes (memory stays
+    /// bounded); without it they are kept in memory.
+    pub log_dir: Option<PathBuf>,
+}
+
+/// Why a run produced no results.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("cannot read back the results to digest them: {0}")]
+    Digest(std::io::Error),
 }
 
 /// What a run produced.
@@ -34,14 +47,18 @@ pub struct Outcome {
 }
 
 /// Builds the model of `scenario` and runs it to its end.
-pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, EngineError> {
+pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, RunError> {
     let started = Instant::now();
     let network = Network::build(&scenario.topology);
     let config = EngineConfig {
         lookahead: network.min_latency(),
         end: scenario.run.end.as_nanos(),
         seed: scenario.run.seed,
-        logs: scenario.output.actor_logs,
+        logs: match (&options.log_dir, scenario.output.actor_logs) {
+            (_, false) => Logs::Off,
+            (None, true) => Logs::InMemory,
+            (Some(dir), true) => Logs::Files(dir.clone()),
+        },
     };
     let actors = model::build(&ModelSpec {
         server_types: &scenario.server_types,
@@ -59,22 +76,33 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Eng
     )?;
     let metrics = metrics::summarize(&output);
     let mut files = vec![
-        ("scenario.toml".to_string(), scenario.to_toml().into_bytes()),
-        ("metrics.json".to_string(), metrics::to_json(&metrics)),
-        ("metrics.csv".to_string(), metrics::to_csv(&metrics)),
+        (
+            "scenario.toml".to_string(),
+            Content::Bytes(scenario.to_toml().into_bytes()),
+        ),
+        (
+            "metrics.json".to_string(),
+            Content::Bytes(metrics::to_json(&metrics)),
+        ),
+        (
+            "metrics.csv".to_string(),
+            Content::Bytes(metrics::to_csv(&metrics)),
+        ),
     ];
     let (events, windows, virtual_end) = (output.events, output.windows, output.virtual_end);
     if scenario.output.actor_logs {
-        files.extend(
-            output
-                .actors
-                .into_iter()
-                .map(|a| (format!("actors/{}.jsonl", a.name), a.log)),
-        );
+        files.extend(output.actors.into_iter().map(|a| {
+            let content = match (a.log, &options.log_dir) {
+                (Some(bytes), _) => Content::Bytes(bytes),
+                (None, Some(dir)) => Content::File(dir.join(format!("{}.jsonl", a.name))),
+                (None, None) => Content::Bytes(Vec::new()),
+            };
+            (format!("actors/{}.jsonl", a.name), content)
+        }));
     }
     let results = ResultSet::new(files);
     Ok(Outcome {
-        digest: results.digest(),
+        digest: results.digest().map_err(RunError::Digest)?,
         results,
         metrics,
         events,

@@ -14,7 +14,7 @@ fn run(s: &Scenario, partitions: usize) -> Outcome {
         s,
         &RunOptions {
             partitions,
-            progress: None,
+            ..RunOptions::default()
         },
     )
     .unwrap()
@@ -44,8 +44,8 @@ fn another_seed_gives_another_digest_and_other_logs() {
     assert_ne!(a.digest, b.digest);
     let log = "actors/tenant-batch-0.jsonl";
     assert_ne!(
-        a.results.get(log),
-        b.results.get(log),
+        a.results.read(log).unwrap(),
+        b.results.read(log).unwrap(),
         "the difference is in the model, not only the seed line"
     );
 }
@@ -67,10 +67,35 @@ fn the_digest_covers_the_logs() {
     let b = run(&quickstart(&["run.end=10m", "output.actor_logs=false"]), 1);
     assert_eq!(a.metrics, b.metrics, "logging does not change the model");
     assert_ne!(a.digest, b.digest);
+    assert!(b.results.paths().all(|p| !p.starts_with("actors/")));
+}
+
+#[test]
+fn logs_written_during_the_run_digest_like_logs_kept_in_memory() {
+    let s = quickstart(&[]);
+    let in_memory = run(&s, 2);
+    let tmp = tempfile::tempdir().unwrap();
+    let on_disk = execute(
+        &s,
+        &RunOptions {
+            partitions: 2,
+            log_dir: Some(tmp.path().to_path_buf()),
+            ..RunOptions::default()
+        },
+    )
+    .unwrap();
+    let biggest = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum::<u64>();
     assert!(
-        b.results
-            .files()
-            .iter()
-            .all(|(p, _)| !p.starts_with("actors/"))
+        biggest > dcemu::engine::LOG_BUDGET_BYTES as u64,
+        "the logs exceed the budget, so they were written in several pieces"
     );
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        36,
+        "one file per actor"
+    );
+    assert_eq!(in_memory.digest, on_disk.digest);
 }

@@ -39,7 +39,7 @@ fn every_scenario_runs_without_losing_a_task() {
             &scenario,
             &RunOptions {
                 partitions: 2,
-                progress: None,
+                ..RunOptions::default()
             },
         )
         .unwrap_or_else(|e| panic!("{label}: {e}"));
@@ -70,12 +70,10 @@ fn every_scenario_runs_without_losing_a_task() {
         let util = out.metrics["slot_utilization_mean"].as_f64().unwrap();
         assert!((0.0..=1.0).contains(&util), "{label}: utilisation {util}");
 
-        for (file, content) in out.results.files() {
-            if !file.starts_with("actors/") {
-                continue;
-            }
+        for file in out.results.paths().filter(|p| p.starts_with("actors/")) {
+            let content = out.results.read(file).unwrap().unwrap();
             let mut last = 0u64;
-            for (n, line) in std::str::from_utf8(content).unwrap().lines().enumerate() {
+            for (n, line) in std::str::from_utf8(&content).unwrap().lines().enumerate() {
                 let v: serde_json::Value = serde_json::from_str(line)
                     .unwrap_or_else(|e| panic!("{label} {file}:{}: {e}", n + 1));
                 let t = v["t_ns"].as_u64().expect("t_ns");
@@ -115,12 +113,11 @@ fn every_event_kind_is_documented() {
     .unwrap();
     let out = execute(&scenario, &RunOptions::default()).unwrap();
     let mut kinds = std::collections::BTreeSet::new();
-    for (file, content) in out.results.files() {
-        if file.starts_with("actors/") {
-            for line in std::str::from_utf8(content).unwrap().lines() {
-                let v: serde_json::Value = serde_json::from_str(line).unwrap();
-                kinds.insert(v["kind"].as_str().unwrap().to_string());
-            }
+    for file in out.results.paths().filter(|p| p.starts_with("actors/")) {
+        let content = out.results.read(file).unwrap().unwrap();
+        for line in std::str::from_utf8(&content).unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            kinds.insert(v["kind"].as_str().unwrap().to_string());
         }
     }
     assert!(kinds.len() >= 6, "{kinds:?}");

@@ -60,6 +60,26 @@ impl ActorLog {
         self.lines
     }
 
+    /// Bytes buffered since the last [`ActorLog::clear`].
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// The buffered lines (complete lines only).
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Drops the buffered bytes once the engine has written them out,
+    /// keeping the allocation.
+    pub fn clear(&mut self) {
+        self.buf.clear();
+    }
+
     pub fn into_bytes(self) -> Vec<u8> {
         self.buf
     }

@@ -21,6 +21,7 @@ mod partition;
 pub mod reference;
 pub mod transport;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -43,15 +44,33 @@ pub struct EngineConfig {
     pub end: SimTime,
     /// Scenario seed; each actor's stream is derived from it and its name.
     pub seed: u64,
-    /// Whether actors' logs are kept.
-    pub logs: bool,
+    /// Where actors' logs go.
+    pub logs: Logs,
 }
+
+/// Where actors' logs go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Logs {
+    /// Not kept.
+    Off,
+    /// Kept in memory and returned in [`ActorOutput::log`].
+    InMemory,
+    /// Appended to `<dir>/<actor name>.jsonl` whenever a partition has more
+    /// than [`LOG_BUDGET_BYTES`] buffered, so memory stays bounded however
+    /// long the run. Every actor gets a file, empty or not.
+    Files(PathBuf),
+}
+
+/// Log bytes a partition buffers before writing them to files.
+pub const LOG_BUDGET_BYTES: usize = 16 << 20;
 
 /// What one actor leaves behind.
 #[derive(Debug)]
 pub struct ActorOutput {
     pub name: String,
-    pub log: Vec<u8>,
+    /// The actor's log with [`Logs::InMemory`] (empty with [`Logs::Off`]);
+    /// `None` when it was written to a file.
+    pub log: Option<Vec<u8>>,
     pub metrics: Metrics,
 }
 
@@ -94,6 +113,12 @@ pub enum EngineError {
     Transport {
         partition: usize,
         source: TransportError,
+    },
+    #[error("cannot write the log of actor {actor} to {}: {source}", .path.display())]
+    Io {
+        actor: String,
+        path: PathBuf,
+        source: std::io::Error,
     },
     #[error("partition {partition} panicked: {message}")]
     Panicked { partition: usize, message: String },

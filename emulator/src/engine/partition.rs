@@ -6,7 +6,8 @@ use dcemu_actors::kernel::{Actor, ActorId, ActorLog, ActorRng, Ctx, Envelope, Me
 use dcemu_topology::SimTime;
 
 use super::{
-    ActorOutput, EngineConfig, EngineError, EngineOutput, Progress, Transport, TransportError,
+    ActorOutput, EngineConfig, EngineError, EngineOutput, LOG_BUDGET_BYTES, Logs, Progress,
+    Transport, TransportError,
 };
 
 /// One hosted actor with the state the engine keeps for it.
@@ -54,6 +55,8 @@ pub struct Partition<A: Actor> {
     events: u64,
     windows: u64,
     last_event: SimTime,
+    /// Log bytes buffered by this partition's actors.
+    log_bytes: usize,
 }
 
 pub(crate) struct PartitionOutput {
@@ -94,7 +97,7 @@ pub(crate) fn split<A: Actor>(
             name,
             actor,
             seq: 0,
-            log: ActorLog::new(config.logs),
+            log: ActorLog::new(config.logs != Logs::Off),
         });
     }
     let location = std::sync::Arc::new(location);
@@ -114,6 +117,7 @@ pub(crate) fn split<A: Actor>(
             events: 0,
             windows: 0,
             last_event: 0,
+            log_bytes: 0,
         })
         .collect())
 }
@@ -129,7 +133,7 @@ impl<A: Actor> Partition<A> {
             self.run_windows(&mut transport, progress)
         }));
         match result {
-            Ok(Ok(())) => Ok(self.finish()),
+            Ok(Ok(())) => self.finish(),
             Ok(Err(e)) => {
                 transport.abort();
                 Err(e)
@@ -186,6 +190,7 @@ impl<A: Actor> Partition<A> {
 
     fn start_actor(&mut self, i: usize) -> Result<(), EngineError> {
         let slot = &mut self.slots[i];
+        let logged = slot.log.len();
         let mut ctx = Ctx::new(
             0,
             slot.id,
@@ -203,8 +208,9 @@ impl<A: Actor> Partition<A> {
                 at: 0,
                 source,
             })?;
+        self.log_bytes += slot.log.len() - logged;
         self.route_outbox();
-        Ok(())
+        self.spill_if_over_budget()
     }
 
     #[inline]
@@ -212,6 +218,7 @@ impl<A: Actor> Partition<A> {
         let now = env.deliver_at;
         let (_, local) = self.location[env.dst.index()];
         let slot = &mut self.slots[local as usize];
+        let logged = slot.log.len();
         self.events += 1;
         self.last_event = now;
         let mut ctx = Ctx::new(
@@ -231,7 +238,44 @@ impl<A: Actor> Partition<A> {
                 at: now,
                 source,
             })?;
+        self.log_bytes += slot.log.len() - logged;
         self.route_outbox();
+        self.spill_if_over_budget()
+    }
+
+    #[inline]
+    fn spill_if_over_budget(&mut self) -> Result<(), EngineError> {
+        if self.log_bytes > LOG_BUDGET_BYTES {
+            self.spill_logs(false)?;
+        }
+        Ok(())
+    }
+
+    /// Appends every buffered log to its actor's file (with [`Logs::Files`]);
+    /// with `all`, also creates the files of actors that logged nothing.
+    fn spill_logs(&mut self, all: bool) -> Result<(), EngineError> {
+        let Logs::Files(dir) = &self.config.logs else {
+            return Ok(());
+        };
+        for slot in &mut self.slots {
+            if slot.log.is_empty() && !all {
+                continue;
+            }
+            let path = dir.join(format!("{}.jsonl", slot.name));
+            let io_err = |source| EngineError::Io {
+                actor: slot.name.clone(),
+                path: path.clone(),
+                source,
+            };
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(io_err)?;
+            std::io::Write::write_all(&mut file, slot.log.bytes()).map_err(io_err)?;
+            slot.log.clear();
+        }
+        self.log_bytes = 0;
         Ok(())
     }
 
@@ -260,7 +304,9 @@ impl<A: Actor> Partition<A> {
     }
 
     /// Hands each actor its undelivered events and collects its output.
-    fn finish(mut self) -> PartitionOutput {
+    fn finish(mut self) -> Result<PartitionOutput, EngineError> {
+        self.spill_logs(true)?;
+        let in_memory = !matches!(self.config.logs, Logs::Files(_));
         let pending = !self.heap.is_empty();
         let mut undelivered: Vec<Vec<Envelope<A::Msg>>> =
             (0..self.slots.len()).map(|_| Vec::new()).collect();
@@ -284,19 +330,19 @@ impl<A: Actor> Partition<A> {
                     slot.id,
                     ActorOutput {
                         name: slot.name,
-                        log: slot.log.into_bytes(),
+                        log: in_memory.then(|| slot.log.into_bytes()),
                         metrics,
                     },
                 )
             })
             .collect();
-        PartitionOutput {
+        Ok(PartitionOutput {
             actors,
             events: self.events,
             windows: self.windows,
             last_event: self.last_event,
             pending,
-        }
+        })
     }
 }
 

@@ -8,10 +8,11 @@
 use std::collections::BinaryHeap;
 
 use super::partition::Queued;
-use super::{ActorOutput, EngineConfig, EngineError, EngineOutput};
+use super::{ActorOutput, EngineConfig, EngineError, EngineOutput, Logs};
 use dcemu_actors::kernel::{Actor, ActorId, ActorLog, Ctx, Metrics, actor_rng};
 
-/// Runs `actors` sequentially in global timestamp order.
+/// Runs `actors` sequentially in global timestamp order. Logs are kept in
+/// memory unless they are off.
 pub fn run_sequential<A: Actor>(
     config: &EngineConfig,
     actors: Vec<(String, A)>,
@@ -22,7 +23,10 @@ pub fn run_sequential<A: Actor>(
         .iter()
         .map(|(n, _)| actor_rng(config.seed, n))
         .collect();
-    let mut logs: Vec<_> = actors.iter().map(|_| ActorLog::new(config.logs)).collect();
+    let mut logs: Vec<_> = actors
+        .iter()
+        .map(|_| ActorLog::new(config.logs != Logs::Off))
+        .collect();
     let (names, mut actors): (Vec<String>, Vec<A>) = actors.into_iter().unzip();
     let mut heap = BinaryHeap::new();
     let mut outbox = Vec::new();
@@ -84,7 +88,7 @@ pub fn run_sequential<A: Actor>(
             actor.finish(&pending, config.end, &mut metrics);
             ActorOutput {
                 name,
-                log: log.into_bytes(),
+                log: Some(log.into_bytes()),
                 metrics,
             }
         })

@@ -100,11 +100,11 @@ fn config(seed: u64) -> EngineConfig {
         lookahead: L,
         end: 1_000_000,
         seed,
-        logs: true,
+        logs: Logs::InMemory,
     }
 }
 
-fn fingerprint(out: &EngineOutput) -> Vec<(String, Vec<u8>, Metrics)> {
+fn fingerprint(out: &EngineOutput) -> Vec<(String, Option<Vec<u8>>, Metrics)> {
     out.actors
         .iter()
         .map(|a| (a.name.clone(), a.log.clone(), a.metrics.clone()))
@@ -163,7 +163,7 @@ fn empty_stretches_of_time_cost_no_windows() {
         lookahead: 1,
         end: u64::MAX,
         seed: 0,
-        logs: false,
+        logs: Logs::Off,
     };
     let out = run_threads(&cfg, vec![("s".into(), Sleeper)], 2, None).unwrap();
     assert_eq!(out.events, 1);
