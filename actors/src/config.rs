@@ -2,7 +2,7 @@
 //! `[[tenants]]` and `[scheduler]`. Every field, its default and its unit is
 //! documented in `scenarios/README.md`.
 
-use dcemu_topology::Duration;
+use dcemu_topology::{Duration, ServerPower};
 use serde::{Deserialize, Serialize};
 
 /// A field-level problem: dotted path relative to the section, and why.
@@ -19,6 +19,32 @@ pub struct ServerTypeConfig {
     /// Tasks a server runs at once; a task takes exactly one slot.
     #[serde(default = "one")]
     pub slots: u32,
+    /// Power figures of a server type of thesis Table 3.1 (`"A"` … `"D"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<ServerPreset>,
+    /// Power figures in watts; override `preset`. Default: type A.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<ServerPower>,
+}
+
+/// The four dominant server types of the Google trace (thesis Table 3.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ServerPreset {
+    A,
+    B,
+    C,
+    D,
+}
+
+impl ServerPreset {
+    pub fn power(self) -> ServerPower {
+        match self {
+            ServerPreset::A => ServerPower::THESIS_A,
+            ServerPreset::B => ServerPower::THESIS_B,
+            ServerPreset::C => ServerPower::THESIS_C,
+            ServerPreset::D => ServerPower::THESIS_D,
+        }
+    }
 }
 
 /// `[[tenants]]`: who submits work.
@@ -121,8 +147,18 @@ fn name_problem(name: &str) -> Option<String> {
 }
 
 impl ServerTypeConfig {
+    /// The power figures in effect: `power`, else the preset's, else type A.
+    pub fn power(&self) -> ServerPower {
+        self.power
+            .or(self.preset.map(ServerPreset::power))
+            .unwrap_or(ServerPower::THESIS_A)
+    }
+
     pub fn problems(&self) -> Vec<Problem> {
         let mut out = Vec::new();
+        for (field, p) in self.power().problems() {
+            out.push((format!("power.{field}"), p));
+        }
         if let Some(p) = name_problem(&self.name) {
             out.push(("name".into(), p));
         }

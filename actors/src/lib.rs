@@ -1,14 +1,19 @@
 //! Model actors of dcemu and the sans-IO contract they obey ([`kernel`]).
 //!
 //! `kernel` defines what an actor is; [`model`] wires today's actors (workload
-//! tenants, the scheduler with its placement stage, servers) into one
-//! [`model::Node`] type that the engine drives. Configuration types for the
+//! tenants, the scheduler with its placement stage, servers, switches) into
+//! one [`model::Node`] type that the engine drives. Messages travel as
+//! [`net::Packet`]s hop by hop through the switches of the network. Configuration types for the
 //! scenario sections these actors read live in [`config`].
 
+mod accounting;
 pub mod config;
+pub mod device;
 pub mod kernel;
 pub mod model;
+pub mod net;
 pub mod sampling;
 pub mod scheduler;
 pub mod server;
+pub mod switch;
 pub mod tenant;

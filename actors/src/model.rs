@@ -3,13 +3,15 @@
 
 use std::sync::Arc;
 
-use dcemu_topology::{Network, SimTime};
+use dcemu_topology::{Attach, Network, NetworkError, PowerConfig, SimTime, TopologyConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{SchedulerConfig, ServerTypeConfig, TenantConfig};
 use crate::kernel::{Actor, ActorId, Ctx, Envelope, Metrics, ModelError};
+use crate::net::Packet;
 use crate::scheduler::Scheduler;
 use crate::server::Server;
+use crate::switch::Switch;
 use crate::tenant::WorkloadTenant;
 
 /// Globally unique task id: `tenant_ordinal * TASK_ID_BLOCK + sequence`, so
@@ -27,65 +29,54 @@ pub struct Task {
     pub service_ns: u64,
 }
 
-/// Every message of the model.
+/// Every event of the model: a packet arriving, or one of an actor's timers.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Msg {
+    /// A message on the wire, arriving at its next node.
+    Packet(Packet),
     /// Tenant timer: time to submit the next task.
     Arrival,
-    /// Tenant → scheduler.
-    Submit(Task),
-    /// Scheduler → server: run this task in a free slot.
-    Dispatch(Task),
     /// Server timer: a running task has finished its service.
     Complete { task: TaskId },
-    /// Server → scheduler: the slot that ran `task` is free again.
-    Finished { task: TaskId },
-    /// Server → tenant: your task ran from `started_at` to `finished_at`.
-    Done {
-        task: TaskId,
-        submitted_at: SimTime,
-        started_at: SimTime,
-        finished_at: SimTime,
-    },
+    /// Server or switch timer: waking from sleep is done.
+    WakeDone,
+    /// Switch timer: the last queued transmission has left; go idle if nothing else is on.
+    IdleCheck,
 }
 
 impl Msg {
     pub fn name(&self) -> &'static str {
         match self {
+            Msg::Packet(p) => p.body.name(),
             Msg::Arrival => "arrival",
-            Msg::Submit(_) => "submit",
-            Msg::Dispatch(_) => "dispatch",
             Msg::Complete { .. } => "complete",
-            Msg::Finished { .. } => "finished",
-            Msg::Done { .. } => "done",
+            Msg::WakeDone => "wake_done",
+            Msg::IdleCheck => "idle_check",
         }
     }
 }
 
-/// What every actor knows about the run it is part of.
+/// What every actor knows about the run it is part of (immutable, shared).
 #[derive(Debug)]
 pub struct World {
     /// Actor names by id.
     pub names: Vec<String>,
     pub network: Network,
     pub scheduler: ActorId,
+    pub power: PowerConfig,
+    /// Log every packet delivery (hosts) and forward (switches).
+    pub packet_logs: bool,
 }
 
 impl World {
     pub fn name(&self, id: ActorId) -> &str {
         self.names.get(id.index()).map_or("?", String::as_str)
     }
-
-    /// Sends `msg` across the network, with the modeled latency from `ctx.me()` to `dst`.
-    pub fn send(&self, ctx: &mut Ctx<'_, Msg>, dst: ActorId, msg: Msg) -> Result<(), ModelError> {
-        let latency = self.network.latency(ctx.me().0, dst.0);
-        ctx.send(dst, latency, msg)
-    }
 }
 
 /// The message an actor got but has no use for: a wiring bug, reported with names.
-pub(crate) fn unexpected(actor: &str, msg: &Msg) -> ModelError {
-    ModelError::Invariant(format!("{actor} cannot handle a `{}` message", msg.name()))
+pub(crate) fn unexpected(actor: &str, what: &str) -> ModelError {
+    ModelError::Invariant(format!("{actor} cannot handle a `{what}` message"))
 }
 
 /// Any actor of the model; the engine drives this one type.
@@ -93,6 +84,7 @@ pub enum Node {
     Scheduler(Scheduler),
     Tenant(WorkloadTenant),
     Server(Server),
+    Switch(Switch),
 }
 
 impl Actor for Node {
@@ -101,15 +93,16 @@ impl Actor for Node {
     fn start(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         match self {
             Node::Tenant(t) => t.start(ctx),
-            Node::Scheduler(_) | Node::Server(_) => Ok(()),
+            Node::Scheduler(_) | Node::Server(_) | Node::Switch(_) => Ok(()),
         }
     }
 
     fn handle(&mut self, event: Envelope<Msg>, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         match self {
-            Node::Scheduler(s) => s.handle(event, ctx),
-            Node::Tenant(t) => t.handle(event, ctx),
-            Node::Server(s) => s.handle(event, ctx),
+            Node::Scheduler(s) => s.handle(event.payload, ctx),
+            Node::Tenant(t) => t.handle(event.payload, ctx),
+            Node::Server(s) => s.handle(event.payload, ctx),
+            Node::Switch(s) => s.handle(event.payload, ctx),
         }
     }
 
@@ -117,8 +110,14 @@ impl Actor for Node {
         match self {
             Node::Scheduler(s) => s.finish(undelivered, out),
             Node::Tenant(t) => t.finish(out),
-            Node::Server(s) => s.finish(undelivered, end, out),
+            Node::Server(s) => s.finish(end, out),
+            Node::Switch(s) => s.finish(end, out),
         }
+        let in_flight = undelivered.iter().filter_map(|e| match &e.payload {
+            Msg::Packet(p) => Some(&p.body),
+            _ => None,
+        });
+        crate::accounting::count_in_transit(in_flight, out);
     }
 }
 
@@ -127,38 +126,71 @@ pub struct ModelSpec<'a> {
     pub server_types: &'a [ServerTypeConfig],
     pub tenants: &'a [TenantConfig],
     pub scheduler: &'a SchedulerConfig,
-    pub network: Network,
+    pub topology: &'a TopologyConfig,
+    pub power: &'a PowerConfig,
+    pub packet_logs: bool,
     /// End of the run: tenants without a `stop` submit until then.
     pub end: SimTime,
 }
 
+/// Where each host actor plugs into the network, in id order: the scheduler
+/// in the first rack, tenants outside the datacenter (at the core), servers
+/// in racks.
+pub fn host_attachments(
+    server_types: &[ServerTypeConfig],
+    tenants: &[TenantConfig],
+) -> Vec<Attach> {
+    let tenants: usize = tenants.iter().map(|t| t.count as usize).sum();
+    let servers: usize = server_types.iter().map(|s| s.count as usize).sum();
+    let mut out = Vec::with_capacity(1 + tenants + servers);
+    out.push(Attach::Rack);
+    out.extend(std::iter::repeat_n(Attach::Core, tenants));
+    out.extend(std::iter::repeat_n(Attach::Rack, servers));
+    out
+}
+
+/// A model ready to run.
+pub struct Model {
+    /// Every actor with its name, in id order.
+    pub actors: Vec<(String, Node)>,
+    /// The smallest latency of any message between two actors: the engine's lookahead.
+    pub lookahead: SimTime,
+}
+
 /// Builds every actor of the scenario, in id order: the scheduler, the
-/// tenants in file order, then the servers in file order. Names: `scheduler`,
-/// `tenant-<name>-<i>`, `server-<index>` (zero-padded to at least 4 digits).
-pub fn build(spec: &ModelSpec<'_>) -> Vec<(String, Node)> {
+/// tenants in file order, the servers in file order, then the switches
+/// (core, aggregation, access). Names: `scheduler`, `tenant-<name>-<i>`,
+/// `server-<index>` (zero-padded to at least 4 digits), `switch-<tier>-<index>`.
+pub fn build(spec: &ModelSpec<'_>) -> Result<Model, NetworkError> {
+    let attach = host_attachments(spec.server_types, spec.tenants);
+    let network = Network::build(spec.topology, &attach)?;
+    let servers: u32 = spec.server_types.iter().map(|s| s.count).sum();
     let mut names = vec!["scheduler".to_string()];
     for t in spec.tenants {
         names.extend((0..t.count).map(|i| format!("tenant-{}-{i}", t.name)));
     }
     let first_server = names.len();
-    let total_servers: u64 = spec.server_types.iter().map(|s| u64::from(s.count)).sum();
-    let width = total_servers.saturating_sub(1).to_string().len().max(4);
-    let mut server_slots = Vec::new();
+    let width = servers.saturating_sub(1).to_string().len().max(4);
+    let mut server_types = Vec::new();
     for st in spec.server_types {
         for _ in 0..st.count {
-            names.push(format!("server-{:0width$}", server_slots.len()));
-            server_slots.push((st.name.clone(), st.slots));
+            names.push(format!("server-{:0width$}", server_types.len()));
+            server_types.push(st);
         }
     }
+    names.extend(network.switches().iter().map(|s| s.name.clone()));
+    let switches = network.switches().to_vec();
     let world = Arc::new(World {
         names: names.clone(),
-        network: spec.network.clone(),
+        network,
         scheduler: ActorId(0),
+        power: spec.power.clone(),
+        packet_logs: spec.packet_logs,
     });
-    let server_ids: Vec<(ActorId, u32)> = server_slots
+    let server_ids: Vec<(ActorId, u32)> = server_types
         .iter()
         .enumerate()
-        .map(|(i, (_, slots))| (ActorId((first_server + i) as u32), *slots))
+        .map(|(i, st)| (ActorId((first_server + i) as u32), st.slots))
         .collect();
 
     let mut nodes = Vec::with_capacity(names.len());
@@ -179,8 +211,14 @@ pub fn build(spec: &ModelSpec<'_>) -> Vec<(String, Node)> {
             ordinal += 1;
         }
     }
-    for (type_name, slots) in server_slots {
-        nodes.push(Node::Server(Server::new(world.clone(), type_name, slots)));
+    for st in server_types {
+        nodes.push(Node::Server(Server::new(world.clone(), st)));
     }
-    names.into_iter().zip(nodes).collect()
+    for info in switches {
+        nodes.push(Node::Switch(Switch::new(world.clone(), &info)));
+    }
+    Ok(Model {
+        actors: names.into_iter().zip(nodes).collect(),
+        lookahead: world.network.min_latency(),
+    })
 }

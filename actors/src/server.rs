@@ -1,20 +1,37 @@
 //! Servers: run dispatched tasks, one per slot, for their service time, then
 //! report to the scheduler (slot free) and to the tenant (task done).
+//!
+//! Power (thesis §6.2.5–6.2.6): with `power.policy = "idle"` (IDL) a server
+//! without tasks stays idle; with `"sleep"` (SLP) it sleeps as soon as it has
+//! nothing running or waiting, and a task dispatched to it waits for the
+//! wake-up (`power.server_wake`, 30 s by default) during which the server
+//! draws peak power (eq. 4.2). On, it draws eq. 4.1 with CPU and memory
+//! utilisation both taken as the share of busy slots (tasks carry no CPU or
+//! memory demand of their own yet).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use dcemu_topology::SimTime;
+use dcemu_topology::{PowerPolicy, ServerPower, SimTime};
 use serde::Serialize;
 
-use crate::kernel::{Ctx, Envelope, Metrics, ModelError};
+use crate::config::ServerTypeConfig;
+use crate::device::{DevState, Device};
+use crate::kernel::{Ctx, Metrics, ModelError};
 use crate::model::{Msg, Task, TaskId, World, unexpected};
+use crate::net::{Body, Inbox, Nic};
 
 pub struct Server {
     world: Arc<World>,
+    nic: Nic,
+    inbox: Inbox,
     server_type: String,
     slots: u32,
+    power: ServerPower,
     running: BTreeMap<TaskId, (Task, SimTime)>,
+    /// Dispatched while the server was asleep or waking.
+    waiting: Vec<Task>,
+    device: Device,
     completed: u64,
     busy_ns: u128,
 }
@@ -34,87 +51,158 @@ struct EndLog {
     running: usize,
 }
 
+#[derive(Serialize)]
+struct WakeLog {
+    waiting: usize,
+}
+
+#[derive(Serialize)]
+struct Empty {}
+
 impl Server {
-    pub fn new(world: Arc<World>, server_type: String, slots: u32) -> Self {
+    pub fn new(world: Arc<World>, cfg: &ServerTypeConfig) -> Self {
+        let power = cfg.power();
+        let device = match world.power.policy {
+            PowerPolicy::Idle => Device::new(DevState::Idle, power.idle_w),
+            PowerPolicy::Sleep => Device::new(DevState::Sleep, power.sleep_w),
+        };
         Server {
             world,
-            server_type,
-            slots,
+            nic: Nic::default(),
+            inbox: Inbox::default(),
+            server_type: cfg.name.clone(),
+            slots: cfg.slots,
+            power,
             running: BTreeMap::new(),
+            waiting: Vec::new(),
+            device,
             completed: 0,
             busy_ns: 0,
         }
     }
 
-    pub fn handle(
-        &mut self,
-        event: Envelope<Msg>,
-        ctx: &mut Ctx<'_, Msg>,
-    ) -> Result<(), ModelError> {
-        match event.payload {
-            Msg::Dispatch(task) => {
-                if self.running.len() >= self.slots as usize {
-                    return Err(ModelError::Invariant(format!(
-                        "{} got task {} with all {} slots busy",
-                        self.world.name(ctx.me()),
-                        task.id,
-                        self.slots
-                    )));
-                }
-                let id = task.id;
-                ctx.timer(task.service_ns, Msg::Complete { task: id })?;
-                ctx.log(
-                    "task_start",
-                    &StartLog {
-                        task: id,
-                        tenant: self.world.name(task.tenant),
-                        server_type: &self.server_type,
-                        running: self.running.len() + 1,
-                    },
-                );
-                self.running.insert(id, (task, ctx.now()));
-                Ok(())
-            }
-            Msg::Complete { task: id } => {
-                let Some((task, started_at)) = self.running.remove(&id) else {
-                    return Err(ModelError::Invariant(format!(
-                        "{} completed task {id}, which it is not running",
-                        self.world.name(ctx.me())
-                    )));
-                };
-                let now = ctx.now();
-                self.completed += 1;
-                self.busy_ns += u128::from(now - started_at);
-                ctx.log(
-                    "task_end",
-                    &EndLog {
-                        task: id,
-                        ran_ns: now - started_at,
-                        running: self.running.len(),
-                    },
-                );
-                self.world
-                    .send(ctx, self.world.scheduler, Msg::Finished { task: id })?;
-                self.world.send(
-                    ctx,
-                    task.tenant,
-                    Msg::Done {
-                        task: id,
-                        submitted_at: task.submitted_at,
-                        started_at,
-                        finished_at: now,
-                    },
-                )
-            }
-            other => Err(unexpected(self.world.name(ctx.me()), &other)),
+    pub fn handle(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        match msg {
+            Msg::Packet(p) => match self.inbox.accept(&self.world, ctx, p)?.1 {
+                Body::Dispatch(task) => self.dispatched(task, ctx),
+                other => Err(unexpected(self.world.name(ctx.me()), other.name())),
+            },
+            Msg::Complete { task } => self.complete(task, ctx),
+            Msg::WakeDone => self.woke(ctx),
+            other => Err(unexpected(self.world.name(ctx.me()), other.name())),
         }
     }
 
-    pub fn finish(&mut self, undelivered: &[Envelope<Msg>], end: SimTime, out: &mut Metrics) {
-        let in_transit = undelivered
-            .iter()
-            .filter(|e| matches!(e.payload, Msg::Dispatch(_)))
-            .count();
+    fn dispatched(&mut self, task: Task, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        if self.running.len() + self.waiting.len() >= self.slots as usize {
+            return Err(ModelError::Invariant(format!(
+                "{} got task {} with all {} slots taken",
+                self.world.name(ctx.me()),
+                task.id,
+                self.slots
+            )));
+        }
+        match self.device.state() {
+            DevState::Sleep => {
+                self.waiting.push(task);
+                self.device
+                    .set(ctx.now(), DevState::Waking, self.power.peak());
+                ctx.log("wake_start", &WakeLog { waiting: 1 });
+                ctx.timer(self.world.power.server_wake.as_nanos(), Msg::WakeDone)
+            }
+            DevState::Waking => {
+                self.waiting.push(task);
+                Ok(())
+            }
+            DevState::Idle | DevState::On => self.start(task, ctx),
+        }
+    }
+
+    fn woke(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        ctx.log(
+            "wake_done",
+            &WakeLog {
+                waiting: self.waiting.len(),
+            },
+        );
+        self.device
+            .set(ctx.now(), DevState::Idle, self.power.idle_w);
+        for task in std::mem::take(&mut self.waiting) {
+            self.start(task, ctx)?;
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, task: Task, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let id = task.id;
+        ctx.timer(task.service_ns, Msg::Complete { task: id })?;
+        ctx.log(
+            "task_start",
+            &StartLog {
+                task: id,
+                tenant: self.world.name(task.tenant),
+                server_type: &self.server_type,
+                running: self.running.len() + 1,
+            },
+        );
+        self.running.insert(id, (task, ctx.now()));
+        self.update_power(ctx);
+        Ok(())
+    }
+
+    fn complete(&mut self, id: TaskId, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let Some((task, started_at)) = self.running.remove(&id) else {
+            return Err(ModelError::Invariant(format!(
+                "{} completed task {id}, which it is not running",
+                self.world.name(ctx.me())
+            )));
+        };
+        let now = ctx.now();
+        self.completed += 1;
+        self.busy_ns += u128::from(now - started_at);
+        ctx.log(
+            "task_end",
+            &EndLog {
+                task: id,
+                ran_ns: now - started_at,
+                running: self.running.len(),
+            },
+        );
+        self.update_power(ctx);
+        let world = Arc::clone(&self.world);
+        self.nic
+            .send(&world, ctx, world.scheduler, Body::Finished { task: id })?;
+        self.nic.send(
+            &world,
+            ctx,
+            task.tenant,
+            Body::Done {
+                task: id,
+                submitted_at: task.submitted_at,
+                started_at,
+                finished_at: now,
+            },
+        )
+    }
+
+    /// On with eq. 4.1 while tasks run; otherwise idle, or asleep under SLP.
+    fn update_power(&mut self, ctx: &mut Ctx<'_, Msg>) {
+        let now = ctx.now();
+        if !self.running.is_empty() {
+            let u = self.running.len() as f64 / f64::from(self.slots);
+            self.device.set(now, DevState::On, self.power.on(u, u));
+        } else if !self.waiting.is_empty() {
+            // still waking: nothing to change
+        } else if self.world.power.policy == PowerPolicy::Sleep {
+            self.device.set(now, DevState::Sleep, self.power.sleep_w);
+            ctx.log("sleep", &Empty {});
+        } else {
+            self.device.set(now, DevState::Idle, self.power.idle_w);
+        }
+    }
+
+    pub fn finish(&mut self, end: SimTime, out: &mut Metrics) {
+        self.inbox.finish(out);
         let partial: u128 = self
             .running
             .values()
@@ -122,8 +210,10 @@ impl Server {
             .sum();
         out.add("tasks_completed", self.completed);
         out.add("tasks_running_end", self.running.len() as u64);
-        out.add("tasks_in_transit_end", in_transit as u64);
+        out.add("tasks_waiting_wake_end", self.waiting.len() as u64);
         out.add("slots_total", u64::from(self.slots));
         out.add_f64("slot_busy_s", (self.busy_ns + partial) as f64 / 1e9);
+        self.device
+            .report(end, out, "energy_j_server", "wake_ups_server", "servers_on");
     }
 }

@@ -7,12 +7,15 @@ use dcemu_topology::SimTime;
 use serde::Serialize;
 
 use crate::config::{ArrivalProcess, ServiceDistribution, TenantConfig};
-use crate::kernel::{Ctx, Envelope, Metrics, ModelError};
+use crate::kernel::{Ctx, Metrics, ModelError};
 use crate::model::{Msg, TASK_ID_BLOCK, Task, World, unexpected};
+use crate::net::{Body, Inbox, Nic};
 use crate::sampling::{exponential, to_nanos};
 
 pub struct WorkloadTenant {
     world: Arc<World>,
+    nic: Nic,
+    inbox: Inbox,
     process: ArrivalProcess,
     mean_gap_ns: f64,
     distribution: ServiceDistribution,
@@ -43,6 +46,8 @@ impl WorkloadTenant {
     pub fn new(world: Arc<World>, cfg: &TenantConfig, ordinal: u64, run_end: SimTime) -> Self {
         WorkloadTenant {
             world,
+            nic: Nic::default(),
+            inbox: Inbox::default(),
             process: cfg.arrivals.process,
             mean_gap_ns: 1e9 / cfg.arrivals.rate_per_s,
             distribution: cfg.service.distribution,
@@ -78,12 +83,8 @@ impl WorkloadTenant {
         ctx.timer(first, Msg::Arrival)
     }
 
-    pub fn handle(
-        &mut self,
-        event: Envelope<Msg>,
-        ctx: &mut Ctx<'_, Msg>,
-    ) -> Result<(), ModelError> {
-        match event.payload {
+    pub fn handle(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        match msg {
             Msg::Arrival => {
                 if ctx.now() >= self.stop {
                     ctx.log(
@@ -112,37 +113,51 @@ impl WorkloadTenant {
                         service_ns: task.service_ns,
                     },
                 );
-                self.world
-                    .send(ctx, self.world.scheduler, Msg::Submit(task))?;
+                let world = Arc::clone(&self.world);
+                self.nic
+                    .send(&world, ctx, world.scheduler, Body::Submit(task))?;
                 let gap = self.gap(ctx);
                 ctx.timer(gap, Msg::Arrival)
             }
-            Msg::Done {
-                task,
-                submitted_at,
-                started_at,
-                finished_at,
-            } => {
-                let waiting = started_at.saturating_sub(submitted_at);
-                let response = finished_at.saturating_sub(submitted_at);
-                self.done += 1;
-                self.waiting_s.push(waiting as f64 / 1e9);
-                self.response_s.push(response as f64 / 1e9);
-                ctx.log(
-                    "task_done",
-                    &DoneLog {
-                        task,
-                        waiting_ns: waiting,
-                        response_ns: response,
-                    },
-                );
-                Ok(())
-            }
-            other => Err(unexpected(self.world.name(ctx.me()), &other)),
+            Msg::Packet(p) => match self.inbox.accept(&self.world, ctx, p)?.1 {
+                Body::Done {
+                    task,
+                    submitted_at,
+                    started_at,
+                    finished_at,
+                } => self.done(ctx, task, submitted_at, started_at, finished_at),
+                other => Err(unexpected(self.world.name(ctx.me()), other.name())),
+            },
+            other => Err(unexpected(self.world.name(ctx.me()), other.name())),
         }
     }
 
+    fn done(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        task: u64,
+        submitted_at: SimTime,
+        started_at: SimTime,
+        finished_at: SimTime,
+    ) -> Result<(), ModelError> {
+        let waiting = started_at.saturating_sub(submitted_at);
+        let response = finished_at.saturating_sub(submitted_at);
+        self.done += 1;
+        self.waiting_s.push(waiting as f64 / 1e9);
+        self.response_s.push(response as f64 / 1e9);
+        ctx.log(
+            "task_done",
+            &DoneLog {
+                task,
+                waiting_ns: waiting,
+                response_ns: response,
+            },
+        );
+        Ok(())
+    }
+
     pub fn finish(&mut self, out: &mut Metrics) {
+        self.inbox.finish(out);
         out.add("tasks_submitted", self.submitted);
         out.add("tasks_acknowledged", self.done);
         out.declare_samples("response_s");

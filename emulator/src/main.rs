@@ -234,12 +234,23 @@ fn print_summary(label: &str, s: &Scenario, o: &Outcome, partitions: usize, out:
         o.windows
     );
     println!(
-        "  tasks          {} submitted, {} completed, {} running, {} queued, {} in transit at the end",
+        "  tasks          {} submitted, {} completed; at the end {} running, {} queued, {} waiting for a wake-up, {} in transit",
         n("tasks_submitted"),
         n("tasks_completed"),
         n("tasks_running_end"),
         n("tasks_queued_end"),
+        n("tasks_waiting_wake_end"),
         n("tasks_in_transit_end")
+    );
+    let kwh = |k: &str| m(k).as_f64().unwrap_or(0.0);
+    println!(
+        "  energy         {:.2} kWh ({:.2} servers, {:.2} network); on: {:.1} servers, {:.1} switches on average; {} server wake-ups",
+        kwh("energy_kwh_total"),
+        kwh("energy_kwh_server"),
+        kwh("energy_kwh_network"),
+        kwh("servers_on_mean"),
+        kwh("switches_on_mean"),
+        n("wake_ups_server")
     );
     println!(
         "  response time  mean {}, p99 {}; queue wait mean {}",

@@ -15,15 +15,41 @@ use crate::engine::EngineOutput;
 /// Every metric of a run, sorted by key.
 pub type MetricMap = BTreeMap<String, Value>;
 
-pub fn summarize(out: &EngineOutput) -> MetricMap {
+/// Metrics that appear in every run, 0 when nothing produced them (a flat
+/// network has no switches), so `metrics.json` has the same keys everywhere.
+const ALWAYS: &[&str] = &[
+    "packets_forwarded",
+    "tasks_acknowledged",
+    "tasks_completed",
+    "tasks_dispatched",
+    "tasks_in_transit_end",
+    "tasks_queued_end",
+    "tasks_running_end",
+    "tasks_submitted",
+    "tasks_waiting_wake_end",
+    "wake_ups_server",
+    "wake_ups_switch",
+];
+
+/// Step series that appear in every run (see [`Metrics::step`]).
+const ALWAYS_STEPS: &[&str] = &["servers_on", "switches_on"];
+
+/// Summarises a run over `[0, horizon)` (the run's end), and samples every
+/// step series each `interval` for `timeseries.csv`.
+pub fn summarize(out: &EngineOutput, horizon: SimTime, interval: SimTime) -> (MetricMap, Vec<u8>) {
     let merged = out.merged_metrics();
     let mut m = MetricMap::new();
     m.insert("events".into(), out.events.into());
     m.insert("virtual_end_s".into(), seconds(out.virtual_end).into());
+    for name in ALWAYS {
+        m.insert((*name).into(), 0.into());
+    }
     for (name, value) in merged.counters() {
         m.insert(name.into(), value.into());
     }
-    m.insert("slot_busy_s".into(), finite(merged.sum("slot_busy_s")));
+    for (name, value) in merged.sums() {
+        m.insert(name.into(), finite(value));
+    }
     for (name, values) in merged.samples() {
         let mut sorted = values.to_vec();
         sorted.sort_by(f64::total_cmp);
@@ -34,10 +60,89 @@ pub fn summarize(out: &EngineOutput) -> MetricMap {
         }
         m.insert(format!("{name}_max"), opt(sorted.last().copied()));
     }
-    let capacity = merged.counter("slots_total") as f64 * seconds(out.virtual_end);
+    let mut series: Vec<(&str, Vec<(SimTime, i64)>)> =
+        ALWAYS_STEPS.iter().map(|&n| (n, Vec::new())).collect();
+    for (name, changes) in merged.steps() {
+        match series.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, v)) => v.extend_from_slice(changes),
+            None => series.push((name, changes.to_vec())),
+        }
+    }
+    series.sort_by_key(|(n, _)| *n);
+    for (_, changes) in &mut series {
+        changes.sort_unstable();
+    }
+    for (name, changes) in &series {
+        let (mean, max) = sweep(changes, horizon);
+        m.insert(format!("{name}_mean"), finite(mean));
+        m.insert(format!("{name}_max"), max.into());
+    }
+    let capacity = merged.counter("slots_total") as f64 * seconds(horizon);
     let utilization = (capacity > 0.0).then(|| merged.sum("slot_busy_s") / capacity);
     m.insert("slot_utilization_mean".into(), opt(utilization));
-    m
+    let server_j = merged.sum("energy_j_server");
+    let network_j = merged.sum("energy_j_network");
+    m.insert("energy_kwh_server".into(), finite(server_j / 3.6e6));
+    m.insert("energy_kwh_network".into(), finite(network_j / 3.6e6));
+    m.insert(
+        "energy_kwh_total".into(),
+        finite((server_j + network_j) / 3.6e6),
+    );
+    (m, timeseries(&series, horizon, interval))
+}
+
+/// Time-weighted mean over `[0, horizon)` and exact maximum of a count given
+/// by sorted `(time, delta)` changes (at equal times decreases come first, so
+/// a device going to sleep as another wakes never counts twice).
+fn sweep(changes: &[(SimTime, i64)], horizon: SimTime) -> (f64, i64) {
+    let (mut count, mut max, mut last, mut area) = (0i64, 0i64, 0u64, 0f64);
+    for &(t, d) in changes {
+        let t = t.min(horizon);
+        area += count as f64 * (t - last) as f64;
+        last = t;
+        count += d;
+        max = max.max(count);
+    }
+    area += count as f64 * horizon.saturating_sub(last) as f64;
+    let mean = if horizon > 0 {
+        area / horizon as f64
+    } else {
+        0.0
+    };
+    (mean, max)
+}
+
+/// `time_s,<series>...`: each series' count at `0, interval, 2·interval, …, horizon`.
+fn timeseries(
+    series: &[(&str, Vec<(SimTime, i64)>)],
+    horizon: SimTime,
+    interval: SimTime,
+) -> Vec<u8> {
+    let mut out = String::from("time_s");
+    for (name, _) in series {
+        out.push(',');
+        out.push_str(name);
+    }
+    out.push('\n');
+    let interval = interval.max(1);
+    let mut cursors = vec![(0usize, 0i64); series.len()];
+    let mut t = 0u64;
+    loop {
+        out.push_str(&format!("{}", seconds(t)));
+        for ((_, changes), (i, count)) in series.iter().zip(cursors.iter_mut()) {
+            while *i < changes.len() && changes[*i].0 <= t {
+                *count += changes[*i].1;
+                *i += 1;
+            }
+            out.push_str(&format!(",{count}"));
+        }
+        out.push('\n');
+        match t.checked_add(interval) {
+            Some(next) if next <= horizon => t = next,
+            _ => break,
+        }
+    }
+    out.into_bytes()
 }
 
 /// Nearest-rank percentile of sorted values.
@@ -93,6 +198,26 @@ mod tests {
         assert_eq!(percentile(&v, 1.0), Some(100.0));
         assert_eq!(percentile(&[7.0], 0.0), Some(7.0));
         assert_eq!(percentile(&[], 0.5), None);
+    }
+
+    #[test]
+    fn sweep_gives_exact_time_weighted_mean_and_max() {
+        // one device on for [0, 10), another for [5, 20), horizon 20
+        let mut changes = vec![(0, 1), (10, -1), (5, 1), (20, -1)];
+        changes.sort_unstable();
+        let (mean, max) = sweep(&changes, 20);
+        assert_eq!(max, 2);
+        assert_eq!(mean, (10.0 + 15.0) / 20.0);
+        // a hand-over at the same instant is not an overlap
+        let (_, max) = sweep(&[(0, 1), (7, -1), (7, 1)], 20);
+        assert_eq!(max, 1);
+    }
+
+    #[test]
+    fn timeseries_samples_the_count_at_each_interval() {
+        let series = vec![("servers_on", vec![(0, 2), (1_500_000_000, -1)])];
+        let csv = String::from_utf8(timeseries(&series, 3_000_000_000, 1_000_000_000)).unwrap();
+        assert_eq!(csv, "time_s,servers_on\n0,2\n1,2\n2,1\n3,1\n");
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration as WallDuration, Instant};
 
 use dcemu_actors::model::{self, ModelSpec};
-use dcemu_topology::{Network, SimTime};
+use dcemu_topology::{NetworkError, SimTime};
 
 use crate::engine::{EngineConfig, EngineError, Logs, Progress, run_threads};
 use crate::metrics::{self, MetricMap};
@@ -31,6 +31,8 @@ pub enum RunError {
     Engine(#[from] EngineError),
     #[error("cannot read back the results to digest them: {0}")]
     Digest(std::io::Error),
+    #[error("cannot build the network: {0}")]
+    Network(#[from] NetworkError),
 }
 
 /// What a run produced.
@@ -49,10 +51,19 @@ pub struct Outcome {
 /// Builds the model of `scenario` and runs it to its end.
 pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, RunError> {
     let started = Instant::now();
-    let network = Network::build(&scenario.topology);
+    let end = scenario.run.end.as_nanos();
+    let model = model::build(&ModelSpec {
+        server_types: &scenario.server_types,
+        tenants: &scenario.tenants,
+        scheduler: &scenario.scheduler,
+        topology: &scenario.topology,
+        power: &scenario.power,
+        packet_logs: scenario.output.packet_logs,
+        end,
+    })?;
     let config = EngineConfig {
-        lookahead: network.min_latency(),
-        end: scenario.run.end.as_nanos(),
+        lookahead: model.lookahead,
+        end,
         seed: scenario.run.seed,
         logs: match (&options.log_dir, scenario.output.actor_logs) {
             (_, false) => Logs::Off,
@@ -60,21 +71,15 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
             (Some(dir), true) => Logs::Files(dir.clone()),
         },
     };
-    let actors = model::build(&ModelSpec {
-        server_types: &scenario.server_types,
-        tenants: &scenario.tenants,
-        scheduler: &scenario.scheduler,
-        network,
-        end: config.end,
-    });
-    let actor_count = actors.len();
+    let actor_count = model.actors.len();
     let output = run_threads(
         &config,
-        actors,
+        model.actors,
         options.partitions.max(1),
         options.progress.clone(),
     )?;
-    let metrics = metrics::summarize(&output);
+    let (metrics, timeseries) =
+        metrics::summarize(&output, end, scenario.power.sample_interval.as_nanos());
     let mut files = vec![
         (
             "scenario.toml".to_string(),
@@ -88,6 +93,7 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
             "metrics.csv".to_string(),
             Content::Bytes(metrics::to_csv(&metrics)),
         ),
+        ("timeseries.csv".to_string(), Content::Bytes(timeseries)),
     ];
     let (events, windows, virtual_end) = (output.events, output.windows, output.virtual_end);
     if scenario.output.actor_logs {

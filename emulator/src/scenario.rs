@@ -18,7 +18,8 @@ use std::ops::Range;
 use std::str::FromStr;
 
 use dcemu_actors::config::{SchedulerConfig, ServerTypeConfig, TenantConfig};
-use dcemu_topology::{Duration, TopologyConfig};
+use dcemu_actors::model::host_attachments;
+use dcemu_topology::{Duration, Network, PowerConfig, TopologyConfig};
 use serde::{Deserialize, Serialize};
 
 /// The default scenario, compiled into the binary so `dcemu run` works from anywhere.
@@ -33,6 +34,8 @@ pub struct Scenario {
     pub run: RunConfig,
     #[serde(default)]
     pub topology: TopologyConfig,
+    #[serde(default)]
+    pub power: PowerConfig,
     #[serde(default)]
     pub scheduler: SchedulerConfig,
     #[serde(default)]
@@ -69,6 +72,9 @@ pub struct OutputConfig {
     /// Write one JSON Lines log per actor.
     #[serde(default = "default_true")]
     pub actor_logs: bool,
+    /// Also log every packet: deliveries at hosts, forwards at switches.
+    #[serde(default)]
+    pub packet_logs: bool,
 }
 
 fn default_output_dir() -> String {
@@ -84,12 +90,15 @@ impl Default for OutputConfig {
         OutputConfig {
             dir: default_output_dir(),
             actor_logs: true,
+            packet_logs: false,
         }
     }
 }
 
 /// The largest seed: seeds round-trip through TOML, whose integers are i64.
 pub const MAX_SEED: u64 = i64::MAX as u64;
+/// Most rows of `timeseries.csv`.
+pub const MAX_SAMPLES: u64 = 1_000_000;
 /// Guard against scenarios that would exhaust memory before the run starts.
 pub const MAX_ACTORS: u64 = 50_000_000;
 
@@ -107,8 +116,23 @@ impl Scenario {
         if self.run.end == Duration::ZERO {
             push("run.end".into(), "must be greater than 0".into());
         }
-        for (field, p) in self.topology.problems() {
+        let topology_problems = self.topology.problems();
+        let topology_ok = topology_problems.is_empty();
+        for (field, p) in topology_problems {
             push(format!("topology.{field}"), p);
+        }
+        for (field, p) in self.power.problems() {
+            push(format!("power.{field}"), p);
+        }
+        let samples = self.run.end.as_nanos() / self.power.sample_interval.as_nanos().max(1);
+        if samples > MAX_SAMPLES {
+            push(
+                "power.sample_interval".into(),
+                format!(
+                    "{} over a run of {} gives {samples} rows of timeseries.csv, more than {MAX_SAMPLES}",
+                    self.power.sample_interval, self.run.end
+                ),
+            );
         }
         if self.server_types.is_empty() {
             push(
@@ -157,6 +181,12 @@ impl Scenario {
         }
         if self.output.dir.trim().is_empty() {
             push("output.dir".into(), "must not be empty".into());
+        }
+        if topology_ok && servers + tenants < MAX_ACTORS {
+            let attach = host_attachments(&self.server_types, &self.tenants);
+            if let Err(e) = Network::build(&self.topology, &attach) {
+                push("topology".into(), e.to_string());
+            }
         }
         out
     }

@@ -52,20 +52,29 @@ fn every_scenario_runs_without_losing_a_task() {
         let accounted = m("tasks_completed")
             + m("tasks_running_end")
             + m("tasks_queued_end")
+            + m("tasks_waiting_wake_end")
             + m("tasks_in_transit_end");
         assert!(submitted > 0, "{label} submits work");
         assert_eq!(
             submitted, accounted,
             "{label}: every submitted task is accounted for"
         );
-        let started = m("tasks_completed") + m("tasks_running_end");
+        let reached = m("tasks_completed") + m("tasks_running_end") + m("tasks_waiting_wake_end");
         assert!(
-            m("tasks_dispatched") >= started,
-            "{label}: a task started without a dispatch"
+            m("tasks_dispatched") >= reached,
+            "{label}: a task reached a server without a dispatch"
         );
         assert!(
-            m("tasks_dispatched") - started <= m("tasks_in_transit_end"),
-            "{label}: dispatched tasks that never started must still be in transit"
+            m("tasks_dispatched") - reached <= m("tasks_in_transit_end"),
+            "{label}: dispatched tasks that never reached their server must still be in transit"
+        );
+        let energy = out.metrics["energy_kwh_total"].as_f64().unwrap();
+        assert!(energy > 0.0, "{label}: energy {energy}");
+        let on_mean = out.metrics["servers_on_mean"].as_f64().unwrap();
+        let on_max = out.metrics["servers_on_max"].as_f64().unwrap();
+        assert!(
+            on_mean <= on_max + 1e-9,
+            "{label}: mean {on_mean} above max {on_max}"
         );
         let util = out.metrics["slot_utilization_mean"].as_f64().unwrap();
         assert!((0.0..=1.0).contains(&util), "{label}: utilisation {util}");
@@ -105,22 +114,49 @@ fn every_metric_is_documented() {
 #[test]
 fn every_event_kind_is_documented() {
     let docs = std::fs::read_to_string(root().join("docs/events.md")).unwrap();
-    let scenario = load(
+    let mut kinds = std::collections::BTreeSet::new();
+    let quickstart = load(
         "quickstart",
         dcemu::scenario::QUICKSTART,
         &["run.end=20m".parse().unwrap()],
     )
     .unwrap();
-    let out = execute(&scenario, &RunOptions::default()).unwrap();
-    let mut kinds = std::collections::BTreeSet::new();
-    for file in out.results.paths().filter(|p| p.starts_with("actors/")) {
-        let content = out.results.read(file).unwrap().unwrap();
-        for line in std::str::from_utf8(&content).unwrap().lines() {
-            let v: serde_json::Value = serde_json::from_str(line).unwrap();
-            kinds.insert(v["kind"].as_str().unwrap().to_string());
+    let network_text =
+        std::fs::read_to_string(root().join("scenarios/network/thesis-small-dc.toml")).unwrap();
+    let network = load(
+        "thesis-small-dc",
+        &network_text,
+        &[
+            "run.end=20m".parse().unwrap(),
+            "output.packet_logs=true".parse().unwrap(),
+            "power.switch_wake=1ms".parse().unwrap(),
+            "tenants.0.stop=10m".parse().unwrap(),
+        ],
+    )
+    .unwrap();
+    for scenario in [quickstart, network] {
+        let out = execute(&scenario, &RunOptions::default()).unwrap();
+        for file in out.results.paths().filter(|p| p.starts_with("actors/")) {
+            let content = out.results.read(file).unwrap().unwrap();
+            for line in std::str::from_utf8(&content).unwrap().lines() {
+                let v: serde_json::Value = serde_json::from_str(line).unwrap();
+                kinds.insert(v["kind"].as_str().unwrap().to_string());
+            }
         }
     }
-    assert!(kinds.len() >= 6, "{kinds:?}");
+    for expected in [
+        "wake_start",
+        "wake_done",
+        "sleep",
+        "forward",
+        "net_deliver",
+        "tenant_stop",
+    ] {
+        assert!(
+            kinds.contains(expected),
+            "no `{expected}` event seen: {kinds:?}"
+        );
+    }
     for kind in kinds {
         assert!(
             docs.contains(&format!("`{kind}`")),

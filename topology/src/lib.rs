@@ -1,13 +1,21 @@
-//! The physical datacenter for dcemu: units of time, and the network that sets
-//! how long a message between two actors takes.
+//! The physical datacenter for dcemu: units, the network and its routes, and
+//! the power models of servers and switches.
 //!
 //! This crate sits at the bottom of the workspace (`topology` ← `actors` ←
-//! `emulator`) and knows nothing about actors or the engine. Today it models a
-//! flat network (every actor one link away from every other); the 3-tier
-//! builder with switches, routing and power lands here next.
+//! `emulator`) and knows nothing about actors or the engine: it answers
+//! questions such as "which links does a message from A to B cross, and how
+//! long does it take on an empty network" and "how much power does this
+//! server draw at this utilisation".
 
+pub mod bandwidth;
 pub mod network;
+pub mod power;
 pub mod units;
 
-pub use network::{Network, TopologyConfig, TopologyKind};
+pub use bandwidth::Bandwidth;
+pub use network::{
+    Attach, Ecmp, Network, NetworkError, PathChooser, Port, Refused, Reservations, Route,
+    SwitchInfo, Tier, TopologyConfig, TopologyKind, Wiring,
+};
+pub use power::{EnergyMeter, PowerConfig, PowerPolicy, ServerPower, SwitchPower};
 pub use units::{Duration, DurationError, SimTime, format_sim_time};

@@ -1,5 +1,7 @@
 use std::collections::BTreeMap;
 
+use dcemu_topology::SimTime;
+
 /// What actors report at the end of a run: counters and samples by metric
 /// name. The engine merges every actor's `Metrics` in actor-id order, so the
 /// merged result (and the floats computed from it) is the same however the
@@ -9,6 +11,7 @@ pub struct Metrics {
     counters: BTreeMap<&'static str, u64>,
     samples: BTreeMap<&'static str, Vec<f64>>,
     sums: BTreeMap<&'static str, f64>,
+    steps: BTreeMap<&'static str, Vec<(SimTime, i64)>>,
 }
 
 impl Metrics {
@@ -33,6 +36,17 @@ impl Metrics {
         *self.sums.entry(name).or_insert(0.0) += value;
     }
 
+    /// Records that a count (e.g. of powered servers) changes by `delta` at
+    /// `t`; summed over actors it gives the count over time.
+    pub fn step(&mut self, name: &'static str, t: SimTime, delta: i64) {
+        self.steps.entry(name).or_default().push((t, delta));
+    }
+
+    /// Ensures a step series exists even if nothing changed.
+    pub fn declare_steps(&mut self, name: &'static str) {
+        self.steps.entry(name).or_default();
+    }
+
     /// Appends `other` to `self`; callers merge in actor-id order.
     pub fn merge(&mut self, other: Metrics) {
         for (name, value) in other.counters {
@@ -44,6 +58,18 @@ impl Metrics {
         for (name, value) in other.sums {
             self.add_f64(name, value);
         }
+        for (name, values) in other.steps {
+            self.steps.entry(name).or_default().extend(values);
+        }
+    }
+
+    /// Step series: `(time, delta)` changes, in merge order (not sorted).
+    pub fn steps(&self) -> impl Iterator<Item = (&'static str, &[(SimTime, i64)])> + '_ {
+        self.steps.iter().map(|(k, v)| (*k, v.as_slice()))
+    }
+
+    pub fn sums(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
+        self.sums.iter().map(|(k, v)| (*k, *v))
     }
 
     pub fn counter(&self, name: &str) -> u64 {

@@ -19,9 +19,12 @@ use serde::Serialize;
 use crate::config::{PlacementKind, SchedulerConfig};
 use crate::kernel::{ActorId, Ctx, Envelope, Metrics, ModelError};
 use crate::model::{Msg, Task, World, unexpected};
+use crate::net::{Body, Inbox, Nic};
 
 pub struct Scheduler {
     world: Arc<World>,
+    nic: Nic,
+    inbox: Inbox,
     placement: Box<dyn Placement>,
     cluster: ClusterView,
     /// Tasks waiting for a slot, with the time each reached the scheduler.
@@ -62,6 +65,8 @@ impl Scheduler {
         };
         Scheduler {
             world,
+            nic: Nic::default(),
+            inbox: Inbox::default(),
             placement,
             cluster: ClusterView::new(servers),
             queue: VecDeque::new(),
@@ -70,13 +75,14 @@ impl Scheduler {
         }
     }
 
-    pub fn handle(
-        &mut self,
-        event: Envelope<Msg>,
-        ctx: &mut Ctx<'_, Msg>,
-    ) -> Result<(), ModelError> {
-        match event.payload {
-            Msg::Submit(task) => {
+    pub fn handle(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let Msg::Packet(packet) = msg else {
+            return Err(unexpected("scheduler", msg.name()));
+        };
+        let world = Arc::clone(&self.world);
+        let (src, body) = self.inbox.accept(&world, ctx, packet)?;
+        match body {
+            Body::Submit(task) => {
                 ctx.log(
                     "task_arrive",
                     &ArriveLog {
@@ -100,8 +106,8 @@ impl Scheduler {
                 }
                 Ok(())
             }
-            Msg::Finished { task } => {
-                let server = event.src;
+            Body::Finished { task } => {
+                let server = src;
                 self.cluster.release(server).ok_or_else(|| {
                     ModelError::Invariant(format!(
                         "scheduler got a slot release from {}, which it never gave a task",
@@ -117,7 +123,7 @@ impl Scheduler {
                 );
                 self.drain(ctx)
             }
-            other => Err(unexpected("scheduler", &other)),
+            other => Err(unexpected("scheduler", other.name())),
         }
     }
 
@@ -142,17 +148,14 @@ impl Scheduler {
                     queued_ns: queued,
                 },
             );
-            self.world.send(ctx, server, Msg::Dispatch(task))?;
+            self.nic
+                .send(&self.world, ctx, server, Body::Dispatch(task))?;
         }
         Ok(())
     }
 
-    pub fn finish(&mut self, undelivered: &[Envelope<Msg>], out: &mut Metrics) {
-        let in_transit = undelivered
-            .iter()
-            .filter(|e| matches!(e.payload, Msg::Submit(_)))
-            .count();
-        out.add("tasks_in_transit_end", in_transit as u64);
+    pub fn finish(&mut self, _undelivered: &[Envelope<Msg>], out: &mut Metrics) {
+        self.inbox.finish(out);
         out.add("tasks_queued_end", self.queue.len() as u64);
         out.add("tasks_dispatched", self.dispatched);
         out.declare_samples("queue_wait_s");

@@ -1,0 +1,13 @@
+//! Bookkeeping shared by actors for the run's task ledger.
+
+use crate::kernel::Metrics;
+use crate::net::Body;
+
+/// Tasks still on the wire at the end: submissions not yet at the scheduler
+/// and dispatches not yet at their server, wherever the packet is.
+pub(crate) fn count_in_transit<'a>(bodies: impl Iterator<Item = &'a Body>, out: &mut Metrics) {
+    let n = bodies
+        .filter(|b| matches!(b, Body::Submit(_) | Body::Dispatch(_)))
+        .count();
+    out.add("tasks_in_transit_end", n as u64);
+}

@@ -1,0 +1,188 @@
+//! Messages on the wire: packets with a modeled size that travel hop by hop
+//! along a source route, and the sending side of a host (its NIC).
+//!
+//! A host sends through [`Nic::send`]: the packet is serialised on the host's
+//! link (FIFO with earlier packets), then crosses it; every switch on the
+//! route forwards it the same way (`switch.rs`). In a flat network a packet
+//! goes straight to its destination after one link latency.
+
+use dcemu_topology::{Route, SimTime};
+use serde::{Deserialize, Serialize};
+
+use crate::kernel::{ActorId, Ctx, ModelError};
+use crate::model::{Msg, Task, TaskId, World};
+
+/// What a packet carries between hosts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Body {
+    /// Tenant → scheduler.
+    Submit(Task),
+    /// Scheduler → server: run this task in a free slot.
+    Dispatch(Task),
+    /// Server → scheduler: the slot that ran `task` is free again.
+    Finished { task: TaskId },
+    /// Server → tenant: your task ran from `started_at` to `finished_at`.
+    Done {
+        task: TaskId,
+        submitted_at: SimTime,
+        started_at: SimTime,
+        finished_at: SimTime,
+    },
+}
+
+impl Body {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Body::Submit(_) => "submit",
+            Body::Dispatch(_) => "dispatch",
+            Body::Finished { .. } => "finished",
+            Body::Done { .. } => "done",
+        }
+    }
+
+    /// Modeled size on the wire, in bytes (headers included). Submissions
+    /// and dispatches carry a task description; acknowledgements are small.
+    pub fn size_bytes(&self) -> u32 {
+        match self {
+            Body::Submit(_) | Body::Dispatch(_) => 512,
+            Body::Finished { .. } => 64,
+            Body::Done { .. } => 128,
+        }
+    }
+}
+
+/// A message in flight.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Packet {
+    pub route: Route,
+    /// Index in `route` of the node this packet is delivered to next.
+    pub hop: u8,
+    pub bytes: u32,
+    pub sent_at: SimTime,
+    pub body: Body,
+}
+
+impl Packet {
+    pub fn src(&self) -> ActorId {
+        ActorId(self.route.src())
+    }
+
+    pub fn dst(&self) -> ActorId {
+        ActorId(self.route.dst())
+    }
+
+    /// The node after the one the packet is at, if any.
+    pub fn next_node(&self) -> Option<u32> {
+        self.route.nodes().get(self.hop as usize + 1).copied()
+    }
+}
+
+/// A host's network interface: its one link into the network.
+#[derive(Clone, Debug, Default)]
+pub struct Nic {
+    busy_until: SimTime,
+    sent: u64,
+}
+
+impl Nic {
+    /// Sends `body` to `dst` along a shortest path chosen by ECMP.
+    pub fn send(
+        &mut self,
+        world: &World,
+        ctx: &mut Ctx<'_, Msg>,
+        dst: ActorId,
+        body: Body,
+    ) -> Result<(), ModelError> {
+        let me = ctx.me();
+        let now = ctx.now();
+        let key = (u64::from(me.0) << 40) ^ self.sent;
+        self.sent += 1;
+        let bytes = body.size_bytes();
+        let net = &world.network;
+        let no_route = || {
+            ModelError::Invariant(format!(
+                "no route from {} to {}",
+                world.name(me),
+                world.name(dst)
+            ))
+        };
+        let route = net.route(me.0, dst.0, key).ok_or_else(no_route)?;
+        let next = route.nodes()[1];
+        let latency = match net.flat_latency() {
+            Some(l) => l,
+            None => {
+                let (_, port) = net.port_to(me.0, next).ok_or_else(no_route)?;
+                let depart =
+                    now.max(self.busy_until) + port.bandwidth.serialization_ns(u64::from(bytes));
+                self.busy_until = depart;
+                depart - now + port.latency
+            }
+        };
+        let packet = Packet {
+            route,
+            hop: 1,
+            bytes,
+            sent_at: now,
+            body,
+        };
+        ctx.send(ActorId(next), latency, Msg::Packet(packet))
+    }
+}
+
+/// What hosts record about the packets they receive.
+#[derive(Clone, Debug, Default)]
+pub struct Inbox {
+    latencies_us: Vec<f64>,
+}
+
+#[derive(Serialize)]
+struct DeliverLog<'a> {
+    from: &'a str,
+    msg: &'static str,
+    bytes: u32,
+    hops: usize,
+    latency_ns: u64,
+}
+
+impl Inbox {
+    /// Accepts a packet addressed to this host: records its latency (and
+    /// logs it with `output.packet_logs`), and returns what it carries.
+    pub fn accept(
+        &mut self,
+        world: &World,
+        ctx: &mut Ctx<'_, Msg>,
+        p: Packet,
+    ) -> Result<(ActorId, Body), ModelError> {
+        if p.route.dst() != ctx.me().0 || p.hop as usize != p.route.hops() {
+            return Err(ModelError::Invariant(format!(
+                "{} got a packet for {} at hop {} of {}",
+                world.name(ctx.me()),
+                world.name(p.dst()),
+                p.hop,
+                p.route.hops()
+            )));
+        }
+        let latency = ctx.now() - p.sent_at;
+        self.latencies_us.push(latency as f64 / 1e3);
+        if world.packet_logs {
+            ctx.log(
+                "net_deliver",
+                &DeliverLog {
+                    from: world.name(p.src()),
+                    msg: p.body.name(),
+                    bytes: p.bytes,
+                    hops: p.route.hops(),
+                    latency_ns: latency,
+                },
+            );
+        }
+        Ok((p.src(), p.body))
+    }
+
+    pub fn finish(&self, out: &mut crate::kernel::Metrics) {
+        out.declare_samples("message_latency_us");
+        for &l in &self.latencies_us {
+            out.sample("message_latency_us", l);
+        }
+    }
+}

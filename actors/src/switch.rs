@@ -1,0 +1,194 @@
+//! Switches: forward every packet hop by hop along its route.
+//!
+//! Each egress port is a FIFO: a packet leaves after the switch's forwarding
+//! latency and once the packets ahead of it on that port have been
+//! serialised, taking `bytes / bandwidth` itself; it reaches the next node
+//! after the link's propagation latency. Congestion therefore shows up as
+//! queueing delay.
+//!
+//! Power (thesis §4.2.4.2, Tables 3.2 and 4.1): a switch is on while a port
+//! is transmitting, otherwise idle, or asleep under `power.policy = "sleep"`.
+//! A packet reaching a sleeping switch wakes it and waits for the wake-up
+//! (`power.switch_wake`, 0 s by default as in §4.2.5), during which the
+//! switch draws its on power (activation cost `P_switch·ρ`).
+
+use std::sync::Arc;
+
+use dcemu_topology::{PowerPolicy, SimTime, SwitchInfo, SwitchPower};
+use serde::Serialize;
+
+use crate::accounting::count_in_transit;
+use crate::device::{DevState, Device};
+use crate::kernel::{ActorId, Ctx, Metrics, ModelError};
+use crate::model::{Msg, World, unexpected};
+use crate::net::Packet;
+
+pub struct Switch {
+    world: Arc<World>,
+    power: SwitchPower,
+    /// When each egress port (in `Network::ports` order) finishes its queue.
+    busy_until: Vec<SimTime>,
+    /// Packets that arrived while the switch was asleep or waking.
+    waiting: Vec<Packet>,
+    device: Device,
+    idle_check: Option<SimTime>,
+    forwarded: u64,
+}
+
+#[derive(Serialize)]
+struct ForwardLog<'a> {
+    from: &'a str,
+    to: &'a str,
+    next: &'a str,
+    msg: &'static str,
+    queued_ns: u64,
+}
+
+#[derive(Serialize)]
+struct WakeLog {
+    waiting: usize,
+}
+
+#[derive(Serialize)]
+struct Empty {}
+
+impl Switch {
+    pub fn new(world: Arc<World>, info: &SwitchInfo) -> Self {
+        let ports = world.network.ports(info.id).len();
+        let device = match world.power.policy {
+            PowerPolicy::Idle => Device::new(DevState::Idle, info.power.idle_w),
+            PowerPolicy::Sleep => Device::new(DevState::Sleep, info.power.sleep_w),
+        };
+        Switch {
+            world,
+            power: info.power,
+            busy_until: vec![0; ports],
+            waiting: Vec::new(),
+            device,
+            idle_check: None,
+            forwarded: 0,
+        }
+    }
+
+    pub fn handle(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        match msg {
+            Msg::Packet(p) => match self.device.state() {
+                DevState::Sleep => {
+                    self.waiting.push(p);
+                    self.device
+                        .set(ctx.now(), DevState::Waking, self.power.on_w);
+                    ctx.log("wake_start", &WakeLog { waiting: 1 });
+                    ctx.timer(self.world.power.switch_wake.as_nanos(), Msg::WakeDone)
+                }
+                DevState::Waking => {
+                    self.waiting.push(p);
+                    Ok(())
+                }
+                DevState::Idle | DevState::On => self.forward(p, ctx),
+            },
+            Msg::WakeDone => {
+                ctx.log(
+                    "wake_done",
+                    &WakeLog {
+                        waiting: self.waiting.len(),
+                    },
+                );
+                self.device
+                    .set(ctx.now(), DevState::Idle, self.power.idle_w);
+                for p in std::mem::take(&mut self.waiting) {
+                    self.forward(p, ctx)?;
+                }
+                self.schedule_idle_check(ctx, ctx.now())
+            }
+            Msg::IdleCheck => self.idle_check(ctx),
+            other => Err(unexpected(self.world.name(ctx.me()), other.name())),
+        }
+    }
+
+    fn forward(&mut self, mut p: Packet, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let me = ctx.me();
+        let now = ctx.now();
+        let misrouted = || {
+            ModelError::Invariant(format!(
+                "{} got a packet whose route does not continue through it",
+                self.world.name(me)
+            ))
+        };
+        if p.route.nodes().get(p.hop as usize) != Some(&me.0) {
+            return Err(misrouted());
+        }
+        let next = p.next_node().ok_or_else(misrouted)?;
+        let (port_index, port) = self
+            .world
+            .network
+            .port_to(me.0, next)
+            .ok_or_else(misrouted)?;
+        let ready = now + self.world.network.switch_latency();
+        let start = ready.max(self.busy_until[port_index]);
+        let depart = start + port.bandwidth.serialization_ns(u64::from(p.bytes));
+        self.busy_until[port_index] = depart;
+        self.forwarded += 1;
+        if self.world.packet_logs {
+            ctx.log(
+                "forward",
+                &ForwardLog {
+                    from: self.world.name(p.src()),
+                    to: self.world.name(p.dst()),
+                    next: self.world.name(ActorId(next)),
+                    msg: p.body.name(),
+                    queued_ns: start - ready,
+                },
+            );
+        }
+        if self.device.state() != DevState::On {
+            self.device.set(now, DevState::On, self.power.on_w);
+        }
+        p.hop += 1;
+        ctx.send(ActorId(next), depart - now + port.latency, Msg::Packet(p))?;
+        self.schedule_idle_check(ctx, depart)
+    }
+
+    fn schedule_idle_check(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        at: SimTime,
+    ) -> Result<(), ModelError> {
+        if self.idle_check.is_none() {
+            self.idle_check = Some(at);
+            ctx.timer(at - ctx.now(), Msg::IdleCheck)?;
+        }
+        Ok(())
+    }
+
+    /// Goes idle (or to sleep) once every port has drained.
+    fn idle_check(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        self.idle_check = None;
+        let now = ctx.now();
+        let latest = self.busy_until.iter().copied().max().unwrap_or(0);
+        if latest > now {
+            return self.schedule_idle_check(ctx, latest);
+        }
+        if !matches!(self.device.state(), DevState::On | DevState::Idle) {
+            return Ok(());
+        }
+        if self.world.power.policy == PowerPolicy::Sleep {
+            self.device.set(now, DevState::Sleep, self.power.sleep_w);
+            ctx.log("sleep", &Empty {});
+        } else if self.device.state() == DevState::On {
+            self.device.set(now, DevState::Idle, self.power.idle_w);
+        }
+        Ok(())
+    }
+
+    pub fn finish(&mut self, end: SimTime, out: &mut Metrics) {
+        out.add("packets_forwarded", self.forwarded);
+        count_in_transit(self.waiting.iter().map(|p| &p.body), out);
+        self.device.report(
+            end,
+            out,
+            "energy_j_network",
+            "wake_ups_switch",
+            "switches_on",
+        );
+    }
+}
