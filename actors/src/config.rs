@@ -2,7 +2,7 @@
 //! `[[tenants]]` and `[scheduler]`. Every field, its default and its unit is
 //! documented in `scenarios/README.md`.
 
-use dcemu_topology::{Duration, ServerPower};
+use dcemu_topology::{Bandwidth, Duration, ServerPower};
 use serde::{Deserialize, Serialize};
 
 /// A field-level problem: dotted path relative to the section, and why.
@@ -66,6 +66,10 @@ pub struct TenantConfig {
     /// No submission at or after this (default: the end of the run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<Duration>,
+    /// Bandwidth each task's traffic to the outside world needs while it
+    /// runs, reserved from a core switch to its server (three-tier only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_bandwidth: Option<Bandwidth>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

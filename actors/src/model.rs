@@ -27,6 +27,8 @@ pub struct Task {
     pub submitted_at: SimTime,
     /// Time the task needs once it holds a slot.
     pub service_ns: u64,
+    /// Bandwidth its traffic to the outside world needs while it runs (0: none).
+    pub flow_bps: u64,
 }
 
 /// Every event of the model: a packet arriving, or one of an actor's timers.

@@ -28,6 +28,14 @@ pub enum Body {
         started_at: SimTime,
         finished_at: SimTime,
     },
+    /// Scheduler → switch: reserve (or release) `bps` on the port toward `peer`
+    /// for the flow of `task`.
+    Reservation {
+        task: TaskId,
+        peer: u32,
+        bps: u64,
+        reserve: bool,
+    },
 }
 
 impl Body {
@@ -37,6 +45,8 @@ impl Body {
             Body::Dispatch(_) => "dispatch",
             Body::Finished { .. } => "finished",
             Body::Done { .. } => "done",
+            Body::Reservation { reserve: true, .. } => "reserve",
+            Body::Reservation { reserve: false, .. } => "release",
         }
     }
 
@@ -45,7 +55,7 @@ impl Body {
     pub fn size_bytes(&self) -> u32 {
         match self {
             Body::Submit(_) | Body::Dispatch(_) => 512,
-            Body::Finished { .. } => 64,
+            Body::Finished { .. } | Body::Reservation { .. } => 64,
             Body::Done { .. } => 128,
         }
     }

@@ -6,8 +6,12 @@
 //! after the link's propagation latency. Congestion therefore shows up as
 //! queueing delay.
 //!
+//! Packets addressed to the switch itself are reservation notices from the
+//! scheduler: bandwidth reserved (or released) on one egress port for a flow.
+//!
 //! Power (thesis §4.2.4.2, Tables 3.2 and 4.1): a switch is on while a port
-//! is transmitting, otherwise idle, or asleep under `power.policy = "sleep"`.
+//! is transmitting or carries a reservation, otherwise idle, or asleep under
+//! `power.policy = "sleep"`.
 //! A packet reaching a sleeping switch wakes it and waits for the wake-up
 //! (`power.switch_wake`, 0 s by default as in §4.2.5), during which the
 //! switch draws its on power (activation cost `P_switch·ρ`).
@@ -21,13 +25,15 @@ use crate::accounting::count_in_transit;
 use crate::device::{DevState, Device};
 use crate::kernel::{ActorId, Ctx, Metrics, ModelError};
 use crate::model::{Msg, World, unexpected};
-use crate::net::Packet;
+use crate::net::{Body, Packet};
 
 pub struct Switch {
     world: Arc<World>,
     power: SwitchPower,
     /// When each egress port (in `Network::ports` order) finishes its queue.
     busy_until: Vec<SimTime>,
+    /// Bandwidth reserved on each egress port for flows, in bits/s.
+    reserved: Vec<u64>,
     /// Packets that arrived while the switch was asleep or waking.
     waiting: Vec<Packet>,
     device: Device,
@@ -42,6 +48,14 @@ struct ForwardLog<'a> {
     next: &'a str,
     msg: &'static str,
     queued_ns: u64,
+}
+
+#[derive(Serialize)]
+struct ReserveLog<'a> {
+    task: u64,
+    next: &'a str,
+    bps: u64,
+    reserved_bps: u64,
 }
 
 #[derive(Serialize)]
@@ -63,6 +77,7 @@ impl Switch {
             world,
             power: info.power,
             busy_until: vec![0; ports],
+            reserved: vec![0; ports],
             waiting: Vec::new(),
             device,
             idle_check: None,
@@ -84,7 +99,7 @@ impl Switch {
                     self.waiting.push(p);
                     Ok(())
                 }
-                DevState::Idle | DevState::On => self.forward(p, ctx),
+                DevState::Idle | DevState::On => self.process(p, ctx),
             },
             Msg::WakeDone => {
                 ctx.log(
@@ -96,12 +111,62 @@ impl Switch {
                 self.device
                     .set(ctx.now(), DevState::Idle, self.power.idle_w);
                 for p in std::mem::take(&mut self.waiting) {
-                    self.forward(p, ctx)?;
+                    self.process(p, ctx)?;
                 }
                 self.schedule_idle_check(ctx, ctx.now())
             }
             Msg::IdleCheck => self.idle_check(ctx),
             other => Err(unexpected(self.world.name(ctx.me()), other.name())),
+        }
+    }
+
+    /// A packet for this switch is a reservation notice; any other is forwarded.
+    fn process(&mut self, p: Packet, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        if p.route.dst() != ctx.me().0 {
+            return self.forward(p, ctx);
+        }
+        let Body::Reservation {
+            task,
+            peer,
+            bps,
+            reserve,
+        } = p.body
+        else {
+            return Err(unexpected(self.world.name(ctx.me()), p.body.name()));
+        };
+        let me = ctx.me();
+        let bad = |what: String| ModelError::Invariant(format!("{}: {what}", self.world.name(me)));
+        let (port, _) = self
+            .world
+            .network
+            .port_to(me.0, peer)
+            .ok_or_else(|| bad(format!("no port toward {}", self.world.name(ActorId(peer)))))?;
+        let slot = &mut self.reserved[port];
+        *slot = if reserve {
+            slot.saturating_add(bps)
+        } else {
+            slot.checked_sub(bps).ok_or_else(|| {
+                bad(format!(
+                    "release of {bps} b/s for task {task} exceeds what is reserved"
+                ))
+            })?
+        };
+        ctx.log(
+            if reserve { "reserve" } else { "release" },
+            &ReserveLog {
+                task,
+                next: self.world.name(ActorId(peer)),
+                bps,
+                reserved_bps: *slot,
+            },
+        );
+        if self.reserved.iter().any(|&r| r > 0) {
+            if self.device.state() != DevState::On {
+                self.device.set(ctx.now(), DevState::On, self.power.on_w);
+            }
+            Ok(())
+        } else {
+            self.schedule_idle_check(ctx, ctx.now())
         }
     }
 
@@ -168,7 +233,9 @@ impl Switch {
         if latest > now {
             return self.schedule_idle_check(ctx, latest);
         }
-        if !matches!(self.device.state(), DevState::On | DevState::Idle) {
+        if !matches!(self.device.state(), DevState::On | DevState::Idle)
+            || self.reserved.iter().any(|&r| r > 0)
+        {
             return Ok(());
         }
         if self.world.power.policy == PowerPolicy::Sleep {
@@ -182,6 +249,10 @@ impl Switch {
 
     pub fn finish(&mut self, end: SimTime, out: &mut Metrics) {
         out.add("packets_forwarded", self.forwarded);
+        out.add(
+            "reserved_ports_end",
+            self.reserved.iter().filter(|&&r| r > 0).count() as u64,
+        );
         count_in_transit(self.waiting.iter().map(|p| &p.body), out);
         self.device.report(
             end,

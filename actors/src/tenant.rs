@@ -22,6 +22,7 @@ pub struct WorkloadTenant {
     mean_service_ns: f64,
     start: SimTime,
     stop: SimTime,
+    flow_bps: u64,
     first_id: u64,
     submitted: u64,
     done: u64,
@@ -53,6 +54,7 @@ impl WorkloadTenant {
             distribution: cfg.service.distribution,
             mean_service_ns: cfg.service.mean.as_nanos() as f64,
             start: cfg.start.as_nanos(),
+            flow_bps: cfg.flow_bandwidth.map_or(0, |b| b.bps()),
             stop: cfg.stop.map_or(run_end, |d| d.as_nanos()),
             first_id: ordinal * TASK_ID_BLOCK,
             submitted: 0,
@@ -104,6 +106,7 @@ impl WorkloadTenant {
                     tenant: ctx.me(),
                     submitted_at: ctx.now(),
                     service_ns: self.service(ctx),
+                    flow_bps: self.flow_bps,
                 };
                 self.submitted += 1;
                 ctx.log(

@@ -19,7 +19,7 @@ use std::str::FromStr;
 
 use dcemu_actors::config::{SchedulerConfig, ServerTypeConfig, TenantConfig};
 use dcemu_actors::model::host_attachments;
-use dcemu_topology::{Duration, Network, PowerConfig, TopologyConfig};
+use dcemu_topology::{Duration, Network, PowerConfig, TopologyConfig, TopologyKind};
 use serde::{Deserialize, Serialize};
 
 /// The default scenario, compiled into the binary so `dcemu run` works from anywhere.
@@ -171,6 +171,23 @@ impl Scenario {
         for (i, t) in self.tenants.iter().enumerate() {
             for (field, p) in t.problems(self.run.end) {
                 push(format!("tenants[{i}].{field}"), p);
+            }
+            if let Some(bw) = t.flow_bandwidth {
+                let t3 = &self.topology;
+                let narrowest = t3.core_link.min(t3.aggregation_link).min(t3.access_link);
+                if t3.kind == TopologyKind::Flat {
+                    push(
+                        format!("tenants[{i}].flow_bandwidth"),
+                        "flows reserve bandwidth on switch links: they need topology.kind = \"three-tier\"".into(),
+                    );
+                } else if bw > narrowest {
+                    push(
+                        format!("tenants[{i}].flow_bandwidth"),
+                        format!(
+                            "{bw} exceeds the {narrowest} links every flow crosses: no task could ever start"
+                        ),
+                    );
+                }
             }
             if self.tenants[..i].iter().any(|o| o.name == t.name) {
                 push(

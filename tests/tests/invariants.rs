@@ -131,6 +131,8 @@ fn every_event_kind_is_documented() {
             "output.packet_logs=true".parse().unwrap(),
             "power.switch_wake=1ms".parse().unwrap(),
             "tenants.0.stop=10m".parse().unwrap(),
+            "tenants.0.flow_bandwidth=600Mbps".parse().unwrap(),
+            "tenants.0.arrivals.rate_per_s=2".parse().unwrap(),
         ],
     )
     .unwrap();

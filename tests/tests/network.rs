@@ -297,3 +297,88 @@ fn switches_do_not_change_results_across_partitionings() {
         );
     }
 }
+
+/// The small datacenter with every task reserving `bw` to the outside world,
+/// submissions stopping at 40 min so that everything drains by the end.
+fn with_flows(bw: &str, policy: &str) -> Scenario {
+    small_dc(&[
+        &format!("tenants.0.flow_bandwidth={bw}"),
+        &format!("power.policy={policy}"),
+        "tenants.0.stop=40m",
+        "tenants.0.arrivals.rate_per_s=2",
+    ])
+}
+
+#[test]
+fn flows_reserve_bandwidth_while_tasks_run_and_release_it_all() {
+    let o = run(&with_flows("100Mbps", "sleep"), 1);
+    assert_eq!(metric(&o, "tasks_running_end"), 0.0, "everything drained");
+    assert_eq!(metric(&o, "flows_reserved"), metric(&o, "tasks_completed"));
+    assert_eq!(metric(&o, "flows_active_end"), 0.0);
+    assert_eq!(metric(&o, "reserved_link_bps_end"), 0.0);
+    assert_eq!(
+        metric(&o, "reserved_ports_end"),
+        0.0,
+        "every switch port is back to zero"
+    );
+    let scheduler = log(&o, "scheduler");
+    let first = kind(&scheduler, "flow_reserve")[0];
+    let path: Vec<&str> = first["path"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(
+        path[0].starts_with("switch-core-") && path[3].starts_with("server-"),
+        "{path:?}"
+    );
+    // the access switch on the path logged the reservation toward the server
+    let access = log(&o, path[2]);
+    let r = kind(&access, "reserve")[0];
+    assert_eq!(
+        (r["next"].as_str().unwrap(), r["bps"].as_u64().unwrap()),
+        (path[3], 100_000_000)
+    );
+    // switches carrying flows stay on: far more switch-time on than without flows
+    let without = run(
+        &small_dc(&[
+            "power.policy=sleep",
+            "tenants.0.stop=40m",
+            "tenants.0.arrivals.rate_per_s=2",
+        ]),
+        1,
+    );
+    assert!(metric(&o, "switches_on_mean") > 10.0 * metric(&without, "switches_on_mean").max(0.1));
+}
+
+#[test]
+fn a_flow_that_does_not_fit_keeps_its_task_waiting() {
+    // 600 Mb/s each: one flow per 1 Gb/s access link, so tasks wait for links, not slots
+    let o = run(&with_flows("600Mbps", "idle"), 1);
+    assert!(metric(&o, "flows_refused") > 0.0);
+    assert!(metric(&o, "queue_wait_s_max") > 0.0);
+    assert_eq!(metric(&o, "reserved_link_bps_end"), 0.0);
+    let refused = kind(&log(&o, "scheduler"), "flow_refused").len();
+    assert!(refused > 0);
+}
+
+#[test]
+fn impossible_flows_are_refused_when_the_scenario_loads() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios/network/thesis-small-dc.toml"),
+    )
+    .unwrap();
+    let too_big: Vec<Override> = vec!["tenants.0.flow_bandwidth=2Gbps".parse().unwrap()];
+    let err = load("small.toml", &text, &too_big).unwrap_err().to_string();
+    assert!(
+        err.contains("tenants[0].flow_bandwidth") && err.contains("1Gbps"),
+        "{err}"
+    );
+    let flat: Vec<Override> = vec!["tenants.0.flow_bandwidth=1Mbps".parse().unwrap()];
+    let err = load("q", dcemu::scenario::QUICKSTART, &flat)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("three-tier"), "{err}");
+}

@@ -6,14 +6,16 @@
 //! The scheduler sees only what a real one could: the servers' slot counts and
 //! the releases they report. It never reads server state directly.
 
+mod flows;
 mod placement;
 
+pub use flows::FlowTable;
 pub use placement::{ClusterView, Placement, RandomPlacement};
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use dcemu_topology::SimTime;
+use dcemu_topology::{Bandwidth, Route, SimTime};
 use serde::Serialize;
 
 use crate::config::{PlacementKind, SchedulerConfig};
@@ -29,6 +31,7 @@ pub struct Scheduler {
     cluster: ClusterView,
     /// Tasks waiting for a slot, with the time each reached the scheduler.
     queue: VecDeque<(Task, SimTime)>,
+    flows: FlowTable,
     dispatched: u64,
     queue_wait_s: Vec<f64>,
 }
@@ -53,6 +56,20 @@ struct DispatchLog<'a> {
 }
 
 #[derive(Serialize)]
+struct FlowLog {
+    task: u64,
+    path: Vec<String>,
+    bps: u64,
+}
+
+#[derive(Serialize)]
+struct FlowRefusedLog<'a> {
+    task: u64,
+    server: &'a str,
+    bps: u64,
+}
+
+#[derive(Serialize)]
 struct ReleaseLog<'a> {
     task: u64,
     server: &'a str,
@@ -70,6 +87,7 @@ impl Scheduler {
             placement,
             cluster: ClusterView::new(servers),
             queue: VecDeque::new(),
+            flows: FlowTable::default(),
             dispatched: 0,
             queue_wait_s: Vec::new(),
         }
@@ -121,6 +139,17 @@ impl Scheduler {
                         server: self.world.name(server),
                     },
                 );
+                if let Some((route, bandwidth)) = self.flows.release(&world.network, task) {
+                    ctx.log(
+                        "flow_release",
+                        &FlowLog {
+                            task,
+                            path: self.path_names(&route),
+                            bps: bandwidth.bps(),
+                        },
+                    );
+                    self.notify_switches(ctx, task, &route, bandwidth, false)?;
+                }
                 self.drain(ctx)
             }
             other => Err(unexpected("scheduler", other.name())),
@@ -129,14 +158,50 @@ impl Scheduler {
 
     /// Places queued tasks in arrival order until the head finds no server.
     fn drain(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let world = Arc::clone(&self.world);
         while let Some((task, _)) = self.queue.front() {
             let Some(slot) = self.placement.place(task, &self.cluster, ctx.rng()) else {
                 break;
             };
+            let server = self.cluster.servers()[slot as usize].id;
+            let flow = match task.flow_bps {
+                0 => None,
+                bps => {
+                    let bandwidth = Bandwidth::from_bps(bps);
+                    match self
+                        .flows
+                        .reserve(&world.network, task.id, server, bandwidth)
+                    {
+                        Some(route) => Some((route, bandwidth)),
+                        None => {
+                            ctx.log(
+                                "flow_refused",
+                                &FlowRefusedLog {
+                                    task: task.id,
+                                    server: world.name(server),
+                                    bps,
+                                },
+                            );
+                            break;
+                        }
+                    }
+                }
+            };
             let Some((task, arrived)) = self.queue.pop_front() else {
                 break;
             };
-            let server = self.cluster.take(slot);
+            self.cluster.take(slot);
+            if let Some((route, bandwidth)) = flow {
+                ctx.log(
+                    "flow_reserve",
+                    &FlowLog {
+                        task: task.id,
+                        path: self.path_names(&route),
+                        bps: bandwidth.bps(),
+                    },
+                );
+                self.notify_switches(ctx, task.id, &route, bandwidth, true)?;
+            }
             let queued = ctx.now() - arrived;
             self.queue_wait_s.push(queued as f64 / 1e9);
             self.dispatched += 1;
@@ -154,8 +219,42 @@ impl Scheduler {
         Ok(())
     }
 
+    fn path_names(&self, route: &Route) -> Vec<String> {
+        route
+            .nodes()
+            .iter()
+            .map(|&n| self.world.name(ActorId(n)).to_string())
+            .collect()
+    }
+
+    /// Tells every switch on `route` to reserve (or release) `bandwidth` on
+    /// its port toward the next node.
+    fn notify_switches(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        task: u64,
+        route: &Route,
+        bandwidth: Bandwidth,
+        reserve: bool,
+    ) -> Result<(), ModelError> {
+        let world = Arc::clone(&self.world);
+        for pair in route.nodes().windows(2) {
+            if world.network.is_switch(pair[0]) {
+                let body = Body::Reservation {
+                    task,
+                    peer: pair[1],
+                    bps: bandwidth.bps(),
+                    reserve,
+                };
+                self.nic.send(&world, ctx, ActorId(pair[0]), body)?;
+            }
+        }
+        Ok(())
+    }
+
     pub fn finish(&mut self, _undelivered: &[Envelope<Msg>], out: &mut Metrics) {
         self.inbox.finish(out);
+        self.flows.finish(out);
         out.add("tasks_queued_end", self.queue.len() as u64);
         out.add("tasks_dispatched", self.dispatched);
         out.declare_samples("queue_wait_s");

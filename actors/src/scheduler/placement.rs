@@ -137,6 +137,7 @@ mod tests {
             tenant: ActorId(1),
             submitted_at: 0,
             service_ns: 1,
+            flow_bps: 0,
         }
     }
 

@@ -1,0 +1,78 @@
+//! Bandwidth for tasks' traffic (thesis §4.2.2: a task's traffic to the
+//! outside world enters at a core switch and runs down to its server).
+//!
+//! The scheduler acts as the network's controller: it keeps the one ledger
+//! of reservations, so it knows what fits without asking, and it tells the
+//! switches on a reserved path (they stay on while they carry a reservation).
+//! A task whose flow fits on no path to its server does not start.
+
+use std::collections::BTreeMap;
+
+use dcemu_topology::{Bandwidth, Ecmp, Network, PathChooser, Reservations, Route};
+
+use crate::kernel::{ActorId, Metrics};
+use crate::model::TaskId;
+
+#[derive(Debug, Default)]
+pub struct FlowTable {
+    ledger: Reservations,
+    active: BTreeMap<TaskId, (Route, Bandwidth)>,
+    reserved: u64,
+    refused: u64,
+}
+
+impl FlowTable {
+    /// Reserves `bandwidth` from some core switch to `server` for `task`:
+    /// the first path that fits among all shortest paths from every core
+    /// switch, starting at a place chosen by hashing the task id (so flows
+    /// spread over the core). `None` if no path has the bandwidth.
+    pub fn reserve(
+        &mut self,
+        net: &Network,
+        task: TaskId,
+        server: ActorId,
+        bandwidth: Bandwidth,
+    ) -> Option<Route> {
+        let mut paths: Vec<Route> = net
+            .switches()
+            .iter()
+            .filter(|s| s.tier == dcemu_topology::Tier::Core)
+            .flat_map(|core| net.shortest_paths(core.id, server.0))
+            .collect();
+        if paths.is_empty() {
+            self.refused += 1;
+            return None;
+        }
+        let ids: Vec<u32> = (0..paths.len() as u32).collect();
+        let start = Ecmp.choose(server.0, &ids, task);
+        paths.rotate_left(start);
+        for route in paths {
+            if self.ledger.reserve(net, &route, bandwidth).is_ok() {
+                self.active.insert(task, (route, bandwidth));
+                self.reserved += 1;
+                return Some(route);
+            }
+        }
+        self.refused += 1;
+        None
+    }
+
+    /// Releases the flow of `task`, if it had one.
+    pub fn release(&mut self, net: &Network, task: TaskId) -> Option<(Route, Bandwidth)> {
+        let (route, bandwidth) = self.active.remove(&task)?;
+        self.ledger.release(net, &route, bandwidth);
+        Some((route, bandwidth))
+    }
+
+    pub fn finish(&self, out: &mut Metrics) {
+        out.add("flows_reserved", self.reserved);
+        out.add("flows_refused", self.refused);
+        let bps: u64 = self
+            .active
+            .values()
+            .map(|(route, bw)| route.hops() as u64 * bw.bps())
+            .sum();
+        out.add("flows_active_end", self.active.len() as u64);
+        out.add("reserved_link_bps_end", bps);
+    }
+}
