@@ -382,3 +382,46 @@ fn impossible_flows_are_refused_when_the_scenario_loads() {
         .to_string();
     assert!(err.contains("three-tier"), "{err}");
 }
+
+#[test]
+fn between_pods_latency_grows_when_a_burst_queues_at_the_ports() {
+    // 300 tenants submit at the same instant; each dispatch is followed by
+    // three reservation notices on the scheduler's 1 Gb/s link, so dispatches
+    // queue behind each other on their way across the pods.
+    let o = run(
+        &small_dc(&[
+            "power.policy=idle",
+            "output.packet_logs=true",
+            "tenants.0.count=300",
+            "tenants.0.arrivals.process=constant",
+            "tenants.0.arrivals.rate_per_s=0.001",
+            "tenants.0.flow_bandwidth=1Mbps",
+            "run.end=20m",
+        ]),
+        1,
+    );
+    let empty = 6 * 5_000 + 5 * 1_000 + 4 * 4_096 + 2 * 410;
+    let latencies: Vec<u64> = (63..125)
+        .flat_map(|server| {
+            let lines = log(&o, &format!("server-{server:04}"));
+            kind(&lines, "net_deliver")
+                .iter()
+                .map(|d| d["latency_ns"].as_u64().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        latencies.len() > 100,
+        "{} cross-pod dispatches",
+        latencies.len()
+    );
+    assert!(
+        latencies.iter().all(|&l| l >= empty),
+        "never faster than the empty network"
+    );
+    let worst = latencies.iter().copied().max().unwrap_or(0);
+    assert!(
+        worst > empty + 100_000,
+        "worst {worst} ns against {empty} ns empty"
+    );
+}
