@@ -2,8 +2,10 @@
 //! transition (thesis §4.2.4, §6.2.5, Figure 6.6), with its energy meter.
 
 use dcemu_topology::{EnergyMeter, SimTime};
+use serde::Serialize;
 
-use crate::kernel::Metrics;
+use crate::kernel::{Ctx, Metrics, ModelError};
+use crate::model::Msg;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DevState {
@@ -81,5 +83,81 @@ impl Device {
         for &(t, d) in &self.transitions {
             out.step(on, t, d);
         }
+    }
+}
+
+/// A device together with the work that reached it while it was asleep or
+/// waking: servers hold tasks, switches hold packets. It logs the power
+/// transitions (`wake_start`, `wake_done`, `sleep`).
+#[derive(Clone, Debug)]
+pub struct Powered<T> {
+    pub device: Device,
+    held: Vec<T>,
+}
+
+#[derive(Serialize)]
+struct WakeLog {
+    waiting: usize,
+}
+
+#[derive(Serialize)]
+struct SleepLog {}
+
+impl<T> Powered<T> {
+    pub fn new(device: Device) -> Self {
+        Powered {
+            device,
+            held: Vec::new(),
+        }
+    }
+
+    /// Returns `item` if the device can take it now; otherwise holds it,
+    /// and if the device was asleep, starts waking it: `wake_w` for `delay`,
+    /// then a `WakeDone` timer.
+    pub fn admit(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        item: T,
+        wake_w: f64,
+        delay: SimTime,
+    ) -> Result<Option<T>, ModelError> {
+        match self.device.state() {
+            DevState::Idle | DevState::On => Ok(Some(item)),
+            DevState::Waking => {
+                self.held.push(item);
+                Ok(None)
+            }
+            DevState::Sleep => {
+                self.held.push(item);
+                self.device.set(ctx.now(), DevState::Waking, wake_w);
+                ctx.log("wake_start", &WakeLog { waiting: 1 });
+                ctx.timer(delay, Msg::WakeDone)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// The wake-up is over: the device is idle (`idle_w`) and gets back what
+    /// it held, in arrival order.
+    pub fn woke(&mut self, ctx: &mut Ctx<'_, Msg>, idle_w: f64) -> Vec<T> {
+        ctx.log(
+            "wake_done",
+            &WakeLog {
+                waiting: self.held.len(),
+            },
+        );
+        self.device.set(ctx.now(), DevState::Idle, idle_w);
+        std::mem::take(&mut self.held)
+    }
+
+    /// Nothing to do under the sleep policy: sleep at `sleep_w`.
+    pub fn sleep(&mut self, ctx: &mut Ctx<'_, Msg>, sleep_w: f64) {
+        self.device.set(ctx.now(), DevState::Sleep, sleep_w);
+        ctx.log("sleep", &SleepLog {});
+    }
+
+    /// Work held for the wake-up.
+    pub fn held(&self) -> &[T] {
+        &self.held
     }
 }

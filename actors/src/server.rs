@@ -16,7 +16,7 @@ use dcemu_topology::{PowerPolicy, ServerPower, SimTime};
 use serde::Serialize;
 
 use crate::config::ServerTypeConfig;
-use crate::device::{DevState, Device};
+use crate::device::{DevState, Device, Powered};
 use crate::kernel::{Ctx, Metrics, ModelError};
 use crate::model::{Msg, Task, TaskId, World, unexpected};
 use crate::net::{Body, Inbox, Nic};
@@ -29,9 +29,8 @@ pub struct Server {
     slots: u32,
     power: ServerPower,
     running: BTreeMap<TaskId, (Task, SimTime)>,
-    /// Dispatched while the server was asleep or waking.
-    waiting: Vec<Task>,
-    device: Device,
+    /// Power state, and the tasks dispatched while asleep or waking.
+    power_state: Powered<Task>,
     completed: u64,
     busy_ns: u128,
 }
@@ -51,14 +50,6 @@ struct EndLog {
     running: usize,
 }
 
-#[derive(Serialize)]
-struct WakeLog {
-    waiting: usize,
-}
-
-#[derive(Serialize)]
-struct Empty {}
-
 impl Server {
     pub fn new(world: Arc<World>, cfg: &ServerTypeConfig) -> Self {
         let power = cfg.power();
@@ -74,8 +65,7 @@ impl Server {
             slots: cfg.slots,
             power,
             running: BTreeMap::new(),
-            waiting: Vec::new(),
-            device,
+            power_state: Powered::new(device),
             completed: 0,
             busy_ns: 0,
         }
@@ -94,7 +84,7 @@ impl Server {
     }
 
     fn dispatched(&mut self, task: Task, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
-        if self.running.len() + self.waiting.len() >= self.slots as usize {
+        if self.running.len() + self.power_state.held().len() >= self.slots as usize {
             return Err(ModelError::Invariant(format!(
                 "{} got task {} with all {} slots taken",
                 self.world.name(ctx.me()),
@@ -102,32 +92,15 @@ impl Server {
                 self.slots
             )));
         }
-        match self.device.state() {
-            DevState::Sleep => {
-                self.waiting.push(task);
-                self.device
-                    .set(ctx.now(), DevState::Waking, self.power.peak());
-                ctx.log("wake_start", &WakeLog { waiting: 1 });
-                ctx.timer(self.world.power.server_wake.as_nanos(), Msg::WakeDone)
-            }
-            DevState::Waking => {
-                self.waiting.push(task);
-                Ok(())
-            }
-            DevState::Idle | DevState::On => self.start(task, ctx),
+        let wake = self.world.power.server_wake.as_nanos();
+        match self.power_state.admit(ctx, task, self.power.peak(), wake)? {
+            Some(task) => self.start(task, ctx),
+            None => Ok(()),
         }
     }
 
     fn woke(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
-        ctx.log(
-            "wake_done",
-            &WakeLog {
-                waiting: self.waiting.len(),
-            },
-        );
-        self.device
-            .set(ctx.now(), DevState::Idle, self.power.idle_w);
-        for task in std::mem::take(&mut self.waiting) {
+        for task in self.power_state.woke(ctx, self.power.idle_w) {
             self.start(task, ctx)?;
         }
         Ok(())
@@ -190,14 +163,17 @@ impl Server {
         let now = ctx.now();
         if !self.running.is_empty() {
             let u = self.running.len() as f64 / f64::from(self.slots);
-            self.device.set(now, DevState::On, self.power.on(u, u));
-        } else if !self.waiting.is_empty() {
+            self.power_state
+                .device
+                .set(now, DevState::On, self.power.on(u, u));
+        } else if !self.power_state.held().is_empty() {
             // still waking: nothing to change
         } else if self.world.power.policy == PowerPolicy::Sleep {
-            self.device.set(now, DevState::Sleep, self.power.sleep_w);
-            ctx.log("sleep", &Empty {});
+            self.power_state.sleep(ctx, self.power.sleep_w);
         } else {
-            self.device.set(now, DevState::Idle, self.power.idle_w);
+            self.power_state
+                .device
+                .set(now, DevState::Idle, self.power.idle_w);
         }
     }
 
@@ -210,10 +186,18 @@ impl Server {
             .sum();
         out.add("tasks_completed", self.completed);
         out.add("tasks_running_end", self.running.len() as u64);
-        out.add("tasks_waiting_wake_end", self.waiting.len() as u64);
+        out.add(
+            "tasks_waiting_wake_end",
+            self.power_state.held().len() as u64,
+        );
         out.add("slots_total", u64::from(self.slots));
         out.add_f64("slot_busy_s", (self.busy_ns + partial) as f64 / 1e9);
-        self.device
-            .report(end, out, "energy_j_server", "wake_ups_server", "servers_on");
+        self.power_state.device.report(
+            end,
+            out,
+            "energy_j_server",
+            "wake_ups_server",
+            "servers_on",
+        );
     }
 }

@@ -22,7 +22,7 @@ use dcemu_topology::{PowerPolicy, SimTime, SwitchInfo, SwitchPower};
 use serde::Serialize;
 
 use crate::accounting::count_in_transit;
-use crate::device::{DevState, Device};
+use crate::device::{DevState, Device, Powered};
 use crate::kernel::{ActorId, Ctx, Metrics, ModelError};
 use crate::model::{Msg, World, unexpected};
 use crate::net::{Body, Packet};
@@ -34,9 +34,8 @@ pub struct Switch {
     busy_until: Vec<SimTime>,
     /// Bandwidth reserved on each egress port for flows, in bits/s.
     reserved: Vec<u64>,
-    /// Packets that arrived while the switch was asleep or waking.
-    waiting: Vec<Packet>,
-    device: Device,
+    /// Power state, and the packets that arrived while asleep or waking.
+    power_state: Powered<Packet>,
     idle_check: Option<SimTime>,
     forwarded: u64,
 }
@@ -58,14 +57,6 @@ struct ReserveLog<'a> {
     reserved_bps: u64,
 }
 
-#[derive(Serialize)]
-struct WakeLog {
-    waiting: usize,
-}
-
-#[derive(Serialize)]
-struct Empty {}
-
 impl Switch {
     pub fn new(world: Arc<World>, info: &SwitchInfo) -> Self {
         let ports = world.network.ports(info.id).len();
@@ -78,8 +69,7 @@ impl Switch {
             power: info.power,
             busy_until: vec![0; ports],
             reserved: vec![0; ports],
-            waiting: Vec::new(),
-            device,
+            power_state: Powered::new(device),
             idle_check: None,
             forwarded: 0,
         }
@@ -87,30 +77,15 @@ impl Switch {
 
     pub fn handle(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         match msg {
-            Msg::Packet(p) => match self.device.state() {
-                DevState::Sleep => {
-                    self.waiting.push(p);
-                    self.device
-                        .set(ctx.now(), DevState::Waking, self.power.on_w);
-                    ctx.log("wake_start", &WakeLog { waiting: 1 });
-                    ctx.timer(self.world.power.switch_wake.as_nanos(), Msg::WakeDone)
+            Msg::Packet(p) => {
+                let wake = self.world.power.switch_wake.as_nanos();
+                match self.power_state.admit(ctx, p, self.power.on_w, wake)? {
+                    Some(p) => self.process(p, ctx),
+                    None => Ok(()),
                 }
-                DevState::Waking => {
-                    self.waiting.push(p);
-                    Ok(())
-                }
-                DevState::Idle | DevState::On => self.process(p, ctx),
-            },
+            }
             Msg::WakeDone => {
-                ctx.log(
-                    "wake_done",
-                    &WakeLog {
-                        waiting: self.waiting.len(),
-                    },
-                );
-                self.device
-                    .set(ctx.now(), DevState::Idle, self.power.idle_w);
-                for p in std::mem::take(&mut self.waiting) {
+                for p in self.power_state.woke(ctx, self.power.idle_w) {
                     self.process(p, ctx)?;
                 }
                 self.schedule_idle_check(ctx, ctx.now())
@@ -161,8 +136,10 @@ impl Switch {
             },
         );
         if self.reserved.iter().any(|&r| r > 0) {
-            if self.device.state() != DevState::On {
-                self.device.set(ctx.now(), DevState::On, self.power.on_w);
+            if self.power_state.device.state() != DevState::On {
+                self.power_state
+                    .device
+                    .set(ctx.now(), DevState::On, self.power.on_w);
             }
             Ok(())
         } else {
@@ -205,8 +182,10 @@ impl Switch {
                 },
             );
         }
-        if self.device.state() != DevState::On {
-            self.device.set(now, DevState::On, self.power.on_w);
+        if self.power_state.device.state() != DevState::On {
+            self.power_state
+                .device
+                .set(now, DevState::On, self.power.on_w);
         }
         p.hop += 1;
         ctx.send(ActorId(next), depart - now + port.latency, Msg::Packet(p))?;
@@ -233,16 +212,19 @@ impl Switch {
         if latest > now {
             return self.schedule_idle_check(ctx, latest);
         }
-        if !matches!(self.device.state(), DevState::On | DevState::Idle)
-            || self.reserved.iter().any(|&r| r > 0)
+        if !matches!(
+            self.power_state.device.state(),
+            DevState::On | DevState::Idle
+        ) || self.reserved.iter().any(|&r| r > 0)
         {
             return Ok(());
         }
         if self.world.power.policy == PowerPolicy::Sleep {
-            self.device.set(now, DevState::Sleep, self.power.sleep_w);
-            ctx.log("sleep", &Empty {});
-        } else if self.device.state() == DevState::On {
-            self.device.set(now, DevState::Idle, self.power.idle_w);
+            self.power_state.sleep(ctx, self.power.sleep_w);
+        } else if self.power_state.device.state() == DevState::On {
+            self.power_state
+                .device
+                .set(now, DevState::Idle, self.power.idle_w);
         }
         Ok(())
     }
@@ -253,8 +235,8 @@ impl Switch {
             "reserved_ports_end",
             self.reserved.iter().filter(|&&r| r > 0).count() as u64,
         );
-        count_in_transit(self.waiting.iter().map(|p| &p.body), out);
-        self.device.report(
+        count_in_transit(self.power_state.held().iter().map(|p| &p.body), out);
+        self.power_state.device.report(
             end,
             out,
             "energy_j_network",

@@ -63,21 +63,12 @@ impl ServerPower {
 
     /// `(field, problem)` pairs for values that make no physical sense.
     pub fn problems(&self) -> Vec<(&'static str, String)> {
-        let mut out = Vec::new();
-        for (name, v) in [
+        watt_problems(&[
             ("idle_w", self.idle_w),
             ("cpu_w", self.cpu_w),
             ("mem_w", self.mem_w),
             ("sleep_w", self.sleep_w),
-        ] {
-            if !(v.is_finite() && v >= 0.0) {
-                out.push((
-                    name,
-                    format!("must be a non-negative number of watts, got {v}"),
-                ));
-            }
-        }
-        out
+        ])
     }
 }
 
@@ -109,21 +100,26 @@ impl SwitchPower {
     };
 
     pub fn problems(&self) -> Vec<(&'static str, String)> {
-        let mut out = Vec::new();
-        for (name, v) in [
+        watt_problems(&[
             ("on_w", self.on_w),
             ("idle_w", self.idle_w),
             ("sleep_w", self.sleep_w),
-        ] {
-            if !(v.is_finite() && v >= 0.0) {
-                out.push((
-                    name,
-                    format!("must be a non-negative number of watts, got {v}"),
-                ));
-            }
-        }
-        out
+        ])
     }
+}
+
+/// Power figures must be finite and non-negative.
+fn watt_problems(fields: &[(&'static str, f64)]) -> Vec<(&'static str, String)> {
+    fields
+        .iter()
+        .filter(|(_, v)| !(v.is_finite() && *v >= 0.0))
+        .map(|&(name, v)| {
+            (
+                name,
+                format!("must be a non-negative number of watts, got {v}"),
+            )
+        })
+        .collect()
 }
 
 /// `power.policy`: what a device does when it has nothing to do
