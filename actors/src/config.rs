@@ -19,6 +19,14 @@ pub struct ServerTypeConfig {
     /// Tasks a server runs at once; a task takes exactly one slot.
     #[serde(default = "one")]
     pub slots: u32,
+    /// Cores; running tasks share them, at most one core each (thesis eq. 6.2).
+    /// Default: as many as slots, so every task has a core of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores: Option<u32>,
+    /// Speed of one core relative to the reference core a task's work is
+    /// measured on.
+    #[serde(default = "unit_speed")]
+    pub core_speed: f64,
     /// Power figures of a server type of thesis Table 3.1 (`"A"` … `"D"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preset: Option<ServerPreset>,
@@ -134,6 +142,10 @@ fn one() -> u32 {
     1
 }
 
+fn unit_speed() -> f64 {
+    1.0
+}
+
 /// Names must be usable in actor names and file names.
 fn name_problem(name: &str) -> Option<String> {
     if name.is_empty() {
@@ -151,6 +163,11 @@ fn name_problem(name: &str) -> Option<String> {
 }
 
 impl ServerTypeConfig {
+    /// Cores in effect (`cores`, else one per slot).
+    pub fn cores(&self) -> u32 {
+        self.cores.unwrap_or(self.slots)
+    }
+
     /// The power figures in effect: `power`, else the preset's, else type A.
     pub fn power(&self) -> ServerPower {
         self.power
@@ -168,6 +185,15 @@ impl ServerTypeConfig {
         }
         if self.slots == 0 {
             out.push(("slots".into(), "must be at least 1".into()));
+        }
+        if self.cores == Some(0) {
+            out.push(("cores".into(), "must be at least 1".into()));
+        }
+        if !(self.core_speed.is_finite() && self.core_speed > 0.0) {
+            out.push((
+                "core_speed".into(),
+                format!("must be a positive number, got {}", self.core_speed),
+            ));
         }
         out
     }

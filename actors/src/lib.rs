@@ -15,5 +15,6 @@ pub mod net;
 pub mod sampling;
 pub mod scheduler;
 pub mod server;
+pub mod sharing;
 pub mod switch;
 pub mod tenant;

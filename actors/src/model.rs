@@ -25,7 +25,7 @@ pub struct Task {
     pub id: TaskId,
     pub tenant: ActorId,
     pub submitted_at: SimTime,
-    /// Time the task needs once it holds a slot.
+    /// Work of the task: the time it runs alone on one full core of speed 1.
     pub service_ns: u64,
     /// Bandwidth its traffic to the outside world needs while it runs (0: none).
     pub flow_bps: u64,
@@ -38,8 +38,9 @@ pub enum Msg {
     Packet(Packet),
     /// Tenant timer: time to submit the next task.
     Arrival,
-    /// Server timer: a running task has finished its service.
-    Complete { task: TaskId },
+    /// Server timer: the earliest running task should have finished its work
+    /// (stale unless `generation` is the server's latest).
+    Progress { generation: u64 },
     /// Server or switch timer: waking from sleep is done.
     WakeDone,
     /// Switch timer: the last queued transmission has left; go idle if nothing else is on.
@@ -51,7 +52,7 @@ impl Msg {
         match self {
             Msg::Packet(p) => p.body.name(),
             Msg::Arrival => "arrival",
-            Msg::Complete { .. } => "complete",
+            Msg::Progress { .. } => "progress",
             Msg::WakeDone => "wake_done",
             Msg::IdleCheck => "idle_check",
         }

@@ -1,13 +1,14 @@
-//! Servers: run dispatched tasks, one per slot, for their service time, then
-//! report to the scheduler (slot free) and to the tenant (task done).
+//! Servers: run dispatched tasks, one per slot, sharing their cores by
+//! processor sharing (thesis eq. 6.2, see `sharing.rs`), then report to the
+//! scheduler (slot free) and to the tenant (task done).
 //!
 //! Power (thesis §6.2.5–6.2.6): with `power.policy = "idle"` (IDL) a server
 //! without tasks stays idle; with `"sleep"` (SLP) it sleeps as soon as it has
 //! nothing running or waiting, and a task dispatched to it waits for the
 //! wake-up (`power.server_wake`, 30 s by default) during which the server
-//! draws peak power (eq. 4.2). On, it draws eq. 4.1 with CPU and memory
-//! utilisation both taken as the share of busy slots (tasks carry no CPU or
-//! memory demand of their own yet).
+//! draws peak power (eq. 4.2). On, it draws eq. 4.1 with the CPU utilisation
+//! the share of busy cores and the memory utilisation the share of busy slots
+//! (tasks carry no memory demand of their own yet).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use crate::device::{DevState, Device, Powered};
 use crate::kernel::{Ctx, Metrics, ModelError};
 use crate::model::{Msg, Task, TaskId, World, unexpected};
 use crate::net::{Body, Inbox, Nic};
+use crate::sharing::CpuShare;
 
 pub struct Server {
     world: Arc<World>,
@@ -29,6 +31,9 @@ pub struct Server {
     slots: u32,
     power: ServerPower,
     running: BTreeMap<TaskId, (Task, SimTime)>,
+    cpu: CpuShare,
+    /// Generation of the one live `Progress` timer, and when it fires.
+    timer: (u64, Option<SimTime>),
     /// Power state, and the tasks dispatched while asleep or waking.
     power_state: Powered<Task>,
     completed: u64,
@@ -65,6 +70,8 @@ impl Server {
             slots: cfg.slots,
             power,
             running: BTreeMap::new(),
+            cpu: CpuShare::new(cfg.cores(), cfg.core_speed),
+            timer: (0, None),
             power_state: Powered::new(device),
             completed: 0,
             busy_ns: 0,
@@ -77,7 +84,14 @@ impl Server {
                 Body::Dispatch(task) => self.dispatched(task, ctx),
                 other => Err(unexpected(self.world.name(ctx.me()), other.name())),
             },
-            Msg::Complete { task } => self.complete(task, ctx),
+            Msg::Progress { generation } if generation == self.timer.0 => {
+                self.timer.1 = None;
+                for task in self.cpu.finished(ctx.now()) {
+                    self.complete(task, ctx)?;
+                }
+                self.reschedule(ctx)
+            }
+            Msg::Progress { .. } => Ok(()),
             Msg::WakeDone => self.woke(ctx),
             other => Err(unexpected(self.world.name(ctx.me()), other.name())),
         }
@@ -108,7 +122,7 @@ impl Server {
 
     fn start(&mut self, task: Task, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         let id = task.id;
-        ctx.timer(task.service_ns, Msg::Complete { task: id })?;
+        self.cpu.add(ctx.now(), id, task.service_ns);
         ctx.log(
             "task_start",
             &StartLog {
@@ -120,6 +134,24 @@ impl Server {
         );
         self.running.insert(id, (task, ctx.now()));
         self.update_power(ctx);
+        self.reschedule(ctx)
+    }
+
+    /// Keeps one `Progress` timer at the earliest completion; a timer made
+    /// stale by a change of rates is ignored by its old generation.
+    fn reschedule(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let next = self.cpu.next_finish();
+        if next != self.timer.1 {
+            self.timer = (self.timer.0 + 1, next);
+            if let Some(at) = next {
+                ctx.timer(
+                    at.saturating_sub(ctx.now()),
+                    Msg::Progress {
+                        generation: self.timer.0,
+                    },
+                )?;
+            }
+        }
         Ok(())
     }
 
