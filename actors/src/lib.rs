@@ -9,6 +9,7 @@
 mod accounting;
 pub mod config;
 pub mod device;
+pub mod ground_truth;
 pub mod kernel;
 pub mod model;
 pub mod net;
@@ -18,3 +19,4 @@ pub mod server;
 pub mod sharing;
 pub mod switch;
 pub mod tenant;
+pub mod trace;
