@@ -3,6 +3,8 @@
 //! documented in `scenarios/README.md`.
 
 use dcemu_topology::{Bandwidth, Duration, ServerPower};
+
+use crate::ground_truth::ServerClass;
 use serde::{Deserialize, Serialize};
 
 /// A field-level problem: dotted path relative to the section, and why.
@@ -27,6 +29,16 @@ pub struct ServerTypeConfig {
     /// measured on.
     #[serde(default = "unit_speed")]
     pub core_speed: f64,
+    /// Clock frequency of a core, GHz (shapes applications' speed on this
+    /// configuration in the ground truth). Default 2.0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_ghz: Option<f64>,
+    /// Memory of the server, GB. Default 16.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_gb: Option<f64>,
+    /// Last-level cache, MB. Default 8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llc_mb: Option<f64>,
     /// Power figures of a server type of thesis Table 3.1 (`"A"` … `"D"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preset: Option<ServerPreset>,
@@ -67,7 +79,13 @@ pub struct TenantConfig {
     #[serde(default = "one")]
     pub count: u32,
     pub arrivals: ArrivalConfig,
-    pub service: ServiceConfig,
+    /// Service times of plain tasks; exclusive with `applications`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<ServiceConfig>,
+    /// Submit applications of the `[applications]` catalog instead of plain
+    /// tasks: in catalog order (`sequential`) or drawn at random (`random`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applications: Option<AppOrder>,
     /// First submission no earlier than this.
     #[serde(default)]
     pub start: Duration,
@@ -78,6 +96,16 @@ pub struct TenantConfig {
     /// runs, reserved from a core switch to its server (three-tier only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow_bandwidth: Option<Bandwidth>,
+}
+
+/// `tenants.applications`: which catalog application each submission runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AppOrder {
+    /// Application 0, 1, 2, … (wrapping around).
+    Sequential,
+    /// Uniformly at random from the catalog.
+    Random,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -163,6 +191,17 @@ fn name_problem(name: &str) -> Option<String> {
 }
 
 impl ServerTypeConfig {
+    /// The configuration as the application ground truth sees it.
+    pub fn class(&self) -> ServerClass {
+        ServerClass {
+            name: self.name.clone(),
+            cores: self.cores(),
+            core_ghz: self.core_ghz.unwrap_or(2.0),
+            memory_gb: self.memory_gb.unwrap_or(16.0),
+            llc_mb: self.llc_mb.unwrap_or(8.0),
+        }
+    }
+
     /// Cores in effect (`cores`, else one per slot).
     pub fn cores(&self) -> u32 {
         self.cores.unwrap_or(self.slots)
@@ -188,6 +227,15 @@ impl ServerTypeConfig {
         }
         if self.cores == Some(0) {
             out.push(("cores".into(), "must be at least 1".into()));
+        }
+        for (field, v) in [
+            ("core_ghz", self.core_ghz),
+            ("memory_gb", self.memory_gb),
+            ("llc_mb", self.llc_mb),
+        ] {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && *v > 0.0)) {
+                out.push((field.into(), format!("must be a positive number, got {v}")));
+            }
         }
         if !(self.core_speed.is_finite() && self.core_speed > 0.0) {
             out.push((
@@ -217,8 +265,19 @@ impl TenantConfig {
                 format!("{rate} per second is finer than the 1 ns resolution of virtual time"),
             ));
         }
-        if self.service.mean == Duration::ZERO {
-            out.push(("service.mean".into(), "must be greater than 0".into()));
+        match (&self.service, self.applications) {
+            (Some(service), None) if service.mean == Duration::ZERO => {
+                out.push(("service.mean".into(), "must be greater than 0".into()));
+            }
+            (None, None) => out.push((
+                "service".into(),
+                "a tenant submits plain tasks (give `service`) or catalog applications (give `applications`)".into(),
+            )),
+            (Some(_), Some(_)) => out.push((
+                "applications".into(),
+                "applications bring their own execution times: remove `service`".into(),
+            )),
+            _ => {}
         }
         if let Some(stop) = self.stop {
             if stop <= self.start {

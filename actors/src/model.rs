@@ -4,6 +4,9 @@
 use std::sync::Arc;
 
 use dcemu_topology::{Attach, Network, NetworkError, PowerConfig, SimTime, TopologyConfig};
+
+use crate::ground_truth::{AppProfile, CatalogSpec, generate};
+use crate::kernel::actor_rng;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{SchedulerConfig, ServerTypeConfig, TenantConfig};
@@ -29,6 +32,9 @@ pub struct Task {
     pub service_ns: u64,
     /// Bandwidth its traffic to the outside world needs while it runs (0: none).
     pub flow_bps: u64,
+    /// The catalog application it runs, if any (its ground truth then sets
+    /// its speed and interference; `service_ns` is its ideal time).
+    pub app: Option<u32>,
 }
 
 /// Every event of the model: a packet arriving, or one of an actor's timers.
@@ -69,6 +75,9 @@ pub struct World {
     pub power: PowerConfig,
     /// Log every packet delivery (hosts) and forward (switches).
     pub packet_logs: bool,
+    /// The applications' ground truth (empty without `[applications]`);
+    /// only servers and tenants read it, never the scheduler.
+    pub catalog: Vec<AppProfile>,
 }
 
 impl World {
@@ -132,8 +141,19 @@ pub struct ModelSpec<'a> {
     pub topology: &'a TopologyConfig,
     pub power: &'a PowerConfig,
     pub packet_logs: bool,
+    pub applications: Option<&'a CatalogSpec>,
+    pub seed: u64,
     /// End of the run: tenants without a `stop` submit until then.
     pub end: SimTime,
+}
+
+/// Why a model could not be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    Network(#[from] NetworkError),
+    #[error("cannot generate the application catalog: {0}")]
+    Catalog(String),
 }
 
 /// Where each host actor plugs into the network, in id order: the scheduler
@@ -164,7 +184,7 @@ pub struct Model {
 /// tenants in file order, the servers in file order, then the switches
 /// (core, aggregation, access). Names: `scheduler`, `tenant-<name>-<i>`,
 /// `server-<index>` (zero-padded to at least 4 digits), `switch-<tier>-<index>`.
-pub fn build(spec: &ModelSpec<'_>) -> Result<Model, NetworkError> {
+pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
     let attach = host_attachments(spec.server_types, spec.tenants);
     let network = Network::build(spec.topology, &attach)?;
     let servers: u32 = spec.server_types.iter().map(|s| s.count).sum();
@@ -175,25 +195,43 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, NetworkError> {
     let first_server = names.len();
     let width = servers.saturating_sub(1).to_string().len().max(4);
     let mut server_types = Vec::new();
-    for st in spec.server_types {
+    for (class, st) in spec.server_types.iter().enumerate() {
         for _ in 0..st.count {
             names.push(format!("server-{:0width$}", server_types.len()));
-            server_types.push(st);
+            server_types.push((class, st));
         }
     }
     names.extend(network.switches().iter().map(|s| s.name.clone()));
     let switches = network.switches().to_vec();
+    let catalog = match spec.applications {
+        None => Vec::new(),
+        Some(catalog) => {
+            let classes: Vec<_> = spec
+                .server_types
+                .iter()
+                .map(ServerTypeConfig::class)
+                .collect();
+            generate(catalog, &classes, &mut actor_rng(spec.seed, "catalog")).map_err(
+                |problems| {
+                    let text: Vec<String> =
+                        problems.iter().map(|(f, p)| format!("{f}: {p}")).collect();
+                    BuildError::Catalog(text.join("; "))
+                },
+            )?
+        }
+    };
     let world = Arc::new(World {
         names: names.clone(),
         network,
         scheduler: ActorId(0),
         power: spec.power.clone(),
         packet_logs: spec.packet_logs,
+        catalog,
     });
     let server_ids: Vec<(ActorId, u32)> = server_types
         .iter()
         .enumerate()
-        .map(|(i, st)| (ActorId((first_server + i) as u32), st.slots))
+        .map(|(i, (_, st))| (ActorId((first_server + i) as u32), st.slots))
         .collect();
 
     let mut nodes = Vec::with_capacity(names.len());
@@ -214,8 +252,8 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, NetworkError> {
             ordinal += 1;
         }
     }
-    for st in server_types {
-        nodes.push(Node::Server(Server::new(world.clone(), st)));
+    for (class, st) in server_types {
+        nodes.push(Node::Server(Server::new(world.clone(), st, class)));
     }
     for info in switches {
         nodes.push(Node::Switch(Switch::new(world.clone(), &info)));

@@ -1,13 +1,16 @@
 //! Processor sharing of a server's cores among its running tasks
 //! (thesis §6.2.4.1, eq. 6.2).
 //!
-//! A server with `N_c` cores of speed `s` running `N_r` tasks gives each task
-//! the rate `s · min(1, N_c / N_r)`: the cores are shared equally, but a task
-//! runs on at most one core. A task's work is the time it needs alone on one
-//! core of speed 1, so it finishes when the integral of its rate reaches its
-//! work (`Δ_C = ∫ Γ_c(t) dt`). Rates change only when a task starts or ends,
-//! so progress is advanced exactly between those events, and the next
-//! completion is the earliest `remaining / rate`.
+//! A server with `N_c` cores running `N_r` tasks gives each task the share
+//! `min(1, N_c / N_r)` of a core: the cores are shared equally, but a task
+//! runs on at most one core. What a core-share is worth to a task is its
+//! multiplier `m`: the core speed for a plain task; for an application, its
+//! speed on this server configuration times its slowdown from interference
+//! (ground truth). A task's work is the time it needs at rate 1, so it
+//! finishes when the integral of its rate `m · min(1, N_c / N_r)` reaches its
+//! work (`Δ_C = ∫ Γ_c(t) dt`). Rates change only at events (a task starts or
+//! ends, a multiplier changes), so progress is advanced exactly between them,
+//! and the next completion is the earliest `remaining / rate`.
 
 use std::collections::BTreeMap;
 
@@ -18,90 +21,136 @@ use crate::model::TaskId;
 #[derive(Clone, Debug)]
 pub struct CpuShare {
     cores: u32,
-    speed: f64,
-    /// Time up to which `remaining` is accurate.
+    /// Time up to which the work left is accurate.
     last: SimTime,
-    /// Work left per running task, in ns on a core of speed 1.
-    remaining: BTreeMap<TaskId, f64>,
+    jobs: BTreeMap<TaskId, Job>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Job {
+    /// Work left, in ns at rate 1.
+    left: f64,
+    multiplier: f64,
 }
 
 impl CpuShare {
-    pub fn new(cores: u32, speed: f64) -> Self {
+    pub fn new(cores: u32) -> Self {
         CpuShare {
             cores: cores.max(1),
-            speed,
             last: 0,
-            remaining: BTreeMap::new(),
+            jobs: BTreeMap::new(),
         }
     }
 
-    /// Rate of each task when `n` run (eq. 6.2), in work-ns per ns.
-    pub fn rate(&self, n: usize) -> f64 {
+    /// Share of a core each task gets when `n` run (eq. 6.2).
+    pub fn share(&self, n: usize) -> f64 {
         if n == 0 {
-            return self.speed;
+            return 1.0;
         }
-        self.speed * (f64::from(self.cores) / n as f64).min(1.0)
+        (f64::from(self.cores) / n as f64).min(1.0)
     }
 
     pub fn running(&self) -> usize {
-        self.remaining.len()
+        self.jobs.len()
     }
 
     /// Cores in use: one per task, up to all of them.
     pub fn busy_cores(&self) -> u32 {
-        (self.remaining.len() as u32).min(self.cores)
+        (self.jobs.len() as u32).min(self.cores)
     }
 
     pub fn cores(&self) -> u32 {
         self.cores
     }
 
-    /// Starts `task` with `work` ns of work at `now`.
-    pub fn add(&mut self, now: SimTime, task: TaskId, work: u64) {
+    /// Starts `task` with `work` ns of work and rate multiplier `multiplier` (> 0) at `now`.
+    pub fn add(&mut self, now: SimTime, task: TaskId, work: u64, multiplier: f64) {
         self.advance(now);
-        self.remaining.insert(task, work as f64);
+        self.jobs.insert(
+            task,
+            Job {
+                left: work as f64,
+                multiplier,
+            },
+        );
+    }
+
+    /// Changes the multiplier of `task` from `now` on.
+    pub fn set_multiplier(&mut self, now: SimTime, task: TaskId, multiplier: f64) {
+        self.advance(now);
+        if let Some(job) = self.jobs.get_mut(&task) {
+            job.multiplier = multiplier;
+        }
     }
 
     /// Stops `task` at `now`; returns the work it had left.
     pub fn remove(&mut self, now: SimTime, task: TaskId) -> Option<f64> {
         self.advance(now);
-        self.remaining.remove(&task)
+        self.jobs.remove(&task).map(|j| j.left)
+    }
+
+    /// Brings every task's work left up to `now`.
+    pub fn advance_to(&mut self, now: SimTime) {
+        self.advance(now);
+    }
+
+    /// Work `task` had left at the last event.
+    pub fn left(&self, task: TaskId) -> Option<f64> {
+        self.jobs.get(&task).map(|j| j.left)
+    }
+
+    /// When `task`, at its current rate, gets down to `left` work left.
+    pub fn reaches(&self, task: TaskId, left: f64) -> Option<SimTime> {
+        let job = self.jobs.get(&task)?;
+        let rate = self.share(self.jobs.len()) * job.multiplier;
+        let ns = libm::ceil((job.left - left).max(0.0) / rate);
+        let ns = if ns >= u64::MAX as f64 {
+            u64::MAX
+        } else {
+            ns as u64
+        };
+        Some(self.last.saturating_add(ns))
     }
 
     /// When the next task finishes at the current rates, if any runs.
     pub fn next_finish(&self) -> Option<SimTime> {
-        let least = self.remaining.values().copied().reduce(f64::min)?;
-        let rate = self.rate(self.remaining.len());
-        let ns = libm::ceil(least.max(0.0) / rate);
-        Some(self.last.saturating_add(if ns >= u64::MAX as f64 {
+        let share = self.share(self.jobs.len());
+        let soonest = self
+            .jobs
+            .values()
+            .map(|j| j.left.max(0.0) / (share * j.multiplier))
+            .reduce(f64::min)?;
+        let ns = libm::ceil(soonest);
+        let ns = if ns >= u64::MAX as f64 {
             u64::MAX
         } else {
             ns as u64
-        }))
+        };
+        Some(self.last.saturating_add(ns))
     }
 
     /// Removes and returns, in id order, the tasks whose work is done by `now`
     /// (less than one nanosecond of running left: the clock's resolution).
     pub fn finished(&mut self, now: SimTime) -> Vec<TaskId> {
         self.advance(now);
-        let rate = self.rate(self.remaining.len());
+        let share = self.share(self.jobs.len());
         let done: Vec<TaskId> = self
-            .remaining
+            .jobs
             .iter()
-            .filter(|&(_, &left)| left < rate)
+            .filter(|(_, j)| j.left < share * j.multiplier)
             .map(|(&id, _)| id)
             .collect();
         for id in &done {
-            self.remaining.remove(id);
+            self.jobs.remove(id);
         }
         done
     }
 
     fn advance(&mut self, now: SimTime) {
-        if now > self.last && !self.remaining.is_empty() {
-            let progress = self.rate(self.remaining.len()) * (now - self.last) as f64;
-            for left in self.remaining.values_mut() {
-                *left -= progress;
+        if now > self.last && !self.jobs.is_empty() {
+            let elapsed = self.share(self.jobs.len()) * (now - self.last) as f64;
+            for job in self.jobs.values_mut() {
+                job.left -= job.multiplier * elapsed;
             }
         }
         self.last = self.last.max(now);
@@ -131,7 +180,7 @@ mod tests {
                 }
                 _ => {
                     let (t, id, work) = pending.pop().expect("an arrival is pending");
-                    share.add(t, id, work);
+                    share.add(t, id, work, 1.0);
                 }
             }
         }
@@ -140,26 +189,23 @@ mod tests {
     #[test]
     fn two_tasks_on_one_core_share_it_as_eq_6_2_says() {
         // together from 0: each at rate 1/2, both done at 200 s
-        let both = finish_times(CpuShare::new(1, 1.0), &[(0, 1, 100 * S), (0, 2, 100 * S)]);
+        let both = finish_times(CpuShare::new(1), &[(0, 1, 100 * S), (0, 2, 100 * S)]);
         assert_eq!(both, vec![(1, 200 * S), (2, 200 * S)]);
         // the second starts at 50 s: task 1 has 50 s left at rate 1/2 → 150 s;
         // task 2 then has 50 s left alone at rate 1 → 200 s
-        let staggered = finish_times(
-            CpuShare::new(1, 1.0),
-            &[(0, 1, 100 * S), (50 * S, 2, 100 * S)],
-        );
+        let staggered = finish_times(CpuShare::new(1), &[(0, 1, 100 * S), (50 * S, 2, 100 * S)]);
         assert_eq!(staggered, vec![(1, 150 * S), (2, 200 * S)]);
     }
 
     #[test]
     fn a_task_never_gets_more_than_one_core() {
-        let share = CpuShare::new(8, 1.0);
-        assert_eq!(share.rate(1), 1.0);
-        assert_eq!(share.rate(8), 1.0);
-        assert_eq!(share.rate(16), 0.5);
+        let share = CpuShare::new(8);
+        assert_eq!(share.share(1), 1.0);
+        assert_eq!(share.share(8), 1.0);
+        assert_eq!(share.share(16), 0.5);
         // eq. 6.1: with N_s slots full the task takes N_s/N_c times its work
         let full = finish_times(
-            CpuShare::new(2, 1.0),
+            CpuShare::new(2),
             &[
                 (0, 1, 10 * S),
                 (0, 2, 10 * S),
@@ -171,16 +217,21 @@ mod tests {
     }
 
     #[test]
-    fn faster_cores_finish_sooner() {
-        let fast = finish_times(CpuShare::new(1, 2.0), &[(0, 1, 100 * S)]);
-        assert_eq!(fast, vec![(1, 50 * S)]);
+    fn a_larger_multiplier_finishes_sooner_and_can_change_midway() {
+        let mut share = CpuShare::new(1);
+        share.add(0, 1, 100 * S, 2.0);
+        assert_eq!(share.next_finish(), Some(50 * S));
+        // slowed to half speed after 20 s (40 s of work done, 60 s left at rate 0.5)
+        share.set_multiplier(20 * S, 1, 0.5);
+        assert_eq!(share.next_finish(), Some(140 * S));
+        assert_eq!(share.finished(140 * S), vec![1]);
     }
 
     #[test]
     fn removing_a_task_returns_its_remaining_work_and_speeds_up_the_rest() {
-        let mut share = CpuShare::new(1, 1.0);
-        share.add(0, 1, 100 * S);
-        share.add(0, 2, 100 * S);
+        let mut share = CpuShare::new(1);
+        share.add(0, 1, 100 * S, 1.0);
+        share.add(0, 2, 100 * S, 1.0);
         let left = share.remove(40 * S, 2).unwrap();
         assert!((left - 80.0 * S as f64).abs() < 1.0);
         assert_eq!(share.next_finish(), Some(120 * S));

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use dcemu_topology::SimTime;
 use serde::Serialize;
 
-use crate::config::{ArrivalProcess, ServiceDistribution, TenantConfig};
+use crate::config::{AppOrder, ArrivalProcess, ServiceDistribution, TenantConfig};
 use crate::kernel::{Ctx, Metrics, ModelError};
 use crate::model::{Msg, TASK_ID_BLOCK, Task, World, unexpected};
 use crate::net::{Body, Inbox, Nic};
-use crate::sampling::{exponential, to_nanos};
+use crate::sampling::{exponential, index, to_nanos};
 
 pub struct WorkloadTenant {
     world: Arc<World>,
@@ -18,8 +18,7 @@ pub struct WorkloadTenant {
     inbox: Inbox,
     process: ArrivalProcess,
     mean_gap_ns: f64,
-    distribution: ServiceDistribution,
-    mean_service_ns: f64,
+    work: Work,
     start: SimTime,
     stop: SimTime,
     flow_bps: u64,
@@ -30,10 +29,23 @@ pub struct WorkloadTenant {
     waiting_s: Vec<f64>,
 }
 
+/// What each submission runs.
+enum Work {
+    /// A plain task with a service time from a distribution.
+    Service {
+        distribution: ServiceDistribution,
+        mean_ns: f64,
+    },
+    /// A catalog application, chosen in this order.
+    Apps(AppOrder),
+}
+
 #[derive(Serialize)]
 struct SubmitLog {
     task: u64,
     service_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    app: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -51,8 +63,18 @@ impl WorkloadTenant {
             inbox: Inbox::default(),
             process: cfg.arrivals.process,
             mean_gap_ns: 1e9 / cfg.arrivals.rate_per_s,
-            distribution: cfg.service.distribution,
-            mean_service_ns: cfg.service.mean.as_nanos() as f64,
+            work: match (cfg.applications, &cfg.service) {
+                (Some(order), _) => Work::Apps(order),
+                (None, Some(service)) => Work::Service {
+                    distribution: service.distribution,
+                    mean_ns: service.mean.as_nanos() as f64,
+                },
+                // refused when the scenario loads; a task of 1 s keeps the model total
+                (None, None) => Work::Service {
+                    distribution: ServiceDistribution::Constant,
+                    mean_ns: 1e9,
+                },
+            },
             start: cfg.start.as_nanos(),
             flow_bps: cfg.flow_bandwidth.map_or(0, |b| b.bps()),
             stop: cfg.stop.map_or(run_end, |d| d.as_nanos()),
@@ -71,12 +93,35 @@ impl WorkloadTenant {
         }
     }
 
-    fn service(&self, ctx: &mut Ctx<'_, Msg>) -> u64 {
-        match self.distribution {
-            ServiceDistribution::Exponential => {
-                to_nanos(exponential(ctx.rng(), self.mean_service_ns)).max(1)
+    /// Work of the next submission: its service time and application.
+    fn next_work(&self, ctx: &mut Ctx<'_, Msg>) -> Result<(u64, Option<u32>), ModelError> {
+        match self.work {
+            Work::Service {
+                distribution,
+                mean_ns,
+            } => Ok((
+                match distribution {
+                    ServiceDistribution::Exponential => {
+                        to_nanos(exponential(ctx.rng(), mean_ns)).max(1)
+                    }
+                    ServiceDistribution::Constant => to_nanos(mean_ns),
+                },
+                None,
+            )),
+            Work::Apps(order) => {
+                let apps = self.world.catalog.len() as u32;
+                if apps == 0 {
+                    return Err(ModelError::Invariant(
+                        "a tenant submits applications but the scenario has no [applications] catalog".into(),
+                    ));
+                }
+                let id = match order {
+                    AppOrder::Sequential => (self.submitted % u64::from(apps)) as u32,
+                    AppOrder::Random => index(ctx.rng(), apps),
+                };
+                let ideal = self.world.catalog[id as usize].ideal_s;
+                Ok((to_nanos(ideal * 1e9).max(1), Some(id)))
             }
-            ServiceDistribution::Constant => to_nanos(self.mean_service_ns),
         }
     }
 
@@ -101,12 +146,14 @@ impl WorkloadTenant {
                         self.world.name(ctx.me())
                     )));
                 }
+                let (service_ns, app) = self.next_work(ctx)?;
                 let task = Task {
                     id: self.first_id + self.submitted,
                     tenant: ctx.me(),
                     submitted_at: ctx.now(),
-                    service_ns: self.service(ctx),
+                    service_ns,
                     flow_bps: self.flow_bps,
+                    app,
                 };
                 self.submitted += 1;
                 ctx.log(
@@ -114,6 +161,7 @@ impl WorkloadTenant {
                     &SubmitLog {
                         task: task.id,
                         service_ns: task.service_ns,
+                        app: task.app,
                     },
                 );
                 let world = Arc::clone(&self.world);
@@ -162,6 +210,9 @@ impl WorkloadTenant {
     pub fn finish(&mut self, out: &mut Metrics) {
         self.inbox.finish(out);
         out.add("tasks_submitted", self.submitted);
+        if matches!(self.work, Work::Apps(_)) {
+            out.add("apps_submitted", self.submitted);
+        }
         out.add("tasks_acknowledged", self.done);
         out.declare_samples("response_s");
         out.declare_samples("waiting_s");

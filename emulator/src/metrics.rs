@@ -18,6 +18,9 @@ pub type MetricMap = BTreeMap<String, Value>;
 /// Metrics that appear in every run, 0 when nothing produced them (a flat
 /// network has no switches), so `metrics.json` has the same keys everywhere.
 const ALWAYS: &[&str] = &[
+    "apps_completed",
+    "apps_qos_met",
+    "apps_submitted",
     "packets_forwarded",
     "tasks_acknowledged",
     "tasks_completed",
@@ -80,6 +83,9 @@ pub fn summarize(out: &EngineOutput, horizon: SimTime, interval: SimTime) -> (Me
     let capacity = merged.counter("slots_total") as f64 * seconds(horizon);
     let utilization = (capacity > 0.0).then(|| merged.sum("slot_busy_s") / capacity);
     m.insert("slot_utilization_mean".into(), opt(utilization));
+    let apps = merged.counter("apps_completed");
+    let qos = (apps > 0).then(|| merged.counter("apps_qos_met") as f64 / apps as f64);
+    m.insert("qos_met_fraction".into(), opt(qos));
     let server_j = merged.sum("energy_j_server");
     let network_j = merged.sum("energy_j_network");
     m.insert("energy_kwh_server".into(), finite(server_j / 3.6e6));

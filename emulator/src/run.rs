@@ -4,8 +4,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration as WallDuration, Instant};
 
+use dcemu_actors::model::BuildError;
 use dcemu_actors::model::{self, ModelSpec};
-use dcemu_topology::{NetworkError, SimTime};
+use dcemu_topology::SimTime;
 
 use crate::engine::{EngineConfig, EngineError, Logs, Progress, run_threads};
 use crate::metrics::{self, MetricMap};
@@ -31,8 +32,8 @@ pub enum RunError {
     Engine(#[from] EngineError),
     #[error("cannot read back the results to digest them: {0}")]
     Digest(std::io::Error),
-    #[error("cannot build the network: {0}")]
-    Network(#[from] NetworkError),
+    #[error("cannot build the model: {0}")]
+    Build(#[from] BuildError),
 }
 
 /// What a run produced.
@@ -59,6 +60,8 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
         topology: &scenario.topology,
         power: &scenario.power,
         packet_logs: scenario.output.packet_logs,
+        applications: scenario.applications.as_ref(),
+        seed: scenario.run.seed,
         end,
     })?;
     let config = EngineConfig {

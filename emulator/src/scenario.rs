@@ -18,6 +18,7 @@ use std::ops::Range;
 use std::str::FromStr;
 
 use dcemu_actors::config::{SchedulerConfig, ServerTypeConfig, TenantConfig};
+use dcemu_actors::ground_truth::{CatalogSpec, ServerClass, class_problems};
 use dcemu_actors::model::host_attachments;
 use dcemu_topology::{Duration, Network, PowerConfig, TopologyConfig, TopologyKind};
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,10 @@ pub struct Scenario {
     pub scheduler: SchedulerConfig,
     #[serde(default)]
     pub output: OutputConfig,
+    /// The applications' ground truth (`docs/ground-truth.md`); needed by
+    /// tenants that submit applications.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applications: Option<CatalogSpec>,
     pub server_types: Vec<ServerTypeConfig>,
     #[serde(default)]
     pub tenants: Vec<TenantConfig>,
@@ -195,6 +200,27 @@ impl Scenario {
                     format!("{:?} is used by an earlier tenant", t.name),
                 );
             }
+        }
+        if let Some(catalog) = &self.applications {
+            for (field, p) in catalog.problems() {
+                push(format!("applications.{field}"), p);
+            }
+            let classes: Vec<ServerClass> = self
+                .server_types
+                .iter()
+                .map(ServerTypeConfig::class)
+                .collect();
+            if !classes.is_empty() {
+                for (field, p) in class_problems(&classes) {
+                    let field = field.replacen("classes", "server_types", 1);
+                    push(field, p);
+                }
+            }
+        } else if let Some(i) = self.tenants.iter().position(|t| t.applications.is_some()) {
+            push(
+                format!("tenants[{i}].applications"),
+                "the scenario has no [applications] catalog to draw applications from".into(),
+            );
         }
         if self.output.dir.trim().is_empty() {
             push("output.dir".into(), "must not be empty".into());

@@ -138,6 +138,7 @@ mod tests {
             submitted_at: 0,
             service_ns: 1,
             flow_bps: 0,
+            app: None,
         }
     }
 

@@ -1,0 +1,105 @@
+//! Applications with a hidden ground truth (docs/ground-truth.md) running on
+//! servers: heterogeneity and interference as the model makes them.
+
+use dcemu::run::{Outcome, RunOptions, execute};
+use dcemu::scenario::load;
+
+fn run(text: &str) -> Outcome {
+    let scenario = load("apps.toml", text, &[]).unwrap_or_else(|e| panic!("{e}"));
+    execute(&scenario, &RunOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn metric(o: &Outcome, key: &str) -> f64 {
+    o.metrics[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no metric {key}"))
+}
+
+/// `apps` applications submitted 1 s apart onto one 8-core server type with
+/// `slots` slots (and as many cores), on `servers` servers.
+fn cluster(apps: u32, servers: u32, slots: u32) -> String {
+    format!(
+        r#"
+[run]
+name = "apps"
+end = "100h"
+
+[applications]
+apps = {apps}
+
+[[tenants]]
+name = "t"
+applications = "sequential"
+stop = "{apps}.5s"
+arrivals = {{ process = "constant", rate_per_s = 1.0 }}
+
+[[server_types]]
+name = "big"
+count = {servers}
+slots = {slots}
+cores = {slots}
+core_ghz = 2.5
+memory_gb = 64.0
+llc_mb = 16.0
+"#
+    )
+}
+
+#[test]
+fn an_application_alone_on_its_best_configuration_runs_at_ideal_speed() {
+    // one configuration, so it is every application's best; one slot each
+    let o = run(&cluster(12, 12, 1));
+    assert_eq!(metric(&o, "apps_completed"), 12.0);
+    assert_eq!(metric(&o, "perf_norm_mean"), 1.0);
+    assert_eq!(metric(&o, "qos_met_fraction"), 1.0);
+}
+
+#[test]
+fn crowding_applications_onto_one_server_slows_them_through_interference() {
+    // the same 24 applications, alone on 24 servers or 8 to a server at once
+    let alone = run(&cluster(24, 24, 1));
+    let crowded = run(&cluster(24, 3, 8));
+    assert_eq!(metric(&crowded, "apps_completed"), 24.0);
+    assert!(
+        metric(&crowded, "perf_norm_mean") < metric(&alone, "perf_norm_mean") - 0.05,
+        "crowded {} vs alone {}",
+        metric(&crowded, "perf_norm_mean"),
+        metric(&alone, "perf_norm_mean")
+    );
+    assert!(metric(&crowded, "qos_met_fraction") < 1.0);
+    assert!(metric(&crowded, "perf_norm_p50") >= dcemu_actors::ground_truth::FLOOR);
+}
+
+#[test]
+fn random_placement_on_paragons_local_cluster_misses_qos_for_most_applications() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios/paragon/local-oversubscribed.toml"),
+    )
+    .unwrap();
+    let o = run(&text);
+    assert_eq!(metric(&o, "apps_submitted"), 178.0);
+    assert_eq!(metric(&o, "apps_completed"), 178.0);
+    let qos = metric(&o, "qos_met_fraction");
+    assert!(qos < 0.5, "qos_met_fraction {qos}");
+    assert!(metric(&o, "perf_norm_mean") < 0.9);
+}
+
+#[test]
+fn tenants_need_a_catalog_and_either_services_or_applications() {
+    let no_catalog = cluster(3, 1, 1).replace("[applications]\napps = 3\n", "");
+    let err = load("apps.toml", &no_catalog, &[]).unwrap_err().to_string();
+    assert!(
+        err.contains("tenants[0].applications") && err.contains("[applications]"),
+        "{err}"
+    );
+    let both = cluster(3, 1, 1).replace(
+        "applications = \"sequential\"",
+        "applications = \"sequential\"\nservice = { distribution = \"constant\", mean = \"1s\" }",
+    );
+    let err = load("apps.toml", &both, &[]).unwrap_err().to_string();
+    assert!(err.contains("remove `service`"), "{err}");
+    let neither = cluster(3, 1, 1).replace("applications = \"sequential\"\n", "");
+    let err = load("apps.toml", &neither, &[]).unwrap_err().to_string();
+    assert!(err.contains("tenants[0].service"), "{err}");
+}
