@@ -121,8 +121,16 @@ pub enum TenantKind {
 #[serde(deny_unknown_fields)]
 pub struct ArrivalConfig {
     pub process: ArrivalProcess,
-    /// Mean submissions per second of virtual time.
-    pub rate_per_s: f64,
+    /// Mean submissions per second of virtual time (not with `trace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_s: Option<f64>,
+    /// Standard deviation of the gap between submissions (`gaussian` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap_stddev: Option<Duration>,
+    /// CSV trace to replay (`trace` only; docs/traces.md), relative to the
+    /// scenario file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,6 +140,12 @@ pub enum ArrivalProcess {
     Poisson,
     /// Exactly `1 / rate_per_s` apart.
     Constant,
+    /// Gaps drawn from a normal distribution with mean `1 / rate_per_s` and
+    /// standard deviation `gap_stddev`, negative draws taken as 0 (Paragon
+    /// §5's medium load: μ = 10 s, σ² = 1).
+    Gaussian,
+    /// The rows of the `trace` file, at their arrival times.
+    Trace,
 }
 
 /// `[tenants.service]`: how long a task runs once it has a slot.
@@ -253,19 +267,65 @@ impl TenantConfig {
         if let Some(p) = name_problem(&self.name) {
             out.push(("name".into(), p));
         }
-        let rate = self.arrivals.rate_per_s;
-        if !(rate.is_finite() && rate > 0.0) {
-            out.push((
+        let a = &self.arrivals;
+        let needs_rate = a.process != ArrivalProcess::Trace;
+        match (a.rate_per_s, needs_rate) {
+            (None, true) => out.push((
+                "arrivals.rate_per_s".into(),
+                "required: mean submissions per second".into(),
+            )),
+            (Some(_), false) => out.push((
+                "arrivals.rate_per_s".into(),
+                "a trace sets its own arrival times: remove rate_per_s".into(),
+            )),
+            (Some(rate), true) if !(rate.is_finite() && rate > 0.0) => out.push((
                 "arrivals.rate_per_s".into(),
                 format!("must be a positive number of submissions per second, got {rate}"),
-            ));
-        } else if rate > 1e9 {
-            out.push((
+            )),
+            (Some(rate), true) if rate > 1e9 => out.push((
                 "arrivals.rate_per_s".into(),
                 format!("{rate} per second is finer than the 1 ns resolution of virtual time"),
-            ));
+            )),
+            _ => {}
+        }
+        match (a.process, a.gap_stddev.is_some()) {
+            (ArrivalProcess::Gaussian, false) => out.push((
+                "arrivals.gap_stddev".into(),
+                "required with process = \"gaussian\"".into(),
+            )),
+            (ArrivalProcess::Gaussian, true) | (_, false) => {}
+            (_, true) => out.push((
+                "arrivals.gap_stddev".into(),
+                "only for process = \"gaussian\"".into(),
+            )),
+        }
+        match (a.process, &a.trace) {
+            (ArrivalProcess::Trace, None) => out.push((
+                "arrivals.trace".into(),
+                "required with process = \"trace\"".into(),
+            )),
+            (ArrivalProcess::Trace, Some(_)) => {
+                if self.service.is_some() || self.applications.is_some() {
+                    out.push((
+                        "arrivals.trace".into(),
+                        "a trace gives every task's duration and application: remove `service` and `applications`".into(),
+                    ));
+                }
+                if self.count != 1 {
+                    out.push((
+                        "count".into(),
+                        "a tenant replaying a trace must have count = 1".into(),
+                    ));
+                }
+            }
+            (_, Some(_)) => out.push((
+                "arrivals.trace".into(),
+                "only for process = \"trace\"".into(),
+            )),
+            _ => {}
         }
         match (&self.service, self.applications) {
+            _ if a.process == ArrivalProcess::Trace => {}
             (Some(service), None) if service.mean == Duration::ZERO => {
                 out.push(("service.mean".into(), "must be greater than 0".into()));
             }

@@ -7,6 +7,7 @@ use dcemu_topology::{Attach, Network, NetworkError, PowerConfig, SimTime, Topolo
 
 use crate::ground_truth::{AppProfile, CatalogSpec, generate};
 use crate::kernel::actor_rng;
+use crate::trace::TraceTask;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{SchedulerConfig, ServerTypeConfig, TenantConfig};
@@ -142,6 +143,8 @@ pub struct ModelSpec<'a> {
     pub power: &'a PowerConfig,
     pub packet_logs: bool,
     pub applications: Option<&'a CatalogSpec>,
+    /// Per `[[tenants]]` entry: the trace it replays, if any.
+    pub traces: &'a [Option<Arc<Vec<TraceTask>>>],
     pub seed: u64,
     /// End of the run: tenants without a `stop` submit until then.
     pub end: SimTime,
@@ -241,11 +244,13 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
         &server_ids,
     )));
     let mut ordinal = 0u64;
-    for t in spec.tenants {
+    for (i, t) in spec.tenants.iter().enumerate() {
+        let trace = spec.traces.get(i).cloned().flatten();
         for _ in 0..t.count {
             nodes.push(Node::Tenant(WorkloadTenant::new(
                 world.clone(),
                 t,
+                trace.clone(),
                 ordinal,
                 spec.end,
             )));

@@ -20,6 +20,14 @@ pub fn exponential(rng: &mut impl RngCore, mean: f64) -> f64 {
     -mean * libm::log(uniform_open0(rng))
 }
 
+/// Standard normal by Box–Muller from two uniforms in (0, 1], with `libm`
+/// so the value is the same on every platform.
+pub fn normal(rng: &mut impl RngCore) -> f64 {
+    let u1 = uniform_open0(rng);
+    let u2 = uniform_open0(rng);
+    libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(2.0 * std::f64::consts::PI * u2)
+}
+
 /// Uniform integer in `0..n` (n > 0) by Lemire's multiply-shift with rejection;
 /// defined on `u32` so the result does not depend on the platform's `usize`.
 pub fn index(rng: &mut impl RngCore, n: u32) -> u32 {
@@ -71,6 +79,19 @@ mod tests {
         assert!(
             counts.iter().all(|&c| (9_000..11_000).contains(&c)),
             "{counts:?}"
+        );
+    }
+
+    #[test]
+    fn normal_has_mean_zero_and_unit_variance() {
+        let mut rng = actor_rng(5, "n");
+        let n = 100_000;
+        let xs: Vec<f64> = (0..n).map(|_| normal(&mut rng)).collect();
+        let mean = xs.iter().sum::<f64>() / n as f64;
+        let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64;
+        assert!(
+            mean.abs() < 0.02 && (var - 1.0).abs() < 0.02,
+            "{mean} {var}"
         );
     }
 

@@ -10,7 +10,8 @@ use crate::config::{AppOrder, ArrivalProcess, ServiceDistribution, TenantConfig}
 use crate::kernel::{Ctx, Metrics, ModelError};
 use crate::model::{Msg, TASK_ID_BLOCK, Task, World, unexpected};
 use crate::net::{Body, Inbox, Nic};
-use crate::sampling::{exponential, index, to_nanos};
+use crate::sampling::{exponential, index, normal, to_nanos};
+use crate::trace::{AppRef, TraceTask};
 
 pub struct WorkloadTenant {
     world: Arc<World>,
@@ -18,6 +19,7 @@ pub struct WorkloadTenant {
     inbox: Inbox,
     process: ArrivalProcess,
     mean_gap_ns: f64,
+    gap_stddev_ns: f64,
     work: Work,
     start: SimTime,
     stop: SimTime,
@@ -31,6 +33,11 @@ pub struct WorkloadTenant {
 
 /// What each submission runs.
 enum Work {
+    /// The rows of a trace, in order; `next` is the next row to submit.
+    Trace {
+        rows: Arc<Vec<TraceTask>>,
+        next: usize,
+    },
     /// A plain task with a service time from a distribution.
     Service {
         distribution: ServiceDistribution,
@@ -56,21 +63,29 @@ struct DoneLog {
 }
 
 impl WorkloadTenant {
-    pub fn new(world: Arc<World>, cfg: &TenantConfig, ordinal: u64, run_end: SimTime) -> Self {
+    pub fn new(
+        world: Arc<World>,
+        cfg: &TenantConfig,
+        trace: Option<Arc<Vec<TraceTask>>>,
+        ordinal: u64,
+        run_end: SimTime,
+    ) -> Self {
         WorkloadTenant {
             world,
             nic: Nic::default(),
             inbox: Inbox::default(),
             process: cfg.arrivals.process,
-            mean_gap_ns: 1e9 / cfg.arrivals.rate_per_s,
-            work: match (cfg.applications, &cfg.service) {
-                (Some(order), _) => Work::Apps(order),
-                (None, Some(service)) => Work::Service {
+            mean_gap_ns: cfg.arrivals.rate_per_s.map_or(0.0, |r| 1e9 / r),
+            gap_stddev_ns: cfg.arrivals.gap_stddev.map_or(0.0, |d| d.as_nanos() as f64),
+            work: match (trace, cfg.applications, &cfg.service) {
+                (Some(rows), _, _) => Work::Trace { rows, next: 0 },
+                (None, Some(order), _) => Work::Apps(order),
+                (None, None, Some(service)) => Work::Service {
                     distribution: service.distribution,
                     mean_ns: service.mean.as_nanos() as f64,
                 },
                 // refused when the scenario loads; a task of 1 s keeps the model total
-                (None, None) => Work::Service {
+                (None, None, None) => Work::Service {
                     distribution: ServiceDistribution::Constant,
                     mean_ns: 1e9,
                 },
@@ -86,17 +101,38 @@ impl WorkloadTenant {
         }
     }
 
-    fn gap(&self, ctx: &mut Ctx<'_, Msg>) -> SimTime {
+    /// Time to the next submission.
+    fn gap(&mut self, ctx: &mut Ctx<'_, Msg>) -> SimTime {
         match self.process {
             ArrivalProcess::Poisson => to_nanos(exponential(ctx.rng(), self.mean_gap_ns)),
             ArrivalProcess::Constant => to_nanos(self.mean_gap_ns).max(1),
+            ArrivalProcess::Gaussian => {
+                to_nanos(self.mean_gap_ns + self.gap_stddev_ns * normal(ctx.rng()))
+            }
+            ArrivalProcess::Trace => match &self.work {
+                Work::Trace { rows, next } => rows
+                    .get(*next)
+                    .map_or(SimTime::MAX, |row| row.arrival.saturating_sub(ctx.now())),
+                _ => SimTime::MAX,
+            },
         }
     }
 
     /// Work of the next submission: its service time and application.
-    fn next_work(&self, ctx: &mut Ctx<'_, Msg>) -> Result<(u64, Option<u32>), ModelError> {
-        match self.work {
-            Work::Service {
+    fn next_work(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(u64, Option<u32>), ModelError> {
+        match &mut self.work {
+            Work::Trace { rows, next } => {
+                let Some(row) = rows.get(*next) else {
+                    return Err(ModelError::Invariant(
+                        "trace tenant ran past its last row".into(),
+                    ));
+                };
+                *next += 1;
+                let (duration, app, line) = (row.duration, row.app.clone(), row.line);
+                let app = self.trace_app(ctx, &app, line)?;
+                Ok((duration, app))
+            }
+            &mut Work::Service {
                 distribution,
                 mean_ns,
             } => Ok((
@@ -108,7 +144,7 @@ impl WorkloadTenant {
                 },
                 None,
             )),
-            Work::Apps(order) => {
+            &mut Work::Apps(order) => {
                 let apps = self.world.catalog.len() as u32;
                 if apps == 0 {
                     return Err(ModelError::Invariant(
@@ -125,9 +161,56 @@ impl WorkloadTenant {
         }
     }
 
+    /// The catalog application a trace row names: by id, or drawn among the
+    /// applications of the named family; none for an empty `app` column.
+    fn trace_app(
+        &self,
+        ctx: &mut Ctx<'_, Msg>,
+        app: &AppRef,
+        line: u64,
+    ) -> Result<Option<u32>, ModelError> {
+        let catalog = &self.world.catalog;
+        let bad = |what: String| ModelError::Invariant(format!("trace line {line}: {what}"));
+        match app {
+            AppRef::None => Ok(None),
+            AppRef::Profile(id) if (*id as usize) < catalog.len() => Ok(Some(*id)),
+            AppRef::Profile(id) => Err(bad(format!(
+                "app:{id} is not in the catalog of {} applications",
+                catalog.len()
+            ))),
+            AppRef::Family(name) => {
+                let ids: Vec<u32> = catalog
+                    .iter()
+                    .filter(|a| a.family.name() == name)
+                    .map(|a| a.id)
+                    .collect();
+                if ids.is_empty() {
+                    return Err(bad(format!(
+                        "no application of family {name:?} in the catalog"
+                    )));
+                }
+                Ok(Some(ids[index(ctx.rng(), ids.len() as u32) as usize]))
+            }
+        }
+    }
+
     pub fn start(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
-        let first = self.start.saturating_add(self.gap(ctx));
-        ctx.timer(first, Msg::Arrival)
+        let first = match &mut self.work {
+            Work::Trace { rows, next } => {
+                *next = rows.iter().take_while(|r| r.arrival < self.start).count();
+                self.gap(ctx)
+            }
+            _ => self.start.saturating_add(self.gap(ctx)),
+        };
+        self.arm(ctx, first)
+    }
+
+    /// The next submission in `gap` ns; none once a trace is exhausted.
+    fn arm(&mut self, ctx: &mut Ctx<'_, Msg>, gap: SimTime) -> Result<(), ModelError> {
+        if gap == SimTime::MAX {
+            return Ok(());
+        }
+        ctx.timer(gap, Msg::Arrival)
     }
 
     pub fn handle(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
@@ -168,7 +251,7 @@ impl WorkloadTenant {
                 self.nic
                     .send(&world, ctx, world.scheduler, Body::Submit(task))?;
                 let gap = self.gap(ctx);
-                ctx.timer(gap, Msg::Arrival)
+                self.arm(ctx, gap)
             }
             Msg::Packet(p) => match self.inbox.accept(&self.world, ctx, p)?.1 {
                 Body::Done {

@@ -11,7 +11,7 @@ use dcemu_topology::SimTime;
 use crate::engine::{EngineConfig, EngineError, Logs, Progress, run_threads};
 use crate::metrics::{self, MetricMap};
 use crate::results::{Content, ResultSet};
-use crate::scenario::Scenario;
+use crate::scenario::{LoadedTrace, Scenario};
 
 /// How to execute a scenario (none of it reaches the results).
 #[derive(Clone, Debug, Default)]
@@ -53,6 +53,11 @@ pub struct Outcome {
 pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, RunError> {
     let started = Instant::now();
     let end = scenario.run.end.as_nanos();
+    let traces: Vec<_> = scenario
+        .traces
+        .iter()
+        .map(|t| t.as_ref().map(|t| Arc::clone(&t.rows)))
+        .collect();
     let model = model::build(&ModelSpec {
         server_types: &scenario.server_types,
         tenants: &scenario.tenants,
@@ -61,6 +66,7 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
         power: &scenario.power,
         packet_logs: scenario.output.packet_logs,
         applications: scenario.applications.as_ref(),
+        traces: &traces,
         seed: scenario.run.seed,
         end,
     })?;
@@ -98,6 +104,14 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
         ),
         ("timeseries.csv".to_string(), Content::Bytes(timeseries)),
     ];
+    for (tenant, trace) in scenario.tenants.iter().zip(&scenario.traces) {
+        if let Some(trace) = trace {
+            files.push((
+                LoadedTrace::stored_as(&tenant.name),
+                Content::Bytes(trace.bytes.to_vec()),
+            ));
+        }
+    }
     let (events, windows, virtual_end) = (output.events, output.windows, output.virtual_end);
     if scenario.output.actor_logs {
         files.extend(output.actors.into_iter().map(|a| {

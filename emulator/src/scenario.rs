@@ -15,11 +15,15 @@
 
 use std::fmt;
 use std::ops::Range;
+use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 
+use dcemu_actors::config::ArrivalProcess;
 use dcemu_actors::config::{SchedulerConfig, ServerTypeConfig, TenantConfig};
 use dcemu_actors::ground_truth::{CatalogSpec, ServerClass, class_problems};
 use dcemu_actors::model::host_attachments;
+use dcemu_actors::trace::{AppRef, TraceError, TraceTask, parse_trace_bytes};
 use dcemu_topology::{Duration, Network, PowerConfig, TopologyConfig, TopologyKind};
 use serde::{Deserialize, Serialize};
 
@@ -48,6 +52,25 @@ pub struct Scenario {
     pub server_types: Vec<ServerTypeConfig>,
     #[serde(default)]
     pub tenants: Vec<TenantConfig>,
+    /// Per `[[tenants]]` entry, the trace it replays, read when the scenario
+    /// was loaded (its `arrivals.trace` then names where the results
+    /// directory keeps a copy: `traces/<tenant>.csv`).
+    #[serde(skip)]
+    pub traces: Vec<Option<LoadedTrace>>,
+}
+
+/// A trace file as read: its rows and its bytes (copied into the results).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadedTrace {
+    pub rows: Arc<Vec<TraceTask>>,
+    pub bytes: Arc<Vec<u8>>,
+}
+
+impl LoadedTrace {
+    /// Where the results directory keeps the trace of the tenant `name`.
+    pub fn stored_as(name: &str) -> String {
+        format!("traces/{name}.csv")
+    }
 }
 
 /// `[run]`.
@@ -430,7 +453,7 @@ pub fn load(label: &str, text: &str, overrides: &[Override]) -> Result<Scenario,
     };
     let problems = scenario.problems();
     if problems.is_empty() {
-        return Ok(scenario);
+        return load_traces(label, scenario);
     }
     let doc = toml_edit::Document::parse(text.to_string()).ok();
     Err(ScenarioErrors(
@@ -455,6 +478,109 @@ pub fn load(label: &str, text: &str, overrides: &[Override]) -> Result<Scenario,
             })
             .collect(),
     ))
+}
+
+/// Reads the traces of tenants that replay one, relative to the scenario
+/// file (or the working directory for the embedded scenario).
+fn load_traces(label: &str, mut scenario: Scenario) -> Result<Scenario, ScenarioErrors> {
+    let base = Path::new(label)
+        .parent()
+        .filter(|_| Path::new(label).is_file())
+        .unwrap_or(Path::new(""));
+    let mut errors = Vec::new();
+    scenario.traces = vec![None; scenario.tenants.len()];
+    for (i, tenant) in scenario.tenants.iter_mut().enumerate() {
+        let Some(file) = tenant.arrivals.trace.clone() else {
+            continue;
+        };
+        if tenant.arrivals.process != ArrivalProcess::Trace {
+            continue;
+        }
+        let path = base.join(&file);
+        let shown = path.display().to_string();
+        let field = format!("tenants[{i}].arrivals.trace");
+        let result = std::fs::read(&path)
+            .map_err(|e| ScenarioError {
+                origin: Origin::File {
+                    path: label.to_string(),
+                    at: None,
+                },
+                field: Some(field.clone()),
+                problem: format!("cannot read the trace {shown}: {e}"),
+            })
+            .and_then(|bytes| {
+                let rows = parse_trace_bytes(&shown, &bytes).map_err(|e| trace_error(&shown, e))?;
+                check_apps(&shown, &rows, scenario.applications.as_ref())?;
+                Ok(LoadedTrace {
+                    rows: Arc::new(rows),
+                    bytes: Arc::new(bytes),
+                })
+            });
+        match result {
+            Ok(loaded) => {
+                tenant.arrivals.trace = Some(LoadedTrace::stored_as(&tenant.name));
+                scenario.traces[i] = Some(loaded);
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    if errors.is_empty() {
+        Ok(scenario)
+    } else {
+        Err(ScenarioErrors(errors))
+    }
+}
+
+/// A trace's problem as a scenario error pointing into the trace file.
+fn trace_error(path: &str, e: TraceError) -> ScenarioError {
+    let (at, field, problem) = match e {
+        TraceError::Row {
+            line,
+            column,
+            problem,
+            ..
+        } => (Some((line as usize, 1)), column, problem),
+        TraceError::Header { line, problem, .. } => (Some((line as usize, 1)), None, problem),
+        other => (None, None, other.to_string()),
+    };
+    ScenarioError {
+        origin: Origin::File {
+            path: path.to_string(),
+            at,
+        },
+        field,
+        problem,
+    }
+}
+
+/// Applications named by id must exist in the catalog; any application needs one.
+fn check_apps(
+    path: &str,
+    rows: &[TraceTask],
+    catalog: Option<&CatalogSpec>,
+) -> Result<(), ScenarioError> {
+    let apps = catalog.map_or(0, |c| c.apps);
+    for row in rows {
+        let problem = match (&row.app, catalog) {
+            (AppRef::None, _) => continue,
+            (_, None) => {
+                "names an application, but the scenario has no [applications] catalog".to_string()
+            }
+            (AppRef::Profile(id), Some(_)) if *id >= apps => {
+                format!("app:{id} is not in the catalog of {apps} applications")
+            }
+            _ => continue,
+        };
+        return Err(ScenarioError {
+            origin: Origin::File {
+                path: path.to_string(),
+                at: Some((row.line as usize, 1)),
+            },
+            field: Some("app".into()),
+            problem,
+        });
+    }
+    Ok(())
 }
 
 fn override_err(o: &Override, problem: String) -> ScenarioErrors {

@@ -273,3 +273,89 @@ fn bad_flags_are_refused_with_exit_code_2() {
         );
     }
 }
+
+const TRACE_SCENARIO: &str = r#"
+[run]
+name = "replay"
+end = "10m"
+
+[applications]
+apps = 4
+
+[[server_types]]
+name = "a"
+count = 2
+slots = 2
+
+[[tenants]]
+name = "replayer"
+arrivals = { process = "trace", trace = "jobs.csv" }
+"#;
+
+const TRACE: &str = "# a small trace\narrival_s,priority,cpu,memory_gb,duration_s,app\n0.5,0,1,1,10,\n1.25,3,1,2,20,app:3\n1.25,11,2,4,5,multiprogrammed\n\n3,5,1,1,7.5,\n";
+
+#[test]
+fn a_trace_is_replayed_and_kept_with_the_results() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = scenario(tmp.path(), "replay.toml", TRACE_SCENARIO);
+    std::fs::write(tmp.path().join("jobs.csv"), TRACE).unwrap();
+    let o = dcemu(tmp.path(), &["run", &path, "-q", "--out", "r"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = std::fs::read_to_string(tmp.path().join("r/actors/tenant-replayer-0.jsonl")).unwrap();
+    let submits: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["kind"] == "task_submit")
+        .collect();
+    let times: Vec<u64> = submits
+        .iter()
+        .map(|v| v["t_ns"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        times,
+        [500_000_000, 1_250_000_000, 1_250_000_000, 3_000_000_000]
+    );
+    assert_eq!(submits[1]["app"], 3);
+    assert_eq!(submits[3]["service_ns"], 7_500_000_000u64);
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("r/traces/replayer.csv")).unwrap(),
+        TRACE
+    );
+    // the results directory replays on its own, to the same digest
+    let again = dcemu(tmp.path(), &["run", "r/scenario.toml", "-q", "--out", "r2"]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("r/digest")).unwrap(),
+        std::fs::read_to_string(tmp.path().join("r2/digest")).unwrap()
+    );
+}
+
+#[test]
+fn a_bad_trace_row_is_named_with_its_file_line_and_column() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = scenario(tmp.path(), "replay.toml", TRACE_SCENARIO);
+    std::fs::write(
+        tmp.path().join("jobs.csv"),
+        TRACE.replace("3,5,1,1,7.5,", "3,5,1,1,-7.5,"),
+    )
+    .unwrap();
+    let o = dcemu(tmp.path(), &["validate", &path]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("jobs.csv:7:") && err.contains("duration_s"),
+        "{err}"
+    );
+    std::fs::write(tmp.path().join("jobs.csv"), TRACE.replace("app:3", "app:9")).unwrap();
+    let err = stderr(&dcemu(tmp.path(), &["validate", &path]));
+    assert!(
+        err.contains("jobs.csv:4:") && err.contains("app:9 is not in the catalog"),
+        "{err}"
+    );
+    std::fs::remove_file(tmp.path().join("jobs.csv")).unwrap();
+    let err = stderr(&dcemu(tmp.path(), &["validate", &path]));
+    assert!(
+        err.contains("tenants[0].arrivals.trace") && err.contains("cannot read the trace"),
+        "{err}"
+    );
+}

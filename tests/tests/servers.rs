@@ -88,3 +88,35 @@ fn faster_cores_run_the_same_work_sooner() {
     let response = o.metrics["response_s_mean"].as_f64().unwrap();
     assert!((response - 50.0001).abs() < 1e-6, "{response}");
 }
+
+#[test]
+fn gaussian_arrivals_have_the_requested_mean_gap() {
+    let text = r#"
+[run]
+name = "gauss"
+end = "2000s"
+
+[[server_types]]
+name = "a"
+count = 4
+slots = 4
+
+[[tenants]]
+name = "medium"
+arrivals = { process = "gaussian", rate_per_s = 0.1, gap_stddev = "1s" }
+service = { distribution = "constant", mean = "5s" }
+"#;
+    let overrides: Vec<Override> = Vec::new();
+    let s = load("gauss.toml", text, &overrides).unwrap_or_else(|e| panic!("{e}"));
+    let o = execute(&s, &RunOptions::default()).unwrap();
+    let submitted = o.metrics["tasks_submitted"].as_u64().unwrap();
+    assert!(
+        (195..=200).contains(&submitted),
+        "{submitted} submissions in 2000 s at ~10 s apart"
+    );
+    let missing = text.replace(", gap_stddev = \"1s\"", "");
+    let err = load("gauss.toml", &missing, &overrides)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("tenants[0].arrivals.gap_stddev"), "{err}");
+}

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{AppProfile, Family, Phase, SOURCES, ServerClass, argmax};
 use crate::config::Problem;
-use crate::sampling::{index, uniform_open0};
+use crate::sampling::{index, normal, uniform_open0};
 
 /// Largest accepted `rank`: the interference matrices have ten columns.
 pub const MAX_RANK: u32 = SOURCES as u32;
@@ -557,14 +557,6 @@ pub fn generate(
 /// Σ_k weights_k · L_k[s].
 fn combine(weights: &[f64], loadings: &[[f64; SOURCES]], s: usize) -> f64 {
     weights.iter().zip(loadings).map(|(w, l)| w * l[s]).sum()
-}
-
-/// Standard normal by Box–Muller from two uniforms in (0, 1], with `libm`
-/// so the value is the same on every platform.
-fn normal(rng: &mut impl RngCore) -> f64 {
-    let u1 = uniform_open0(rng);
-    let u2 = uniform_open0(rng);
-    libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(2.0 * std::f64::consts::PI * u2)
 }
 
 /// Log-uniform in `[lo, hi]`.

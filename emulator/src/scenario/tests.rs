@@ -177,7 +177,7 @@ fn overrides_set_scalars_by_dotted_path() {
     .unwrap();
     assert_eq!(s.run.end, Duration::from_secs(7200));
     assert_eq!(s.run.seed, 9);
-    assert_eq!(s.tenants[0].arrivals.rate_per_s, 2.5);
+    assert_eq!(s.tenants[0].arrivals.rate_per_s, Some(2.5));
     assert_eq!(
         s.run.name, "123",
         "a bare number becomes a string where a string is expected"
