@@ -164,11 +164,28 @@ pub enum ServiceDistribution {
 }
 
 /// `[scheduler]`: the scheduler's pipeline stages.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SchedulerConfig {
     #[serde(default)]
     pub placement: PlacementKind,
+    /// How long a task killed for a primary tenant waits before it is placed
+    /// again (a node manager's heartbeat, harvesting §5). Default 1s.
+    #[serde(default = "default_resubmit")]
+    pub resubmit_delay: Duration,
+}
+
+fn default_resubmit() -> Duration {
+    Duration::from_secs(1)
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            placement: PlacementKind::default(),
+            resubmit_delay: default_resubmit(),
+        }
+    }
 }
 
 /// `scheduler.placement`: how a server is chosen for a task.
@@ -355,6 +372,164 @@ impl TenantConfig {
                     self.start
                 ),
             ));
+        }
+        out
+    }
+}
+
+/// `[[primary_tenants]]`: a service that owns a group of servers and whose
+/// load the batch work must make room for (harvesting §3, §5.3, §6.1).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrimaryTenantConfig {
+    /// Label; the actor is named `primary-<name>`.
+    pub name: String,
+    /// Servers it owns: the next `servers` servers in id order, after those
+    /// of the primary tenants before it.
+    pub servers: u32,
+    /// Shape of its CPU utilisation over time (harvesting §3.2).
+    pub pattern: UtilPattern,
+    /// Mean CPU utilisation, as a share of a server's cores, before scaling.
+    pub mean: f64,
+    /// Periodic: half the peak-to-valley swing around `mean`. Default 0.2.
+    #[serde(default = "default_amplitude")]
+    pub amplitude: f64,
+    /// Periodic: length of one cycle. Default 24h (diurnal).
+    #[serde(default = "default_period")]
+    pub period: Duration,
+    /// Unpredictable: mean load spikes per day (Poisson). Default 4.
+    #[serde(default = "default_spikes")]
+    pub spikes_per_day: f64,
+    /// Unpredictable: utilisation during a spike. Default 0.9.
+    #[serde(default = "default_spike_util")]
+    pub spike_util: f64,
+    /// Unpredictable: mean spike length (exponential). Default 15m.
+    #[serde(default = "default_spike_duration")]
+    pub spike_duration: Duration,
+    /// Standard deviation of the utilisation's noise at each update. Default 0.05.
+    #[serde(default = "default_util_noise")]
+    pub noise: f64,
+    /// How often the utilisation changes (AutoPilot samples every 2 minutes, §3.2).
+    #[serde(default = "default_update")]
+    pub update_interval: Duration,
+    /// Cores kept free on each server for the primary tenant to spike into
+    /// (§6.1: 4 of 12). Default 4.
+    #[serde(default = "default_reserve")]
+    pub reserve_cores: u32,
+    /// How utilisations are scaled to study other load levels (§6.1):
+    /// `linear` multiplies by `scale` and saturates at 1; `root` takes the
+    /// `scale`-th root (higher loads change less). Default linear, scale 1.
+    #[serde(default)]
+    pub scaling: UtilScaling,
+    #[serde(default = "unit_speed")]
+    pub scale: f64,
+    /// Disk reimages per server per month on average (§3.3). Default 1.
+    #[serde(default = "default_reimages")]
+    pub reimages_per_month: f64,
+    /// Share of reimage events that hit all of the tenant's servers at once
+    /// (correlated reimages, §3.3); the others hit one server. Default 0.3.
+    #[serde(default = "default_correlation")]
+    pub reimage_correlation: f64,
+}
+
+/// `primary_tenants.pattern` (harvesting §3.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UtilPattern {
+    /// A daily cycle: user-facing services.
+    Periodic,
+    /// Roughly flat: crawlers, scrubbers.
+    Constant,
+    /// A random walk with spikes: testing and development.
+    Unpredictable,
+}
+
+/// `primary_tenants.scaling` (harvesting §6.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UtilScaling {
+    #[default]
+    Linear,
+    Root,
+}
+
+fn default_amplitude() -> f64 {
+    0.2
+}
+fn default_period() -> Duration {
+    Duration::from_secs(24 * 3600)
+}
+fn default_spikes() -> f64 {
+    4.0
+}
+fn default_spike_util() -> f64 {
+    0.9
+}
+fn default_spike_duration() -> Duration {
+    Duration::from_secs(15 * 60)
+}
+fn default_util_noise() -> f64 {
+    0.05
+}
+fn default_update() -> Duration {
+    Duration::from_secs(120)
+}
+fn default_reserve() -> u32 {
+    4
+}
+fn default_reimages() -> f64 {
+    1.0
+}
+fn default_correlation() -> f64 {
+    0.3
+}
+
+impl PrimaryTenantConfig {
+    pub fn problems(&self) -> Vec<Problem> {
+        let mut out = Vec::new();
+        if let Some(p) = name_problem(&self.name) {
+            out.push(("name".into(), p));
+        }
+        if self.servers == 0 {
+            out.push(("servers".into(), "must be at least 1".into()));
+        }
+        let fractions = [
+            ("mean", self.mean),
+            ("amplitude", self.amplitude),
+            ("spike_util", self.spike_util),
+            ("noise", self.noise),
+            ("reimage_correlation", self.reimage_correlation),
+        ];
+        for (field, v) in fractions {
+            if !(0.0..=1.0).contains(&v) {
+                out.push((field.into(), format!("must be between 0 and 1, got {v}")));
+            }
+        }
+        for (field, v) in [
+            ("spikes_per_day", self.spikes_per_day),
+            ("reimages_per_month", self.reimages_per_month),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                out.push((
+                    field.into(),
+                    format!("must be a non-negative number, got {v}"),
+                ));
+            }
+        }
+        if !(self.scale.is_finite() && self.scale > 0.0) {
+            out.push((
+                "scale".into(),
+                format!("must be a positive number, got {}", self.scale),
+            ));
+        }
+        for (field, d) in [
+            ("period", self.period),
+            ("update_interval", self.update_interval),
+            ("spike_duration", self.spike_duration),
+        ] {
+            if d == Duration::ZERO {
+                out.push((field.into(), "must be greater than 0".into()));
+            }
         }
         out
     }

@@ -13,6 +13,7 @@ pub mod ground_truth;
 pub mod kernel;
 pub mod model;
 pub mod net;
+pub mod primary;
 pub mod sampling;
 pub mod scheduler;
 pub mod server;

@@ -10,9 +10,10 @@ use crate::kernel::actor_rng;
 use crate::trace::TraceTask;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{SchedulerConfig, ServerTypeConfig, TenantConfig};
+use crate::config::{PrimaryTenantConfig, SchedulerConfig, ServerTypeConfig, TenantConfig};
 use crate::kernel::{Actor, ActorId, Ctx, Envelope, Metrics, ModelError};
 use crate::net::Packet;
+use crate::primary::PrimaryTenant;
 use crate::scheduler::Scheduler;
 use crate::server::Server;
 use crate::switch::Switch;
@@ -52,6 +53,12 @@ pub enum Msg {
     WakeDone,
     /// Switch timer: the last queued transmission has left; go idle if nothing else is on.
     IdleCheck,
+    /// Primary tenant timer: time to update its utilisation.
+    PrimaryTick,
+    /// Primary tenant timer: a reimage event.
+    ReimageTick,
+    /// Scheduler timer: a killed task goes back into the queue.
+    Requeue(Task),
 }
 
 impl Msg {
@@ -62,6 +69,9 @@ impl Msg {
             Msg::Progress { .. } => "progress",
             Msg::WakeDone => "wake_done",
             Msg::IdleCheck => "idle_check",
+            Msg::PrimaryTick => "primary_tick",
+            Msg::ReimageTick => "reimage_tick",
+            Msg::Requeue(_) => "requeue",
         }
     }
 }
@@ -96,6 +106,7 @@ pub(crate) fn unexpected(actor: &str, what: &str) -> ModelError {
 pub enum Node {
     Scheduler(Scheduler),
     Tenant(WorkloadTenant),
+    Primary(PrimaryTenant),
     Server(Server),
     Switch(Switch),
 }
@@ -106,6 +117,7 @@ impl Actor for Node {
     fn start(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         match self {
             Node::Tenant(t) => t.start(ctx),
+            Node::Primary(p) => p.start(ctx),
             Node::Scheduler(_) | Node::Server(_) | Node::Switch(_) => Ok(()),
         }
     }
@@ -114,6 +126,7 @@ impl Actor for Node {
         match self {
             Node::Scheduler(s) => s.handle(event.payload, ctx),
             Node::Tenant(t) => t.handle(event.payload, ctx),
+            Node::Primary(p) => p.handle(event.payload, ctx),
             Node::Server(s) => s.handle(event.payload, ctx),
             Node::Switch(s) => s.handle(event.payload, ctx),
         }
@@ -123,6 +136,7 @@ impl Actor for Node {
         match self {
             Node::Scheduler(s) => s.finish(undelivered, out),
             Node::Tenant(t) => t.finish(out),
+            Node::Primary(p) => p.finish(out),
             Node::Server(s) => s.finish(end, out),
             Node::Switch(s) => s.finish(end, out),
         }
@@ -138,6 +152,7 @@ impl Actor for Node {
 pub struct ModelSpec<'a> {
     pub server_types: &'a [ServerTypeConfig],
     pub tenants: &'a [TenantConfig],
+    pub primary_tenants: &'a [PrimaryTenantConfig],
     pub scheduler: &'a SchedulerConfig,
     pub topology: &'a TopologyConfig,
     pub power: &'a PowerConfig,
@@ -160,13 +175,16 @@ pub enum BuildError {
 }
 
 /// Where each host actor plugs into the network, in id order: the scheduler
-/// in the first rack, tenants outside the datacenter (at the core), servers
+/// in the first rack, workload and primary tenants outside the datacenter
+/// (at the core: a primary tenant's control plane, not its servers), servers
 /// in racks.
 pub fn host_attachments(
     server_types: &[ServerTypeConfig],
     tenants: &[TenantConfig],
+    primary_tenants: &[PrimaryTenantConfig],
 ) -> Vec<Attach> {
-    let tenants: usize = tenants.iter().map(|t| t.count as usize).sum();
+    let tenants: usize =
+        tenants.iter().map(|t| t.count as usize).sum::<usize>() + primary_tenants.len();
     let servers: usize = server_types.iter().map(|s| s.count as usize).sum();
     let mut out = Vec::with_capacity(1 + tenants + servers);
     out.push(Attach::Rack);
@@ -188,13 +206,18 @@ pub struct Model {
 /// (core, aggregation, access). Names: `scheduler`, `tenant-<name>-<i>`,
 /// `server-<index>` (zero-padded to at least 4 digits), `switch-<tier>-<index>`.
 pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
-    let attach = host_attachments(spec.server_types, spec.tenants);
+    let attach = host_attachments(spec.server_types, spec.tenants, spec.primary_tenants);
     let network = Network::build(spec.topology, &attach)?;
     let servers: u32 = spec.server_types.iter().map(|s| s.count).sum();
     let mut names = vec!["scheduler".to_string()];
     for t in spec.tenants {
         names.extend((0..t.count).map(|i| format!("tenant-{}-{i}", t.name)));
     }
+    names.extend(
+        spec.primary_tenants
+            .iter()
+            .map(|p| format!("primary-{}", p.name)),
+    );
     let first_server = names.len();
     let width = servers.saturating_sub(1).to_string().len().max(4);
     let mut server_types = Vec::new();
@@ -257,8 +280,21 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
             ordinal += 1;
         }
     }
-    for (class, st) in server_types {
-        nodes.push(Node::Server(Server::new(world.clone(), st, class)));
+    let mut owner = 0;
+    for cfg in spec.primary_tenants {
+        let owned: Vec<(ActorId, u32)> = (owner..owner + cfg.servers as usize)
+            .filter_map(|i| {
+                server_types
+                    .get(i)
+                    .map(|(_, st)| (ActorId((first_server + i) as u32), st.cores()))
+            })
+            .collect();
+        owner += cfg.servers as usize;
+        nodes.push(Node::Primary(PrimaryTenant::new(world.clone(), cfg, owned)));
+    }
+    for (i, (class, st)) in server_types.into_iter().enumerate() {
+        let owned = i < owner;
+        nodes.push(Node::Server(Server::new(world.clone(), st, class, owned)));
     }
     for info in switches {
         nodes.push(Node::Switch(Switch::new(world.clone(), &info)));

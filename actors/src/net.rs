@@ -28,6 +28,14 @@ pub enum Body {
         started_at: SimTime,
         finished_at: SimTime,
     },
+    /// Primary tenant → its server: it now uses `cores` cores and wants
+    /// `reserve` more kept free to spike into (harvesting §5.3).
+    PrimaryLoad { cores: u32, reserve: u32 },
+    /// Primary tenant → its server: the disk is reimaged (reformatted).
+    Reimage,
+    /// Server → scheduler: this task was killed to make room for the
+    /// primary tenant; it needs another slot.
+    Killed(Task),
     /// Scheduler → switch: reserve (or release) `bps` on the port toward `peer`
     /// for the flow of `task`.
     Reservation {
@@ -45,6 +53,9 @@ impl Body {
             Body::Dispatch(_) => "dispatch",
             Body::Finished { .. } => "finished",
             Body::Done { .. } => "done",
+            Body::PrimaryLoad { .. } => "primary_load",
+            Body::Reimage => "reimage",
+            Body::Killed(_) => "killed",
             Body::Reservation { reserve: true, .. } => "reserve",
             Body::Reservation { reserve: false, .. } => "release",
         }
@@ -54,7 +65,8 @@ impl Body {
     /// and dispatches carry a task description; acknowledgements are small.
     pub fn size_bytes(&self) -> u32 {
         match self {
-            Body::Submit(_) | Body::Dispatch(_) => 512,
+            Body::Submit(_) | Body::Dispatch(_) | Body::Killed(_) => 512,
+            Body::PrimaryLoad { .. } | Body::Reimage => 64,
             Body::Finished { .. } | Body::Reservation { .. } => 64,
             Body::Done { .. } => 128,
         }

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use dcemu_topology::{PowerPolicy, ServerPower, SimTime};
+use dcemu_topology::{EnergyMeter, PowerPolicy, ServerPower, SimTime};
 use serde::Serialize;
 
 use crate::config::ServerTypeConfig;
@@ -36,6 +36,17 @@ pub struct Server {
     core_speed: f64,
     /// Index of this server's configuration in the ground truth.
     class: usize,
+    /// A primary tenant runs here (harvesting §5.3).
+    owned: bool,
+    cores_total: u32,
+    /// Cores the primary tenant uses, and those it wants kept free.
+    primary_cores: u32,
+    reserve_cores: u32,
+    /// Cores in use (primary and secondary) integrated over time.
+    busy_cores: EnergyMeter,
+    killed: u64,
+    wasted_s: f64,
+    reimages: u64,
     apps_completed: u64,
     apps_qos_met: u64,
     perf_norm: Vec<f64>,
@@ -52,6 +63,24 @@ struct StartLog<'a> {
     task: u64,
     tenant: &'a str,
     server_type: &'a str,
+    running: usize,
+}
+
+#[derive(Serialize)]
+struct PrimaryLog {
+    cores: u32,
+    reserve: u32,
+}
+
+#[derive(Serialize)]
+struct KillLog {
+    task: u64,
+    ran_ns: u64,
+    wasted_s: f64,
+}
+
+#[derive(Serialize)]
+struct ReimageLog {
     running: usize,
 }
 
@@ -97,11 +126,13 @@ fn pressure_weights(cores: u32, running: usize) -> [f64; SOURCES] {
 pub const QOS_PERF_NORM: f64 = 0.95;
 
 impl Server {
-    pub fn new(world: Arc<World>, cfg: &ServerTypeConfig, class: usize) -> Self {
+    /// A server of configuration `cfg` (ground-truth class `class`);
+    /// `owned` if a primary tenant runs on it (such a server never sleeps).
+    pub fn new(world: Arc<World>, cfg: &ServerTypeConfig, class: usize, owned: bool) -> Self {
         let power = cfg.power();
         let device = match world.power.policy {
-            PowerPolicy::Idle => Device::new(DevState::Idle, power.idle_w),
-            PowerPolicy::Sleep => Device::new(DevState::Sleep, power.sleep_w),
+            PowerPolicy::Sleep if !owned => Device::new(DevState::Sleep, power.sleep_w),
+            _ => Device::new(DevState::Idle, power.idle_w),
         };
         Server {
             world,
@@ -114,6 +145,14 @@ impl Server {
             cpu: CpuShare::new(cfg.cores()),
             core_speed: cfg.core_speed,
             class,
+            owned,
+            cores_total: cfg.cores(),
+            primary_cores: 0,
+            reserve_cores: 0,
+            busy_cores: EnergyMeter::new(0, 0.0),
+            killed: 0,
+            wasted_s: 0.0,
+            reimages: 0,
             apps_completed: 0,
             apps_qos_met: 0,
             perf_norm: Vec::new(),
@@ -128,6 +167,17 @@ impl Server {
         match msg {
             Msg::Packet(p) => match self.inbox.accept(&self.world, ctx, p)?.1 {
                 Body::Dispatch(task) => self.dispatched(task, ctx),
+                Body::PrimaryLoad { cores, reserve } => self.primary_load(cores, reserve, ctx),
+                Body::Reimage => {
+                    self.reimages += 1;
+                    ctx.log(
+                        "reimage",
+                        &ReimageLog {
+                            running: self.running.len(),
+                        },
+                    );
+                    Ok(())
+                }
                 other => Err(unexpected(self.world.name(ctx.me()), other.name())),
             },
             Msg::Progress { generation } if generation == self.timer.0 => {
@@ -160,6 +210,79 @@ impl Server {
         }
     }
 
+    /// The primary tenant now uses `cores` and wants `reserve` kept free:
+    /// secondary tasks share what is left, and if they no longer fit, the
+    /// youngest are killed until the reserve is whole again (harvesting §5.3).
+    fn primary_load(
+        &mut self,
+        cores: u32,
+        reserve: u32,
+        ctx: &mut Ctx<'_, Msg>,
+    ) -> Result<(), ModelError> {
+        let now = ctx.now();
+        self.primary_cores = cores.min(self.cores_total);
+        self.reserve_cores = reserve;
+        self.cpu
+            .set_cores(now, self.cores_total - self.primary_cores);
+        ctx.log(
+            "primary_load",
+            &PrimaryLog {
+                cores: self.primary_cores,
+                reserve,
+            },
+        );
+        self.enforce_reserve(ctx)?;
+        self.update_power(ctx);
+        self.refresh_rates(now);
+        self.reschedule(ctx)
+    }
+
+    /// Kills secondary tasks, youngest first, while they and the primary
+    /// tenant's use and reserve need more cores than the server has.
+    fn enforce_reserve(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        if !self.owned {
+            return Ok(());
+        }
+        while !self.running.is_empty()
+            && self.primary_cores + self.reserve_cores + self.running.len() as u32
+                > self.cores_total
+        {
+            let youngest = self
+                .running
+                .iter()
+                .max_by_key(|(id, (_, started))| (*started, **id))
+                .map(|(&id, _)| id);
+            let Some(id) = youngest else { break };
+            self.kill(id, ctx)?;
+        }
+        Ok(())
+    }
+
+    /// Kills a secondary task: its work so far is lost, and the scheduler
+    /// gets it back to place again.
+    fn kill(&mut self, id: TaskId, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let now = ctx.now();
+        let left = self.cpu.remove(now, id).unwrap_or(0.0);
+        let Some((task, started_at)) = self.running.remove(&id) else {
+            return Ok(());
+        };
+        let wasted = (task.service_ns as f64 - left).max(0.0) / 1e9;
+        self.killed += 1;
+        self.wasted_s += wasted;
+        self.busy_ns += u128::from(now - started_at);
+        ctx.log(
+            "kill",
+            &KillLog {
+                task: id,
+                ran_ns: now - started_at,
+                wasted_s: wasted,
+            },
+        );
+        let world = Arc::clone(&self.world);
+        self.nic
+            .send(&world, ctx, world.scheduler, Body::Killed(task))
+    }
+
     fn woke(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         for task in self.power_state.woke(ctx, self.power.idle_w) {
             self.start(task, ctx)?;
@@ -181,6 +304,7 @@ impl Server {
             },
         );
         self.running.insert(id, (task, ctx.now()));
+        self.enforce_reserve(ctx)?;
         self.update_power(ctx);
         self.refresh_rates(ctx.now());
         self.reschedule(ctx)
@@ -312,14 +436,22 @@ impl Server {
     /// On with eq. 4.1 while tasks run; otherwise idle, or asleep under SLP.
     fn update_power(&mut self, ctx: &mut Ctx<'_, Msg>) {
         let now = ctx.now();
-        if !self.running.is_empty() {
-            let u = self.running.len() as f64 / f64::from(self.slots);
+        let secondary = if self.running.is_empty() {
+            0
+        } else {
+            self.cpu.busy_cores()
+        };
+        let busy = secondary + self.primary_cores;
+        self.busy_cores.set(now, f64::from(busy));
+        if busy > 0 {
+            let u_cpu = f64::from(busy) / f64::from(self.cores_total.max(1));
+            let u_mem = self.running.len() as f64 / f64::from(self.slots);
             self.power_state
                 .device
-                .set(now, DevState::On, self.power.on(u, u));
+                .set(now, DevState::On, self.power.on(u_cpu, u_mem));
         } else if !self.power_state.held().is_empty() {
             // still waking: nothing to change
-        } else if self.world.power.policy == PowerPolicy::Sleep {
+        } else if self.world.power.policy == PowerPolicy::Sleep && !self.owned {
             self.power_state.sleep(ctx, self.power.sleep_w);
         } else {
             self.power_state
@@ -336,6 +468,11 @@ impl Server {
             .map(|&(_, started)| u128::from(end.saturating_sub(started)))
             .sum();
         out.add("tasks_completed", self.completed);
+        out.add("killed_containers", self.killed);
+        out.add_f64("wasted_cpu_s", self.wasted_s);
+        out.add("reimages", self.reimages);
+        out.add("cores_total", u64::from(self.cores_total));
+        out.add_f64("cpu_busy_core_s", self.busy_cores.joules_at(end));
         out.add("apps_completed", self.apps_completed);
         out.add("apps_qos_met", self.apps_qos_met);
         out.declare_samples("perf_norm");

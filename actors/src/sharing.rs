@@ -63,6 +63,13 @@ impl CpuShare {
         self.cores
     }
 
+    /// Changes the cores the tasks share from `now` on (at least one: a
+    /// server never has fewer for the tasks it still runs).
+    pub fn set_cores(&mut self, now: SimTime, cores: u32) {
+        self.advance(now);
+        self.cores = cores.max(1);
+    }
+
     /// Starts `task` with `work` ns of work and rate multiplier `multiplier` (> 0) at `now`.
     pub fn add(&mut self, now: SimTime, task: TaskId, work: u64, multiplier: f64) {
         self.advance(now);

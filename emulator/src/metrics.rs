@@ -21,11 +21,14 @@ const ALWAYS: &[&str] = &[
     "apps_completed",
     "apps_qos_met",
     "apps_submitted",
+    "killed_containers",
     "packets_forwarded",
+    "reimages",
     "tasks_acknowledged",
     "tasks_completed",
     "tasks_dispatched",
     "tasks_in_transit_end",
+    "tasks_killed_requeued",
     "tasks_queued_end",
     "tasks_running_end",
     "tasks_submitted",
@@ -83,6 +86,10 @@ pub fn summarize(out: &EngineOutput, horizon: SimTime, interval: SimTime) -> (Me
     let capacity = merged.counter("slots_total") as f64 * seconds(horizon);
     let utilization = (capacity > 0.0).then(|| merged.sum("slot_busy_s") / capacity);
     m.insert("slot_utilization_mean".into(), opt(utilization));
+    m.insert("wasted_cpu_s".into(), finite(merged.sum("wasted_cpu_s")));
+    let core_capacity = merged.counter("cores_total") as f64 * seconds(horizon);
+    let cpu = (core_capacity > 0.0).then(|| merged.sum("cpu_busy_core_s") / core_capacity);
+    m.insert("utilization_cpu_mean".into(), opt(cpu));
     let apps = merged.counter("apps_completed");
     let qos = (apps > 0).then(|| merged.counter("apps_qos_met") as f64 / apps as f64);
     m.insert("qos_met_fraction".into(), opt(qos));

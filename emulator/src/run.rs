@@ -61,6 +61,7 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
     let model = model::build(&ModelSpec {
         server_types: &scenario.server_types,
         tenants: &scenario.tenants,
+        primary_tenants: &scenario.primary_tenants,
         scheduler: &scenario.scheduler,
         topology: &scenario.topology,
         power: &scenario.power,

@@ -20,7 +20,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use dcemu_actors::config::ArrivalProcess;
-use dcemu_actors::config::{SchedulerConfig, ServerTypeConfig, TenantConfig};
+use dcemu_actors::config::{PrimaryTenantConfig, SchedulerConfig, ServerTypeConfig, TenantConfig};
 use dcemu_actors::ground_truth::{CatalogSpec, ServerClass, class_problems};
 use dcemu_actors::model::host_attachments;
 use dcemu_actors::trace::{AppRef, TraceError, TraceTask, parse_trace_bytes};
@@ -52,6 +52,9 @@ pub struct Scenario {
     pub server_types: Vec<ServerTypeConfig>,
     #[serde(default)]
     pub tenants: Vec<TenantConfig>,
+    /// Services that own groups of servers (harvesting §3, §5.3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub primary_tenants: Vec<PrimaryTenantConfig>,
     /// Per `[[tenants]]` entry, the trace it replays, read when the scenario
     /// was loaded (its `arrivals.trace` then names where the results
     /// directory keeps a copy: `traces/<tenant>.csv`).
@@ -224,6 +227,25 @@ impl Scenario {
                 );
             }
         }
+        let mut owned = 0u64;
+        for (i, p) in self.primary_tenants.iter().enumerate() {
+            for (field, problem) in p.problems() {
+                push(format!("primary_tenants[{i}].{field}"), problem);
+            }
+            if self.primary_tenants[..i].iter().any(|o| o.name == p.name) {
+                push(
+                    format!("primary_tenants[{i}].name"),
+                    format!("{:?} is used by an earlier primary tenant", p.name),
+                );
+            }
+            owned += u64::from(p.servers);
+        }
+        if owned > servers {
+            push(
+                "primary_tenants".into(),
+                format!("primary tenants own {owned} servers, the datacenter has {servers}"),
+            );
+        }
         if let Some(catalog) = &self.applications {
             for (field, p) in catalog.problems() {
                 push(format!("applications.{field}"), p);
@@ -249,7 +271,7 @@ impl Scenario {
             push("output.dir".into(), "must not be empty".into());
         }
         if topology_ok && servers + tenants < MAX_ACTORS {
-            let attach = host_attachments(&self.server_types, &self.tenants);
+            let attach = host_attachments(&self.server_types, &self.tenants, &self.primary_tenants);
             if let Err(e) = Network::build(&self.topology, &attach) {
                 push("topology".into(), e.to_string());
             }

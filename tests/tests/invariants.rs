@@ -59,7 +59,10 @@ fn every_scenario_runs_without_losing_a_task() {
             submitted, accounted,
             "{label}: every submitted task is accounted for"
         );
-        let reached = m("tasks_completed") + m("tasks_running_end") + m("tasks_waiting_wake_end");
+        let reached = m("tasks_completed")
+            + m("tasks_running_end")
+            + m("tasks_waiting_wake_end")
+            + m("killed_containers");
         assert!(
             m("tasks_dispatched") >= reached,
             "{label}: a task reached a server without a dispatch"

@@ -32,7 +32,9 @@ pub struct Scheduler {
     /// Tasks waiting for a slot, with the time each reached the scheduler.
     queue: VecDeque<(Task, SimTime)>,
     flows: FlowTable,
+    resubmit_delay: u64,
     dispatched: u64,
+    killed: u64,
     queue_wait_s: Vec<f64>,
 }
 
@@ -88,14 +90,29 @@ impl Scheduler {
             cluster: ClusterView::new(servers),
             queue: VecDeque::new(),
             flows: FlowTable::default(),
+            resubmit_delay: cfg.resubmit_delay.as_nanos(),
             dispatched: 0,
+            killed: 0,
             queue_wait_s: Vec::new(),
         }
     }
 
     pub fn handle(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
-        let Msg::Packet(packet) = msg else {
-            return Err(unexpected("scheduler", msg.name()));
+        let packet = match msg {
+            Msg::Packet(packet) => packet,
+            Msg::Requeue(task) => {
+                ctx.log(
+                    "task_requeue",
+                    &QueueLog {
+                        task: task.id,
+                        queue_len: self.queue.len() + 1,
+                    },
+                );
+                let now = ctx.now();
+                self.queue.push_front((task, now));
+                return self.drain(ctx);
+            }
+            other => return Err(unexpected("scheduler", other.name())),
         };
         let world = Arc::clone(&self.world);
         let (src, body) = self.inbox.accept(&world, ctx, packet)?;
@@ -150,6 +167,35 @@ impl Scheduler {
                     );
                     self.notify_switches(ctx, task, &route, bandwidth, false)?;
                 }
+                self.drain(ctx)
+            }
+            Body::Killed(task) => {
+                self.cluster.release(src).ok_or_else(|| {
+                    ModelError::Invariant(format!(
+                        "scheduler got a kill report from {}, which it never gave a task",
+                        world.name(src)
+                    ))
+                })?;
+                self.killed += 1;
+                ctx.log(
+                    "task_killed",
+                    &ReleaseLog {
+                        task: task.id,
+                        server: world.name(src),
+                    },
+                );
+                if let Some((route, bandwidth)) = self.flows.release(&world.network, task.id) {
+                    ctx.log(
+                        "flow_release",
+                        &FlowLog {
+                            task: task.id,
+                            path: self.path_names(&route),
+                            bps: bandwidth.bps(),
+                        },
+                    );
+                    self.notify_switches(ctx, task.id, &route, bandwidth, false)?;
+                }
+                ctx.timer(self.resubmit_delay, Msg::Requeue(task))?;
                 self.drain(ctx)
             }
             other => Err(unexpected("scheduler", other.name())),
@@ -252,10 +298,15 @@ impl Scheduler {
         Ok(())
     }
 
-    pub fn finish(&mut self, _undelivered: &[Envelope<Msg>], out: &mut Metrics) {
+    pub fn finish(&mut self, undelivered: &[Envelope<Msg>], out: &mut Metrics) {
         self.inbox.finish(out);
         self.flows.finish(out);
-        out.add("tasks_queued_end", self.queue.len() as u64);
+        let requeueing = undelivered
+            .iter()
+            .filter(|e| matches!(e.payload, Msg::Requeue(_)))
+            .count() as u64;
+        out.add("tasks_queued_end", self.queue.len() as u64 + requeueing);
+        out.add("tasks_killed_requeued", self.killed);
         out.add("tasks_dispatched", self.dispatched);
         out.declare_samples("queue_wait_s");
         for &w in &self.queue_wait_s {

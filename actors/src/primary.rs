@@ -1,0 +1,173 @@
+//! Primary tenants: the services that own servers, whose CPU use comes and
+//! goes and whose disks get reimaged (harvesting §3.2–3.3). Batch work only
+//! harvests what they leave, and must give it back when they spike (§5.3).
+//!
+//! Every `update_interval` the tenant draws the utilisation of its "average
+//! server" (§3.2) from its pattern, scales it (§6.1), and tells each of its
+//! servers how many cores it now uses, rounded up to whole cores as the node
+//! manager does (§5.3). Reimage events arrive as a Poisson process; a share
+//! of them hits every server of the tenant at once (§3.3's correlated
+//! reimages), the rest one server.
+
+use std::sync::Arc;
+
+use dcemu_topology::SimTime;
+use serde::Serialize;
+
+use crate::config::{PrimaryTenantConfig, UtilPattern, UtilScaling};
+use crate::kernel::{ActorId, Ctx, Metrics, ModelError};
+use crate::model::{Msg, World, unexpected};
+use crate::net::{Body, Inbox, Nic};
+use crate::sampling::{exponential, index, normal, to_nanos, uniform_open0};
+
+const DAY_NS: f64 = 86_400e9;
+const MONTH_NS: f64 = 30.0 * DAY_NS;
+
+pub struct PrimaryTenant {
+    world: Arc<World>,
+    nic: Nic,
+    inbox: Inbox,
+    cfg: PrimaryTenantConfig,
+    /// Its servers with their core counts.
+    servers: Vec<(ActorId, u32)>,
+    /// Cores last announced to each server.
+    announced: Vec<Option<u32>>,
+    /// Unpredictable pattern: the random walk's level.
+    level: f64,
+    spike_until: SimTime,
+    next_spike: SimTime,
+}
+
+#[derive(Serialize)]
+struct LoadLog {
+    utilization: f64,
+}
+
+#[derive(Serialize)]
+struct ReimageLog {
+    servers: usize,
+}
+
+impl PrimaryTenant {
+    pub fn new(world: Arc<World>, cfg: &PrimaryTenantConfig, servers: Vec<(ActorId, u32)>) -> Self {
+        PrimaryTenant {
+            world,
+            nic: Nic::default(),
+            inbox: Inbox::default(),
+            announced: vec![None; servers.len()],
+            servers,
+            level: cfg.mean,
+            spike_until: 0,
+            next_spike: 0,
+            cfg: cfg.clone(),
+        }
+    }
+
+    pub fn start(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        if self.cfg.pattern == UtilPattern::Unpredictable && self.cfg.spikes_per_day > 0.0 {
+            self.next_spike = to_nanos(exponential(ctx.rng(), DAY_NS / self.cfg.spikes_per_day));
+        } else {
+            self.next_spike = SimTime::MAX;
+        }
+        ctx.timer(0, Msg::PrimaryTick)?;
+        self.arm_reimage(ctx)
+    }
+
+    pub fn handle(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        match msg {
+            Msg::PrimaryTick => self.tick(ctx),
+            Msg::ReimageTick => self.reimage(ctx),
+            Msg::Packet(p) => {
+                let (_, body) = self.inbox.accept(&self.world, ctx, p)?;
+                Err(unexpected(self.world.name(ctx.me()), body.name()))
+            }
+            other => Err(unexpected(self.world.name(ctx.me()), other.name())),
+        }
+    }
+
+    /// Utilisation of the average server now, before scaling, in [0, 1].
+    fn raw_utilization(&mut self, ctx: &mut Ctx<'_, Msg>) -> f64 {
+        let now = ctx.now();
+        let noise = self.cfg.noise * normal(ctx.rng());
+        let u = match self.cfg.pattern {
+            UtilPattern::Constant => self.cfg.mean + noise,
+            UtilPattern::Periodic => {
+                let phase = (now as f64 / self.cfg.period.as_nanos() as f64).fract();
+                self.cfg.mean
+                    + self.cfg.amplitude * libm::sin(2.0 * std::f64::consts::PI * phase)
+                    + noise
+            }
+            UtilPattern::Unpredictable => {
+                if now >= self.next_spike {
+                    let length = exponential(ctx.rng(), self.cfg.spike_duration.as_nanos() as f64);
+                    self.spike_until = now.saturating_add(to_nanos(length));
+                    let gap = exponential(ctx.rng(), DAY_NS / self.cfg.spikes_per_day);
+                    self.next_spike = now.saturating_add(to_nanos(gap));
+                }
+                // mean-reverting random walk
+                self.level =
+                    (self.level + 0.2 * (self.cfg.mean - self.level) + noise).clamp(0.0, 1.0);
+                if now < self.spike_until {
+                    self.cfg.spike_util
+                } else {
+                    self.level
+                }
+            }
+        };
+        u.clamp(0.0, 1.0)
+    }
+
+    fn tick(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let raw = self.raw_utilization(ctx);
+        let u = match self.cfg.scaling {
+            UtilScaling::Linear => (raw * self.cfg.scale).min(1.0),
+            UtilScaling::Root => libm::pow(raw, 1.0 / self.cfg.scale).min(1.0),
+        };
+        ctx.log("primary_load", &LoadLog { utilization: u });
+        let world = Arc::clone(&self.world);
+        for i in 0..self.servers.len() {
+            let (server, cores) = self.servers[i];
+            let used = libm::ceil(u * f64::from(cores)).min(f64::from(cores)) as u32;
+            if self.announced[i] != Some(used) {
+                self.announced[i] = Some(used);
+                let body = Body::PrimaryLoad {
+                    cores: used,
+                    reserve: self.cfg.reserve_cores,
+                };
+                self.nic.send(&world, ctx, server, body)?;
+            }
+        }
+        ctx.timer(self.cfg.update_interval.as_nanos(), Msg::PrimaryTick)
+    }
+
+    /// Arms the next reimage event; the event rate keeps every server at
+    /// `reimages_per_month` on average whatever the share of correlated events.
+    fn arm_reimage(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let n = self.servers.len() as f64;
+        let p = self.cfg.reimage_correlation;
+        let events_per_month = n * self.cfg.reimages_per_month / (p * n + 1.0 - p);
+        if events_per_month <= 0.0 || n == 0.0 {
+            return Ok(());
+        }
+        let gap = exponential(ctx.rng(), MONTH_NS / events_per_month);
+        ctx.timer(to_nanos(gap).max(1), Msg::ReimageTick)
+    }
+
+    fn reimage(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let hit: Vec<ActorId> = if uniform_open0(ctx.rng()) <= self.cfg.reimage_correlation {
+            self.servers.iter().map(|&(s, _)| s).collect()
+        } else {
+            vec![self.servers[index(ctx.rng(), self.servers.len() as u32) as usize].0]
+        };
+        ctx.log("reimage", &ReimageLog { servers: hit.len() });
+        let world = Arc::clone(&self.world);
+        for server in hit {
+            self.nic.send(&world, ctx, server, Body::Reimage)?;
+        }
+        self.arm_reimage(ctx)
+    }
+
+    pub fn finish(&mut self, out: &mut Metrics) {
+        self.inbox.finish(out);
+    }
+}
