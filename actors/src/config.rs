@@ -92,6 +92,10 @@ pub struct TenantConfig {
     /// No submission at or after this (default: the end of the run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<Duration>,
+    /// Priority class of its tasks, 0 (lowest) to 11 (thesis Table 5.2);
+    /// a trace's rows carry their own. Default 0.
+    #[serde(default)]
+    pub priority: u8,
     /// Bandwidth each task's traffic to the outside world needs while it
     /// runs, reserved from a core switch to its server (three-tier only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -154,6 +158,9 @@ pub enum ArrivalProcess {
 pub struct ServiceConfig {
     pub distribution: ServiceDistribution,
     pub mean: Duration,
+    /// Average memory each task uses once grown, GB. Default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_gb: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -169,10 +176,33 @@ pub enum ServiceDistribution {
 pub struct SchedulerConfig {
     #[serde(default)]
     pub placement: PlacementKind,
-    /// How long a task killed for a primary tenant waits before it is placed
-    /// again (a node manager's heartbeat, harvesting §5). Default 1s.
+    /// How long a task killed for a primary tenant (or evicted) waits before
+    /// it is placed again (a node manager's heartbeat, harvesting §5). Default 1s.
     #[serde(default = "default_resubmit")]
     pub resubmit_delay: Duration,
+    /// Memory eviction policy (thesis §6.2.3.4): `lsf`, `lpf`, or `none`
+    /// (memory is not enforced). Default none.
+    #[serde(default)]
+    pub memory_eviction: MemoryEviction,
+    /// Evicted tasks resume where they stopped (true) or start over (false:
+    /// their work so far is wasted). Default false.
+    #[serde(default)]
+    pub resume: bool,
+}
+
+/// `scheduler.memory_eviction` (thesis §6.2.3.4).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MemoryEviction {
+    /// Memory is not enforced: tasks always get what they use.
+    #[default]
+    None,
+    /// Last Started First: evict the last started task whose memory is not
+    /// yet satisfied, whatever its priority.
+    Lsf,
+    /// Lowest Priority First: evict the lowest priority tasks, most recently
+    /// started first, until the task at its checkpoint has its memory.
+    Lpf,
 }
 
 fn default_resubmit() -> Duration {
@@ -184,6 +214,8 @@ impl Default for SchedulerConfig {
         SchedulerConfig {
             placement: PlacementKind::default(),
             resubmit_delay: default_resubmit(),
+            memory_eviction: MemoryEviction::default(),
+            resume: false,
         }
     }
 }
@@ -283,6 +315,20 @@ impl TenantConfig {
         let mut out = Vec::new();
         if let Some(p) = name_problem(&self.name) {
             out.push(("name".into(), p));
+        }
+        if self.priority > 11 {
+            out.push((
+                "priority".into(),
+                format!("must be between 0 and 11, got {}", self.priority),
+            ));
+        }
+        if let Some(m) = self.service.as_ref().and_then(|s| s.memory_gb) {
+            if !(m.is_finite() && m >= 0.0) {
+                out.push((
+                    "service.memory_gb".into(),
+                    format!("must be a non-negative number of GB, got {m}"),
+                ));
+            }
         }
         let a = &self.arrivals;
         let needs_rate = a.process != ArrivalProcess::Trace;

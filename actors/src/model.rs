@@ -10,7 +10,9 @@ use crate::kernel::actor_rng;
 use crate::trace::TraceTask;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{PrimaryTenantConfig, SchedulerConfig, ServerTypeConfig, TenantConfig};
+use crate::config::{
+    MemoryEviction, PrimaryTenantConfig, SchedulerConfig, ServerTypeConfig, TenantConfig,
+};
 use crate::kernel::{Actor, ActorId, Ctx, Envelope, Metrics, ModelError};
 use crate::net::Packet;
 use crate::primary::PrimaryTenant;
@@ -37,6 +39,10 @@ pub struct Task {
     /// The catalog application it runs, if any (its ground truth then sets
     /// its speed and interference; `service_ns` is its ideal time).
     pub app: Option<u32>,
+    /// Priority class, 0 (lowest) to 11 (Google trace, thesis Table 5.2).
+    pub priority: u8,
+    /// Average memory it uses once fully grown (thesis §6.2.3.4), MB.
+    pub memory_mb: u64,
 }
 
 /// Every event of the model: a packet arriving, or one of an actor's timers.
@@ -59,6 +65,9 @@ pub enum Msg {
     ReimageTick,
     /// Scheduler timer: a killed task goes back into the queue.
     Requeue(Task),
+    /// Server timer: a task whose memory could not all be given at start
+    /// reaches its checkpoint and needs the rest (thesis §6.2.3.4).
+    MemoryCheck { task: TaskId },
 }
 
 impl Msg {
@@ -72,6 +81,7 @@ impl Msg {
             Msg::PrimaryTick => "primary_tick",
             Msg::ReimageTick => "reimage_tick",
             Msg::Requeue(_) => "requeue",
+            Msg::MemoryCheck { .. } => "memory_check",
         }
     }
 }
@@ -89,6 +99,12 @@ pub struct World {
     /// The applications' ground truth (empty without `[applications]`);
     /// only servers and tenants read it, never the scheduler.
     pub catalog: Vec<AppProfile>,
+    /// What a server does when a task's memory cannot be satisfied.
+    pub memory_eviction: MemoryEviction,
+    /// Evicted tasks keep their progress (resume) or lose it (non-resume).
+    pub resume: bool,
+    /// Speed of the fastest core in the datacenter (for memory checkpoints).
+    pub max_core_speed: f64,
 }
 
 impl World {
@@ -253,6 +269,13 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
         power: spec.power.clone(),
         packet_logs: spec.packet_logs,
         catalog,
+        memory_eviction: spec.scheduler.memory_eviction,
+        resume: spec.scheduler.resume,
+        max_core_speed: spec
+            .server_types
+            .iter()
+            .map(|s| s.core_speed)
+            .fold(1.0, f64::max),
     });
     let server_ids: Vec<(ActorId, u32)> = server_types
         .iter()

@@ -7,8 +7,13 @@
 //! nothing running or waiting, and a task dispatched to it waits for the
 //! wake-up (`power.server_wake`, 30 s by default) during which the server
 //! draws peak power (eq. 4.2). On, it draws eq. 4.1 with the CPU utilisation
-//! the share of busy cores and the memory utilisation the share of busy slots
-//! (tasks carry no memory demand of their own yet).
+//! the share of cores in use (tasks and primary tenant) and the memory
+//! utilisation the share of memory allocated to tasks.
+//!
+//! Memory (thesis §6.2.3.4): a task starts with its memory if the server has
+//! it, else with what is left and a checkpoint at which it needs the rest;
+//! then the memory eviction policy makes room. A primary tenant's spikes kill
+//! secondary tasks youngest first (harvesting §5.3).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,12 +21,14 @@ use std::sync::Arc;
 use dcemu_topology::{EnergyMeter, PowerPolicy, ServerPower, SimTime};
 use serde::Serialize;
 
+use crate::config::MemoryEviction;
 use crate::config::ServerTypeConfig;
 use crate::device::{DevState, Device, Powered};
 use crate::ground_truth::{SOURCES, Source, interference_factor};
 use crate::kernel::{Ctx, Metrics, ModelError};
 use crate::model::{Msg, Task, TaskId, World, unexpected};
 use crate::net::{Body, Inbox, Nic};
+use crate::sampling::{to_nanos, uniform_open0};
 use crate::sharing::CpuShare;
 
 pub struct Server {
@@ -47,6 +54,10 @@ pub struct Server {
     killed: u64,
     wasted_s: f64,
     reimages: u64,
+    /// Memory of the server, and what each running task has of it, MB.
+    memory_mb: u64,
+    allocated: BTreeMap<TaskId, u64>,
+    evictions_memory: u64,
     apps_completed: u64,
     apps_qos_met: u64,
     perf_norm: Vec<f64>,
@@ -64,6 +75,15 @@ struct StartLog<'a> {
     tenant: &'a str,
     server_type: &'a str,
     running: usize,
+}
+
+/// Why a running task leaves its server early.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Eviction {
+    /// Killed to restore the primary tenant's reserve (harvesting §5.3).
+    Primary,
+    /// Evicted because a task's memory could not be satisfied (thesis §6.2.3.4).
+    Memory,
 }
 
 #[derive(Serialize)]
@@ -153,6 +173,9 @@ impl Server {
             killed: 0,
             wasted_s: 0.0,
             reimages: 0,
+            memory_mb: to_nanos(cfg.memory_gb.unwrap_or(16.0) * 1024.0),
+            allocated: BTreeMap::new(),
+            evictions_memory: 0,
             apps_completed: 0,
             apps_qos_met: 0,
             perf_norm: Vec::new(),
@@ -190,6 +213,7 @@ impl Server {
             }
             Msg::Progress { .. } => Ok(()),
             Msg::WakeDone => self.woke(ctx),
+            Msg::MemoryCheck { task } => self.memory_check(task, ctx),
             other => Err(unexpected(self.world.name(ctx.me()), other.name())),
         }
     }
@@ -253,34 +277,114 @@ impl Server {
                 .max_by_key(|(id, (_, started))| (*started, **id))
                 .map(|(&id, _)| id);
             let Some(id) = youngest else { break };
-            self.kill(id, ctx)?;
+            self.evict(id, Eviction::Primary, ctx)?;
         }
         Ok(())
     }
 
-    /// Kills a secondary task: its work so far is lost, and the scheduler
-    /// gets it back to place again.
-    fn kill(&mut self, id: TaskId, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+    /// Takes a running task off the server and hands it back to the
+    /// scheduler to place again. A task killed for the primary tenant loses
+    /// its work; one evicted for memory loses it too unless the scheduler
+    /// resumes evicted tasks, in which case it keeps its progress.
+    fn evict(
+        &mut self,
+        id: TaskId,
+        why: Eviction,
+        ctx: &mut Ctx<'_, Msg>,
+    ) -> Result<(), ModelError> {
         let now = ctx.now();
         let left = self.cpu.remove(now, id).unwrap_or(0.0);
-        let Some((task, started_at)) = self.running.remove(&id) else {
+        self.allocated.remove(&id);
+        let Some((mut task, started_at)) = self.running.remove(&id) else {
             return Ok(());
         };
-        let wasted = (task.service_ns as f64 - left).max(0.0) / 1e9;
-        self.killed += 1;
+        let done = (task.service_ns as f64 - left).max(0.0);
+        let keep_progress = why == Eviction::Memory && self.world.resume;
+        let wasted = if keep_progress { 0.0 } else { done / 1e9 };
+        if keep_progress {
+            task.service_ns = to_nanos(left).max(1);
+        }
         self.wasted_s += wasted;
         self.busy_ns += u128::from(now - started_at);
-        ctx.log(
-            "kill",
-            &KillLog {
-                task: id,
-                ran_ns: now - started_at,
-                wasted_s: wasted,
-            },
-        );
+        let log = KillLog {
+            task: id,
+            ran_ns: now - started_at,
+            wasted_s: wasted,
+        };
+        match why {
+            Eviction::Primary => {
+                self.killed += 1;
+                ctx.log("kill", &log);
+            }
+            Eviction::Memory => {
+                self.evictions_memory += 1;
+                ctx.log("evict_memory", &log);
+            }
+        }
         let world = Arc::clone(&self.world);
         self.nic
             .send(&world, ctx, world.scheduler, Body::Killed(task))
+    }
+
+    /// Gives a starting task its memory (thesis §6.2.3.4): all of it if the
+    /// server has it; otherwise what is left, and a checkpoint drawn
+    /// uniformly in `[0, T_min]` (`T_min`: its work on the fastest core) at
+    /// which it needs the rest.
+    fn allocate(&mut self, task: &Task, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let free = self.memory_mb.saturating_sub(self.allocated.values().sum());
+        if self.world.memory_eviction == MemoryEviction::None || free >= task.memory_mb {
+            self.allocated.insert(task.id, task.memory_mb);
+            return Ok(());
+        }
+        self.allocated.insert(task.id, free);
+        let t_min = task.service_ns as f64 / self.world.max_core_speed;
+        let checkpoint = to_nanos(uniform_open0(ctx.rng()) * t_min);
+        ctx.timer(checkpoint, Msg::MemoryCheck { task: task.id })
+    }
+
+    /// A task at its checkpoint needs its full memory; if the server does not
+    /// have it, tasks are evicted by the policy until it does, or until the
+    /// task itself was the one evicted.
+    fn memory_check(&mut self, id: TaskId, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        while let Some((task, _)) = self.running.get(&id) {
+            let want = task.memory_mb;
+            let has = self.allocated.get(&id).copied().unwrap_or(0);
+            let free = self.memory_mb.saturating_sub(self.allocated.values().sum());
+            if has >= want || free >= want - has {
+                self.allocated.insert(id, want);
+                break;
+            }
+            let Some(victim) = self.memory_victim(id) else {
+                break;
+            };
+            self.evict(victim, Eviction::Memory, ctx)?;
+        }
+        self.update_power(ctx);
+        self.refresh_rates(ctx.now());
+        self.reschedule(ctx)
+    }
+
+    /// The task to evict for `needy`'s memory: LSF, the last started task
+    /// whose memory is not yet satisfied; LPF, the lowest priority task,
+    /// most recently started first.
+    fn memory_victim(&self, needy: TaskId) -> Option<TaskId> {
+        let unsatisfied = |id: &TaskId, task: &Task| {
+            self.allocated.get(id).copied().unwrap_or(0) < task.memory_mb
+        };
+        let candidates = self.running.iter();
+        match self.world.memory_eviction {
+            MemoryEviction::None => None,
+            MemoryEviction::Lsf => candidates
+                .filter(|(id, (task, _))| unsatisfied(id, task))
+                .max_by_key(|(id, (_, started))| (*started, **id))
+                .map(|(&id, _)| id),
+            MemoryEviction::Lpf => candidates
+                .min_by_key(|(id, (task, started))| {
+                    (task.priority, std::cmp::Reverse((*started, **id)))
+                })
+                .map(|(&id, _)| id),
+        }
+        .or(Some(needy))
     }
 
     fn woke(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
@@ -292,6 +396,7 @@ impl Server {
 
     fn start(&mut self, task: Task, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         let id = task.id;
+        self.allocate(&task, ctx)?;
         self.cpu
             .add(ctx.now(), id, task.service_ns, self.core_speed);
         ctx.log(
@@ -396,6 +501,7 @@ impl Server {
             )));
         };
         let now = ctx.now();
+        self.allocated.remove(&id);
         self.completed += 1;
         self.busy_ns += u128::from(now - started_at);
         // Paragon §5: performance normalised to running alone on the best configuration.
@@ -445,7 +551,8 @@ impl Server {
         self.busy_cores.set(now, f64::from(busy));
         if busy > 0 {
             let u_cpu = f64::from(busy) / f64::from(self.cores_total.max(1));
-            let u_mem = self.running.len() as f64 / f64::from(self.slots);
+            let used: u64 = self.allocated.values().sum();
+            let u_mem = (used as f64 / self.memory_mb.max(1) as f64).min(1.0);
             self.power_state
                 .device
                 .set(now, DevState::On, self.power.on(u_cpu, u_mem));
@@ -469,6 +576,7 @@ impl Server {
             .sum();
         out.add("tasks_completed", self.completed);
         out.add("killed_containers", self.killed);
+        out.add("evictions_memory", self.evictions_memory);
         out.add_f64("wasted_cpu_s", self.wasted_s);
         out.add("reimages", self.reimages);
         out.add("cores_total", u64::from(self.cores_total));

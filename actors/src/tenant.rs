@@ -24,11 +24,25 @@ pub struct WorkloadTenant {
     start: SimTime,
     stop: SimTime,
     flow_bps: u64,
+    priority: u8,
     first_id: u64,
     submitted: u64,
     done: u64,
     response_s: Vec<f64>,
     waiting_s: Vec<f64>,
+}
+
+/// GB to whole MB, rounded to nearest.
+fn mb(gb: f64) -> u64 {
+    to_nanos(gb * 1024.0)
+}
+
+/// One submission's demands.
+struct Demand {
+    service_ns: u64,
+    app: Option<u32>,
+    priority: u8,
+    memory_mb: u64,
 }
 
 /// What each submission runs.
@@ -42,6 +56,7 @@ enum Work {
     Service {
         distribution: ServiceDistribution,
         mean_ns: f64,
+        memory_mb: u64,
     },
     /// A catalog application, chosen in this order.
     Apps(AppOrder),
@@ -83,15 +98,18 @@ impl WorkloadTenant {
                 (None, None, Some(service)) => Work::Service {
                     distribution: service.distribution,
                     mean_ns: service.mean.as_nanos() as f64,
+                    memory_mb: mb(service.memory_gb.unwrap_or(0.0)),
                 },
                 // refused when the scenario loads; a task of 1 s keeps the model total
                 (None, None, None) => Work::Service {
                     distribution: ServiceDistribution::Constant,
                     mean_ns: 1e9,
+                    memory_mb: 0,
                 },
             },
             start: cfg.start.as_nanos(),
             flow_bps: cfg.flow_bandwidth.map_or(0, |b| b.bps()),
+            priority: cfg.priority,
             stop: cfg.stop.map_or(run_end, |d| d.as_nanos()),
             first_id: ordinal * TASK_ID_BLOCK,
             submitted: 0,
@@ -119,7 +137,8 @@ impl WorkloadTenant {
     }
 
     /// Work of the next submission: its service time and application.
-    fn next_work(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(u64, Option<u32>), ModelError> {
+    fn next_work(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<Demand, ModelError> {
+        let priority = self.priority;
         match &mut self.work {
             Work::Trace { rows, next } => {
                 let Some(row) = rows.get(*next) else {
@@ -129,21 +148,30 @@ impl WorkloadTenant {
                 };
                 *next += 1;
                 let (duration, app, line) = (row.duration, row.app.clone(), row.line);
+                let (priority, memory_mb) = (row.priority, mb(row.memory_gb));
                 let app = self.trace_app(ctx, &app, line)?;
-                Ok((duration, app))
+                Ok(Demand {
+                    service_ns: duration,
+                    app,
+                    priority,
+                    memory_mb,
+                })
             }
             &mut Work::Service {
                 distribution,
                 mean_ns,
-            } => Ok((
-                match distribution {
+                memory_mb,
+            } => Ok(Demand {
+                service_ns: match distribution {
                     ServiceDistribution::Exponential => {
                         to_nanos(exponential(ctx.rng(), mean_ns)).max(1)
                     }
                     ServiceDistribution::Constant => to_nanos(mean_ns),
                 },
-                None,
-            )),
+                app: None,
+                priority,
+                memory_mb,
+            }),
             &mut Work::Apps(order) => {
                 let apps = self.world.catalog.len() as u32;
                 if apps == 0 {
@@ -155,8 +183,13 @@ impl WorkloadTenant {
                     AppOrder::Sequential => (self.submitted % u64::from(apps)) as u32,
                     AppOrder::Random => index(ctx.rng(), apps),
                 };
-                let ideal = self.world.catalog[id as usize].ideal_s;
-                Ok((to_nanos(ideal * 1e9).max(1), Some(id)))
+                let app = &self.world.catalog[id as usize];
+                Ok(Demand {
+                    service_ns: to_nanos(app.ideal_s * 1e9).max(1),
+                    app: Some(id),
+                    priority,
+                    memory_mb: mb(app.memory_gb),
+                })
             }
         }
     }
@@ -229,14 +262,16 @@ impl WorkloadTenant {
                         self.world.name(ctx.me())
                     )));
                 }
-                let (service_ns, app) = self.next_work(ctx)?;
+                let demand = self.next_work(ctx)?;
                 let task = Task {
                     id: self.first_id + self.submitted,
                     tenant: ctx.me(),
                     submitted_at: ctx.now(),
-                    service_ns,
+                    service_ns: demand.service_ns,
                     flow_bps: self.flow_bps,
-                    app,
+                    app: demand.app,
+                    priority: demand.priority,
+                    memory_mb: demand.memory_mb,
                 };
                 self.submitted += 1;
                 ctx.log(

@@ -62,7 +62,8 @@ fn every_scenario_runs_without_losing_a_task() {
         let reached = m("tasks_completed")
             + m("tasks_running_end")
             + m("tasks_waiting_wake_end")
-            + m("killed_containers");
+            + m("killed_containers")
+            + m("evictions_memory");
         assert!(
             m("tasks_dispatched") >= reached,
             "{label}: a task reached a server without a dispatch"

@@ -54,8 +54,8 @@ fn t(v: &Value) -> u64 {
     v["t_ns"].as_u64().unwrap()
 }
 
-/// One type-A server with 2 slots; four 50 s tasks submitted at 100, 200,
-/// 300 and 400 s; 1,000 s in all.
+/// One type-A server with 2 slots and 16 GB; four 50 s tasks of 8 GB
+/// submitted at 100, 200, 300 and 400 s; 1,000 s in all.
 const ONE_SERVER: &str = r#"
 [run]
 name = "one-server"
@@ -71,7 +71,7 @@ slots = 2
 name = "w"
 stop = "450s"
 arrivals = { process = "constant", rate_per_s = 0.01 }
-service = { distribution = "constant", mean = "50s" }
+service = { distribution = "constant", mean = "50s", memory_gb = 8.0 }
 "#;
 
 #[test]

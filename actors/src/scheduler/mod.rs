@@ -306,7 +306,7 @@ impl Scheduler {
             .filter(|e| matches!(e.payload, Msg::Requeue(_)))
             .count() as u64;
         out.add("tasks_queued_end", self.queue.len() as u64 + requeueing);
-        out.add("tasks_killed_requeued", self.killed);
+        out.add("tasks_requeued", self.killed);
         out.add("tasks_dispatched", self.dispatched);
         out.declare_samples("queue_wait_s");
         for &w in &self.queue_wait_s {

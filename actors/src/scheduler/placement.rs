@@ -139,6 +139,8 @@ mod tests {
             service_ns: 1,
             flow_bps: 0,
             app: None,
+            priority: 0,
+            memory_mb: 0,
         }
     }
 
