@@ -24,6 +24,7 @@ pub enum Body {
     /// Server → tenant: your task ran from `started_at` to `finished_at`.
     Done {
         task: TaskId,
+        priority: u8,
         submitted_at: SimTime,
         started_at: SimTime,
         finished_at: SimTime,

@@ -61,6 +61,8 @@ pub struct Server {
     apps_completed: u64,
     apps_qos_met: u64,
     perf_norm: Vec<f64>,
+    /// `applications.csv` rows of the applications that finished here.
+    app_rows: Vec<(TaskId, String)>,
     /// Generation of the one live `Progress` timer, and when it fires.
     timer: (u64, Option<SimTime>),
     /// Power state, and the tasks dispatched while asleep or waking.
@@ -179,6 +181,7 @@ impl Server {
             apps_completed: 0,
             apps_qos_met: 0,
             perf_norm: Vec::new(),
+            app_rows: Vec::new(),
             timer: (0, None),
             power_state: Powered::new(device),
             completed: 0,
@@ -508,10 +511,24 @@ impl Server {
         let perf_norm = task
             .app
             .map(|_| task.service_ns as f64 / (now - started_at).max(1) as f64);
-        if let Some(p) = perf_norm {
+        if let (Some(p), Some(app)) = (perf_norm, task.app) {
             self.apps_completed += 1;
             self.apps_qos_met += u64::from(p >= QOS_PERF_NORM);
             self.perf_norm.push(p);
+            let family = self
+                .world
+                .catalog
+                .get(app as usize)
+                .map_or("?", |a| a.family.name());
+            self.app_rows.push((
+                id,
+                format!(
+                    "{id},{app},{family},{},{},{},{p}",
+                    self.world.name(ctx.me()),
+                    self.server_type,
+                    now - started_at
+                ),
+            ));
         }
         ctx.log(
             "task_end",
@@ -532,6 +549,7 @@ impl Server {
             task.tenant,
             Body::Done {
                 task: id,
+                priority: task.priority,
                 submitted_at: task.submitted_at,
                 started_at,
                 finished_at: now,
@@ -584,6 +602,9 @@ impl Server {
         out.add("apps_completed", self.apps_completed);
         out.add("apps_qos_met", self.apps_qos_met);
         out.declare_samples("perf_norm");
+        for (id, line) in self.app_rows.drain(..) {
+            out.row("applications", id, line);
+        }
         for &p in &self.perf_norm {
             out.sample("perf_norm", p);
         }

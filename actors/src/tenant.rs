@@ -29,8 +29,26 @@ pub struct WorkloadTenant {
     submitted: u64,
     done: u64,
     response_s: Vec<f64>,
+    /// Response time per acknowledged task with its priority class.
+    by_class: Vec<(u8, f64)>,
     waiting_s: Vec<f64>,
 }
+
+/// Sample series of response times per priority class (thesis Figure 7.5).
+pub const RESPONSE_BY_CLASS: [&str; 12] = [
+    "response_s_class_0",
+    "response_s_class_1",
+    "response_s_class_2",
+    "response_s_class_3",
+    "response_s_class_4",
+    "response_s_class_5",
+    "response_s_class_6",
+    "response_s_class_7",
+    "response_s_class_8",
+    "response_s_class_9",
+    "response_s_class_10",
+    "response_s_class_11",
+];
 
 /// GB to whole MB, rounded to nearest.
 fn mb(gb: f64) -> u64 {
@@ -115,6 +133,7 @@ impl WorkloadTenant {
             submitted: 0,
             done: 0,
             response_s: Vec::new(),
+            by_class: Vec::new(),
             waiting_s: Vec::new(),
         }
     }
@@ -291,10 +310,15 @@ impl WorkloadTenant {
             Msg::Packet(p) => match self.inbox.accept(&self.world, ctx, p)?.1 {
                 Body::Done {
                     task,
+                    priority,
                     submitted_at,
                     started_at,
                     finished_at,
-                } => self.done(ctx, task, submitted_at, started_at, finished_at),
+                } => {
+                    let response = finished_at.saturating_sub(submitted_at);
+                    self.by_class.push((priority, response as f64 / 1e9));
+                    self.done(ctx, task, submitted_at, started_at, finished_at)
+                }
                 other => Err(unexpected(self.world.name(ctx.me()), other.name())),
             },
             other => Err(unexpected(self.world.name(ctx.me()), other.name())),
@@ -333,6 +357,11 @@ impl WorkloadTenant {
         }
         out.add("tasks_acknowledged", self.done);
         out.declare_samples("response_s");
+        for &(priority, r) in &self.by_class {
+            if let Some(name) = RESPONSE_BY_CLASS.get(priority as usize) {
+                out.sample(name, r);
+            }
+        }
         out.declare_samples("waiting_s");
         for &r in &self.response_s {
             out.sample("response_s", r);

@@ -105,6 +105,34 @@ pub fn summarize(out: &EngineOutput, horizon: SimTime, interval: SimTime) -> (Me
     (m, timeseries(&series, horizon, interval))
 }
 
+/// Header of each table of rows the actors report (see
+/// [`dcemu_actors::kernel::Metrics::row`]).
+pub fn table_header(name: &str) -> Option<&'static str> {
+    match name {
+        "applications" => Some("task,app,family,server,server_type,ran_ns,perf_norm"),
+        _ => None,
+    }
+}
+
+/// The tables of rows as CSV files (`<name>.csv`), rows sorted by key.
+pub fn tables(out: &EngineOutput) -> Vec<(String, Vec<u8>)> {
+    let merged = out.merged_metrics();
+    merged
+        .rows()
+        .filter_map(|(name, rows)| {
+            let header = table_header(name)?;
+            let mut rows = rows.to_vec();
+            rows.sort_by_key(|(key, _)| *key);
+            let mut text = format!("{header}\n");
+            for (_, line) in rows {
+                text.push_str(&line);
+                text.push('\n');
+            }
+            Some((format!("{name}.csv"), text.into_bytes()))
+        })
+        .collect()
+}
+
 /// Time-weighted mean over `[0, horizon)` and exact maximum of a count given
 /// by sorted `(time, delta)` changes (at equal times decreases come first, so
 /// a device going to sleep as another wakes never counts twice).

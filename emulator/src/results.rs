@@ -5,6 +5,7 @@
 //! <dir>/metrics.json         documented in docs/metrics.md
 //! <dir>/metrics.csv          the same metrics as `metric,value` rows
 //! <dir>/timeseries.csv       powered servers and switches over time
+//! <dir>/applications.csv     one row per finished application (if any)
 //! <dir>/traces/<tenant>.csv  copies of replayed traces
 //! <dir>/actors/<name>.jsonl  one JSON object per event, per actor
 //! <dir>/digest               hex SHA-256 over all of the above

@@ -90,6 +90,7 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
     )?;
     let (metrics, timeseries) =
         metrics::summarize(&output, end, scenario.power.sample_interval.as_nanos());
+    let tables = metrics::tables(&output);
     let mut files = vec![
         (
             "scenario.toml".to_string(),
@@ -105,6 +106,11 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
         ),
         ("timeseries.csv".to_string(), Content::Bytes(timeseries)),
     ];
+    files.extend(
+        tables
+            .into_iter()
+            .map(|(name, bytes)| (name, Content::Bytes(bytes))),
+    );
     for (tenant, trace) in scenario.tenants.iter().zip(&scenario.traces) {
         if let Some(trace) = trace {
             files.push((

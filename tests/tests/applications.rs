@@ -103,3 +103,24 @@ fn tenants_need_a_catalog_and_either_services_or_applications() {
     let err = load("apps.toml", &neither, &[]).unwrap_err().to_string();
     assert!(err.contains("tenants[0].service"), "{err}");
 }
+
+#[test]
+fn every_finished_application_is_a_row_of_applications_csv() {
+    let o = run(&cluster(24, 3, 8));
+    let csv = String::from_utf8(o.results.read("applications.csv").unwrap().unwrap()).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("task,app,family,server,server_type,ran_ns,perf_norm")
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len() as f64, metric(&o, "apps_completed"));
+    let ids: Vec<u64> = rows.iter().map(|r| r[0].parse().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "sorted by task id");
+    let mean = rows
+        .iter()
+        .map(|r| r[6].parse::<f64>().unwrap())
+        .sum::<f64>()
+        / rows.len() as f64;
+    assert!((mean - metric(&o, "perf_norm_mean")).abs() < 1e-9);
+}

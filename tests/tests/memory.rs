@@ -100,3 +100,16 @@ fn without_a_policy_memory_is_not_enforced() {
     assert_eq!(m(&o, "evictions_memory"), 0.0);
     assert!(evicted(&o).is_empty());
 }
+
+#[test]
+fn response_times_are_reported_per_priority_class() {
+    let o = run(&["scheduler.memory_eviction=lpf"]);
+    assert!(o.metrics.contains_key("response_s_class_0_mean"));
+    assert!(o.metrics.contains_key("response_s_class_5_mean"));
+    assert!(
+        !o.metrics.contains_key("response_s_class_3_mean"),
+        "no class-3 tasks"
+    );
+    // LPF favours the high class: it finishes first
+    assert!(m(&o, "response_s_class_5_mean") < m(&o, "response_s_class_0_mean"));
+}

@@ -12,6 +12,7 @@ pub struct Metrics {
     samples: BTreeMap<&'static str, Vec<f64>>,
     sums: BTreeMap<&'static str, f64>,
     steps: BTreeMap<&'static str, Vec<(SimTime, i64)>>,
+    rows: BTreeMap<&'static str, Vec<(u64, String)>>,
 }
 
 impl Metrics {
@@ -47,6 +48,17 @@ impl Metrics {
         self.steps.entry(name).or_default();
     }
 
+    /// Adds a row (CSV fields, no newline) to the table `name`; tables are
+    /// written sorted by `key` (e.g. a task id).
+    pub fn row(&mut self, name: &'static str, key: u64, line: String) {
+        self.rows.entry(name).or_default().push((key, line));
+    }
+
+    /// Tables of rows, unsorted.
+    pub fn rows(&self) -> impl Iterator<Item = (&'static str, &[(u64, String)])> + '_ {
+        self.rows.iter().map(|(k, v)| (*k, v.as_slice()))
+    }
+
     /// Appends `other` to `self`; callers merge in actor-id order.
     pub fn merge(&mut self, other: Metrics) {
         for (name, value) in other.counters {
@@ -60,6 +72,9 @@ impl Metrics {
         }
         for (name, values) in other.steps {
             self.steps.entry(name).or_default().extend(values);
+        }
+        for (name, rows) in other.rows {
+            self.rows.entry(name).or_default().extend(rows);
         }
     }
 
