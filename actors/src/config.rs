@@ -131,6 +131,15 @@ pub struct ArrivalConfig {
     /// Standard deviation of the gap between submissions (`gaussian` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gap_stddev: Option<Duration>,
+    /// Bursty: submissions per second during a burst.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_rate_per_s: Option<f64>,
+    /// Bursty: mean time from the end of one burst to the start of the next.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_every: Option<Duration>,
+    /// Bursty: mean length of a burst.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_length: Option<Duration>,
     /// CSV trace to replay (`trace` only; docs/traces.md), relative to the
     /// scenario file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -150,6 +159,11 @@ pub enum ArrivalProcess {
     Gaussian,
     /// The rows of the `trace` file, at their arrival times.
     Trace,
+    /// A Poisson process at `rate_per_s` interrupted by bursts at
+    /// `burst_rate_per_s`; gaps between bursts and burst lengths are
+    /// exponential with means `burst_every` and `burst_length` (thesis
+    /// Table 9.4's semi-synthetic workloads).
+    Bursty,
 }
 
 /// `[tenants.service]`: how long a task runs once it has a slot.
@@ -361,6 +375,37 @@ impl TenantConfig {
                 "arrivals.gap_stddev".into(),
                 "only for process = \"gaussian\"".into(),
             )),
+        }
+        let burst_fields = [
+            ("arrivals.burst_rate_per_s", a.burst_rate_per_s.is_some()),
+            ("arrivals.burst_every", a.burst_every.is_some()),
+            ("arrivals.burst_length", a.burst_length.is_some()),
+        ];
+        for (field, present) in burst_fields {
+            match (a.process == ArrivalProcess::Bursty, present) {
+                (true, false) => {
+                    out.push((field.into(), "required with process = \"bursty\"".into()))
+                }
+                (false, true) => out.push((field.into(), "only for process = \"bursty\"".into())),
+                _ => {}
+            }
+        }
+        if let Some(r) = a
+            .burst_rate_per_s
+            .filter(|r| !(r.is_finite() && *r > 0.0 && *r <= 1e9))
+        {
+            out.push((
+                "arrivals.burst_rate_per_s".into(),
+                format!("must be a positive number of submissions per second, got {r}"),
+            ));
+        }
+        for (field, d) in [
+            ("arrivals.burst_every", a.burst_every),
+            ("arrivals.burst_length", a.burst_length),
+        ] {
+            if d == Some(Duration::ZERO) {
+                out.push((field.into(), "must be greater than 0".into()));
+            }
         }
         match (a.process, &a.trace) {
             (ArrivalProcess::Trace, None) => out.push((

@@ -20,6 +20,8 @@ pub struct WorkloadTenant {
     process: ArrivalProcess,
     mean_gap_ns: f64,
     gap_stddev_ns: f64,
+    /// Bursty arrivals: the state of the two-rate process.
+    bursts: Option<Bursts>,
     work: Work,
     start: SimTime,
     stop: SimTime,
@@ -61,6 +63,17 @@ struct Demand {
     app: Option<u32>,
     priority: u8,
     memory_mb: u64,
+}
+
+/// A two-state Markov-modulated Poisson process: normal and burst rates,
+/// exponential time in each state (thesis Table 9.4).
+struct Bursts {
+    burst_gap_ns: f64,
+    every_ns: f64,
+    length_ns: f64,
+    in_burst: bool,
+    /// When the current state ends (the first at the end of a normal stretch).
+    until: Option<SimTime>,
 }
 
 /// What each submission runs.
@@ -110,6 +123,24 @@ impl WorkloadTenant {
             process: cfg.arrivals.process,
             mean_gap_ns: cfg.arrivals.rate_per_s.map_or(0.0, |r| 1e9 / r),
             gap_stddev_ns: cfg.arrivals.gap_stddev.map_or(0.0, |d| d.as_nanos() as f64),
+            bursts: match (
+                cfg.arrivals.burst_rate_per_s,
+                cfg.arrivals.burst_every,
+                cfg.arrivals.burst_length,
+            ) {
+                (Some(rate), Some(every), Some(length))
+                    if cfg.arrivals.process == ArrivalProcess::Bursty =>
+                {
+                    Some(Bursts {
+                        burst_gap_ns: 1e9 / rate,
+                        every_ns: every.as_nanos() as f64,
+                        length_ns: length.as_nanos() as f64,
+                        in_burst: false,
+                        until: None,
+                    })
+                }
+                _ => None,
+            },
             work: match (trace, cfg.applications, &cfg.service) {
                 (Some(rows), _, _) => Work::Trace { rows, next: 0 },
                 (None, Some(order), _) => Work::Apps(order),
@@ -146,12 +177,43 @@ impl WorkloadTenant {
             ArrivalProcess::Gaussian => {
                 to_nanos(self.mean_gap_ns + self.gap_stddev_ns * normal(ctx.rng()))
             }
+            ArrivalProcess::Bursty => self.bursty_gap(ctx),
             ArrivalProcess::Trace => match &self.work {
                 Work::Trace { rows, next } => rows
                     .get(*next)
                     .map_or(SimTime::MAX, |row| row.arrival.saturating_sub(ctx.now())),
                 _ => SimTime::MAX,
             },
+        }
+    }
+
+    /// Time to the next submission of the bursty process: draw a gap at the
+    /// current state's rate; if the state ends first, move to the end of the
+    /// state, switch, and draw again (memorylessness makes this exact).
+    fn bursty_gap(&mut self, ctx: &mut Ctx<'_, Msg>) -> SimTime {
+        let normal_gap = self.mean_gap_ns;
+        let Some(b) = self.bursts.as_mut() else {
+            return SimTime::MAX;
+        };
+        let now = ctx.now();
+        let mut at = now;
+        loop {
+            let until = *b.until.get_or_insert_with(|| {
+                at.saturating_add(to_nanos(exponential(ctx.rng(), b.every_ns)))
+            });
+            let mean = if b.in_burst {
+                b.burst_gap_ns
+            } else {
+                normal_gap
+            };
+            let gap = to_nanos(exponential(ctx.rng(), mean));
+            if at.saturating_add(gap) < until {
+                return at.saturating_add(gap) - now;
+            }
+            at = until;
+            b.in_burst = !b.in_burst;
+            let stay = if b.in_burst { b.length_ns } else { b.every_ns };
+            b.until = Some(at.saturating_add(to_nanos(exponential(ctx.rng(), stay))));
         }
     }
 

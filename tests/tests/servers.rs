@@ -120,3 +120,53 @@ service = { distribution = "constant", mean = "5s" }
         .to_string();
     assert!(err.contains("tenants[0].arrivals.gap_stddev"), "{err}");
 }
+
+#[test]
+fn bursty_arrivals_alternate_normal_and_burst_rates() {
+    // thesis Table 9.4, W-B: 6 s apart normally, 0.6 s in bursts, 6 min between bursts
+    let text = r#"
+[run]
+name = "bursty"
+end = "10h"
+
+[[server_types]]
+name = "a"
+count = 20
+slots = 10
+
+[[tenants]]
+name = "wb"
+arrivals = { process = "bursty", rate_per_s = 0.16666666666666666, burst_rate_per_s = 1.6666666666666667, burst_every = "6m", burst_length = "1m" }
+service = { distribution = "constant", mean = "1s" }
+"#;
+    let overrides: Vec<Override> = Vec::new();
+    let s = load("bursty.toml", text, &overrides).unwrap_or_else(|e| panic!("{e}"));
+    let o = execute(&s, &RunOptions::default()).unwrap();
+    // a seventh of the time in bursts (1 min of every 7): 6/7 * 1/6 + 1/7 * 1/0.6 per second
+    let expected = 36_000.0 * (6.0 / 7.0 / 6.0 + 1.0 / 7.0 / 0.6);
+    let submitted = o.metrics["tasks_submitted"].as_f64().unwrap();
+    assert!(
+        (submitted / expected - 1.0).abs() < 0.2,
+        "{submitted} vs {expected:.0}"
+    );
+    let log =
+        String::from_utf8(o.results.read("actors/tenant-wb-0.jsonl").unwrap().unwrap()).unwrap();
+    let mut per_minute = std::collections::BTreeMap::<u64, u32>::new();
+    for line in log.lines().filter(|l| l.contains("\"task_submit\"")) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        *per_minute
+            .entry(v["t_ns"].as_u64().unwrap() / 60_000_000_000)
+            .or_default() += 1;
+    }
+    let busiest = per_minute.values().copied().max().unwrap_or(0);
+    let mean = submitted / 600.0;
+    assert!(
+        f64::from(busiest) > 3.0 * mean,
+        "busiest minute {busiest}, mean {mean:.1}"
+    );
+    let missing = text.replace(", burst_length = \"1m\"", "");
+    let err = load("bursty.toml", &missing, &overrides)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("tenants[0].arrivals.burst_length"), "{err}");
+}
