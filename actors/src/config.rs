@@ -82,6 +82,12 @@ pub struct TenantConfig {
     /// Service times of plain tasks; exclusive with `applications`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service: Option<ServiceConfig>,
+    /// Draw each task's priority class, execution time and memory from the
+    /// per-priority statistics of the Google trace (thesis Table 5.2), with
+    /// normalised memory 1.0 standing for `google_memory_gb`; exclusive with
+    /// `service`, `applications` and `priority`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub google_memory_gb: Option<f64>,
     /// Submit applications of the `[applications]` catalog instead of plain
     /// tasks: in catalog order (`sequential`) or drawn at random (`random`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -432,8 +438,22 @@ impl TenantConfig {
             )),
             _ => {}
         }
+        if let Some(gb) = self.google_memory_gb {
+            if !(gb.is_finite() && gb > 0.0) {
+                out.push((
+                    "google_memory_gb".into(),
+                    format!("must be a positive number of GB, got {gb}"),
+                ));
+            }
+            if self.service.is_some() || self.applications.is_some() || self.priority != 0 {
+                out.push((
+                    "google_memory_gb".into(),
+                    "Table 5.2 sets every task's class, time and memory: remove `service`, `applications` and `priority`".into(),
+                ));
+            }
+        }
         match (&self.service, self.applications) {
-            _ if a.process == ArrivalProcess::Trace => {}
+            _ if a.process == ArrivalProcess::Trace || self.google_memory_gb.is_some() => {}
             (Some(service), None) if service.mean == Duration::ZERO => {
                 out.push(("service.mean".into(), "must be greater than 0".into()));
             }

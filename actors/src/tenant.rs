@@ -7,6 +7,7 @@ use dcemu_topology::SimTime;
 use serde::Serialize;
 
 use crate::config::{AppOrder, ArrivalProcess, ServiceDistribution, TenantConfig};
+use crate::google;
 use crate::kernel::{Ctx, Metrics, ModelError};
 use crate::model::{Msg, TASK_ID_BLOCK, Task, World, unexpected};
 use crate::net::{Body, Inbox, Nic};
@@ -91,6 +92,8 @@ enum Work {
     },
     /// A catalog application, chosen in this order.
     Apps(AppOrder),
+    /// A task drawn from the Google trace's per-priority statistics.
+    Google { memory_gb: f64 },
 }
 
 #[derive(Serialize)]
@@ -143,6 +146,9 @@ impl WorkloadTenant {
             },
             work: match (trace, cfg.applications, &cfg.service) {
                 (Some(rows), _, _) => Work::Trace { rows, next: 0 },
+                (None, _, _) if cfg.google_memory_gb.is_some() => Work::Google {
+                    memory_gb: cfg.google_memory_gb.unwrap_or(64.0),
+                },
                 (None, Some(order), _) => Work::Apps(order),
                 (None, None, Some(service)) => Work::Service {
                     distribution: service.distribution,
@@ -253,6 +259,15 @@ impl WorkloadTenant {
                 priority,
                 memory_mb,
             }),
+            &mut Work::Google { memory_gb } => {
+                let t = google::draw(ctx.rng(), memory_gb);
+                Ok(Demand {
+                    service_ns: to_nanos(t.service_s * 1e9).max(1),
+                    app: None,
+                    priority: t.priority,
+                    memory_mb: mb(t.memory_gb),
+                })
+            }
             &mut Work::Apps(order) => {
                 let apps = self.world.catalog.len() as u32;
                 if apps == 0 {

@@ -170,3 +170,50 @@ service = { distribution = "constant", mean = "1s" }
         .to_string();
     assert!(err.contains("tenants[0].arrivals.burst_length"), "{err}");
 }
+
+#[test]
+fn a_google_like_tenant_draws_classes_times_and_memory_from_table_5_2() {
+    let text = r#"
+[run]
+name = "google"
+end = "2h"
+
+[scheduler]
+memory_eviction = "lsf"
+
+[[server_types]]
+name = "a"
+count = 40
+slots = 16
+cores = 8
+memory_gb = 64.0
+
+[[tenants]]
+name = "google"
+google_memory_gb = 64.0
+arrivals = { process = "poisson", rate_per_s = 0.5 }
+"#;
+    let overrides: Vec<Override> = Vec::new();
+    let s = load("google.toml", text, &overrides).unwrap_or_else(|e| panic!("{e}"));
+    let o = execute(&s, &RunOptions::default()).unwrap();
+    let log =
+        String::from_utf8(o.results.read("actors/scheduler.jsonl").unwrap().unwrap()).unwrap();
+    assert!(log.contains("task_arrive"));
+    for class in [0, 1, 4] {
+        assert!(
+            o.metrics
+                .contains_key(&format!("response_s_class_{class}_mean")),
+            "class {class} is common in Table 5.2"
+        );
+    }
+    let submitted = o.metrics["tasks_submitted"].as_f64().unwrap();
+    assert!((submitted / 3600.0 - 1.0).abs() < 0.1, "{submitted}");
+    let both = text.replace(
+        "google_memory_gb = 64.0",
+        "google_memory_gb = 64.0\npriority = 3",
+    );
+    let err = load("google.toml", &both, &overrides)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("tenants[0].google_memory_gb"), "{err}");
+}
