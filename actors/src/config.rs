@@ -208,6 +208,15 @@ pub struct SchedulerConfig {
     /// their work so far is wasted). Default false.
     #[serde(default)]
     pub resume: bool,
+    /// How often each server reports its state to the scheduler; "0s" (the
+    /// default) turns reports off. Reports keep a run going until its end,
+    /// so they are on only where a policy reads them.
+    #[serde(default = "default_report")]
+    pub report_interval: Duration,
+}
+
+fn default_report() -> Duration {
+    Duration::ZERO
 }
 
 /// `scheduler.memory_eviction` (thesis §6.2.3.4).
@@ -236,6 +245,7 @@ impl Default for SchedulerConfig {
             resubmit_delay: default_resubmit(),
             memory_eviction: MemoryEviction::default(),
             resume: false,
+            report_interval: default_report(),
         }
     }
 }

@@ -65,6 +65,8 @@ pub enum Msg {
     ReimageTick,
     /// Scheduler timer: a killed task goes back into the queue.
     Requeue(Task),
+    /// Server timer: time to report to the scheduler.
+    ReportTick,
     /// Server timer: a task whose memory could not all be given at start
     /// reaches its checkpoint and needs the rest (thesis §6.2.3.4).
     MemoryCheck { task: TaskId },
@@ -82,6 +84,7 @@ impl Msg {
             Msg::ReimageTick => "reimage_tick",
             Msg::Requeue(_) => "requeue",
             Msg::MemoryCheck { .. } => "memory_check",
+            Msg::ReportTick => "report_tick",
         }
     }
 }
@@ -105,6 +108,8 @@ pub struct World {
     pub resume: bool,
     /// Speed of the fastest core in the datacenter (for memory checkpoints).
     pub max_core_speed: f64,
+    /// How often servers report to the scheduler (0: never).
+    pub report_interval: SimTime,
 }
 
 impl World {
@@ -134,7 +139,8 @@ impl Actor for Node {
         match self {
             Node::Tenant(t) => t.start(ctx),
             Node::Primary(p) => p.start(ctx),
-            Node::Scheduler(_) | Node::Server(_) | Node::Switch(_) => Ok(()),
+            Node::Server(s) => s.start(ctx),
+            Node::Scheduler(_) | Node::Switch(_) => Ok(()),
         }
     }
 
@@ -276,6 +282,7 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
             .iter()
             .map(|s| s.core_speed)
             .fold(1.0, f64::max),
+        report_interval: spec.scheduler.report_interval.as_nanos(),
     });
     let server_ids: Vec<(ActorId, u32)> = server_types
         .iter()

@@ -29,6 +29,8 @@ pub enum Body {
         started_at: SimTime,
         finished_at: SimTime,
     },
+    /// Server → scheduler, every `scheduler.report_interval`: its state.
+    Report(ServerReport),
     /// Primary tenant → its server: it now uses `cores` cores and wants
     /// `reserve` more kept free to spike into (harvesting §5.3).
     PrimaryLoad { cores: u32, reserve: u32 },
@@ -54,6 +56,7 @@ impl Body {
             Body::Dispatch(_) => "dispatch",
             Body::Finished { .. } => "finished",
             Body::Done { .. } => "done",
+            Body::Report(_) => "report",
             Body::PrimaryLoad { .. } => "primary_load",
             Body::Reimage => "reimage",
             Body::Killed(_) => "killed",
@@ -67,11 +70,26 @@ impl Body {
     pub fn size_bytes(&self) -> u32 {
         match self {
             Body::Submit(_) | Body::Dispatch(_) | Body::Killed(_) => 512,
-            Body::PrimaryLoad { .. } | Body::Reimage => 64,
+            Body::PrimaryLoad { .. } | Body::Reimage | Body::Report(_) => 64,
             Body::Finished { .. } | Body::Reservation { .. } => 64,
             Body::Done { .. } => 128,
         }
     }
+}
+
+/// What a server tells the scheduler about itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerReport {
+    pub free_slots: u32,
+    pub running: u32,
+    /// Cores in use by tasks and the primary tenant, of `cores`.
+    pub busy_cores: u32,
+    pub cores: u32,
+    /// Cores the primary tenant uses and wants kept in reserve.
+    pub primary_cores: u32,
+    pub reserve_cores: u32,
+    pub memory_used_mb: u64,
+    pub memory_mb: u64,
 }
 
 /// A message in flight.

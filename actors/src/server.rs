@@ -27,7 +27,7 @@ use crate::device::{DevState, Device, Powered};
 use crate::ground_truth::{SOURCES, Source, interference_factor};
 use crate::kernel::{Ctx, Metrics, ModelError};
 use crate::model::{Msg, Task, TaskId, World, unexpected};
-use crate::net::{Body, Inbox, Nic};
+use crate::net::{Body, Inbox, Nic, ServerReport};
 use crate::sampling::{to_nanos, uniform_open0};
 use crate::sharing::CpuShare;
 
@@ -58,6 +58,7 @@ pub struct Server {
     memory_mb: u64,
     allocated: BTreeMap<TaskId, u64>,
     evictions_memory: u64,
+    reports: u64,
     apps_completed: u64,
     apps_qos_met: u64,
     perf_norm: Vec<f64>,
@@ -178,6 +179,7 @@ impl Server {
             memory_mb: to_nanos(cfg.memory_gb.unwrap_or(16.0) * 1024.0),
             allocated: BTreeMap::new(),
             evictions_memory: 0,
+            reports: 0,
             apps_completed: 0,
             apps_qos_met: 0,
             perf_norm: Vec::new(),
@@ -187,6 +189,41 @@ impl Server {
             completed: 0,
             busy_ns: 0,
         }
+    }
+
+    /// Arms the first report, at a random offset within the interval so that
+    /// servers do not all report at once.
+    pub fn start(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let every = self.world.report_interval;
+        if every == 0 {
+            return Ok(());
+        }
+        let offset = to_nanos(uniform_open0(ctx.rng()) * every as f64);
+        ctx.timer(offset, Msg::ReportTick)
+    }
+
+    /// Tells the scheduler how the server is doing (not while asleep).
+    fn report(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        ctx.timer(self.world.report_interval, Msg::ReportTick)?;
+        if self.power_state.device.state() == DevState::Sleep {
+            return Ok(());
+        }
+        let taken = (self.running.len() + self.power_state.held().len()) as u32;
+        let report = ServerReport {
+            free_slots: self.slots.saturating_sub(taken),
+            running: self.running.len() as u32,
+            busy_cores: self.cpu.busy_cores() * u32::from(!self.running.is_empty())
+                + self.primary_cores,
+            cores: self.cores_total,
+            primary_cores: self.primary_cores,
+            reserve_cores: self.reserve_cores,
+            memory_used_mb: self.allocated.values().sum(),
+            memory_mb: self.memory_mb,
+        };
+        self.reports += 1;
+        let world = Arc::clone(&self.world);
+        self.nic
+            .send(&world, ctx, world.scheduler, Body::Report(report))
     }
 
     pub fn handle(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
@@ -217,6 +254,7 @@ impl Server {
             Msg::Progress { .. } => Ok(()),
             Msg::WakeDone => self.woke(ctx),
             Msg::MemoryCheck { task } => self.memory_check(task, ctx),
+            Msg::ReportTick => self.report(ctx),
             other => Err(unexpected(self.world.name(ctx.me()), other.name())),
         }
     }
@@ -232,7 +270,7 @@ impl Server {
         }
         let wake = self.world.power.server_wake.as_nanos();
         match self.power_state.admit(ctx, task, self.power.peak(), wake)? {
-            Some(task) => self.start(task, ctx),
+            Some(task) => self.run_task(task, ctx),
             None => Ok(()),
         }
     }
@@ -392,12 +430,12 @@ impl Server {
 
     fn woke(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         for task in self.power_state.woke(ctx, self.power.idle_w) {
-            self.start(task, ctx)?;
+            self.run_task(task, ctx)?;
         }
         Ok(())
     }
 
-    fn start(&mut self, task: Task, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+    fn run_task(&mut self, task: Task, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         let id = task.id;
         self.allocate(&task, ctx)?;
         self.cpu
@@ -595,6 +633,7 @@ impl Server {
         out.add("tasks_completed", self.completed);
         out.add("killed_containers", self.killed);
         out.add("evictions_memory", self.evictions_memory);
+        out.add("server_reports", self.reports);
         out.add_f64("wasted_cpu_s", self.wasted_s);
         out.add("reimages", self.reimages);
         out.add("cores_total", u64::from(self.cores_total));

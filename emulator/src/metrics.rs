@@ -2,8 +2,8 @@
 //! each documented in `docs/metrics.md`.
 //!
 //! Counters and totals pass through under their own names; each sample series
-//! `x` becomes `x_mean`, `x_p50`, `x_p95`, `x_p99` and `x_max` (null when it
-//! has no observations); a few metrics are derived from others.
+//! `x` becomes `x_mean`, `x_p10`, `x_p50`, `x_p95`, `x_p99` and `x_max` (null
+//! when it has no observations); a few metrics are derived from others.
 
 use std::collections::BTreeMap;
 
@@ -25,6 +25,7 @@ const ALWAYS: &[&str] = &[
     "killed_containers",
     "packets_forwarded",
     "reimages",
+    "server_reports",
     "tasks_acknowledged",
     "tasks_completed",
     "tasks_dispatched",
@@ -62,7 +63,7 @@ pub fn summarize(out: &EngineOutput, horizon: SimTime, interval: SimTime) -> (Me
         sorted.sort_by(f64::total_cmp);
         let mean = (!sorted.is_empty()).then(|| sorted.iter().sum::<f64>() / sorted.len() as f64);
         m.insert(format!("{name}_mean"), opt(mean));
-        for (suffix, q) in [("p50", 0.50), ("p95", 0.95), ("p99", 0.99)] {
+        for (suffix, q) in [("p10", 0.10), ("p50", 0.50), ("p95", 0.95), ("p99", 0.99)] {
             m.insert(format!("{name}_{suffix}"), opt(percentile(&sorted, q)));
         }
         m.insert(format!("{name}_max"), opt(sorted.last().copied()));

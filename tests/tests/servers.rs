@@ -217,3 +217,38 @@ arrivals = { process = "poisson", rate_per_s = 0.5 }
         .to_string();
     assert!(err.contains("tenants[0].google_memory_gb"), "{err}");
 }
+
+#[test]
+fn servers_report_to_the_scheduler_every_interval() {
+    let text = r#"
+[run]
+name = "reports"
+end = "100s"
+
+[scheduler]
+report_interval = "10s"
+
+[[server_types]]
+name = "a"
+count = 3
+slots = 2
+
+[[tenants]]
+name = "t"
+arrivals = { process = "constant", rate_per_s = 0.1 }
+service = { distribution = "constant", mean = "5s" }
+"#;
+    let overrides: Vec<Override> = Vec::new();
+    let s = load("reports.toml", text, &overrides).unwrap();
+    let o = execute(&s, &RunOptions::default()).unwrap();
+    // each server's first report comes within the first interval, then every 10 s
+    assert_eq!(o.metrics["server_reports"].as_u64().unwrap(), 3 * 10);
+    let off = load(
+        "reports.toml",
+        text,
+        &["scheduler.report_interval=0s".parse().unwrap()],
+    )
+    .unwrap();
+    let o = execute(&off, &RunOptions::default()).unwrap();
+    assert_eq!(o.metrics["server_reports"].as_u64().unwrap(), 0);
+}

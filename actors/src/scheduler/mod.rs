@@ -169,6 +169,10 @@ impl Scheduler {
                 }
                 self.drain(ctx)
             }
+            Body::Report(report) => {
+                self.cluster.record_report(src, report);
+                Ok(())
+            }
             Body::Killed(task) => {
                 self.cluster.release(src).ok_or_else(|| {
                     ModelError::Invariant(format!(

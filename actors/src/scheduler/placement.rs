@@ -4,6 +4,7 @@
 
 use crate::kernel::{ActorId, ActorRng};
 use crate::model::Task;
+use crate::net::ServerReport;
 use crate::sampling::index;
 
 /// The scheduler's belief about free slots.
@@ -20,6 +21,8 @@ pub struct ClusterView {
     /// Position of each server in `with_free`, if present.
     position: Vec<Option<u32>>,
     by_actor: std::collections::BTreeMap<ActorId, u32>,
+    /// The latest report of each server, if it sent one.
+    reports: Vec<Option<ServerReport>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -42,6 +45,7 @@ impl ClusterView {
                 .collect(),
             with_free: Vec::new(),
             position: vec![None; servers.len()],
+            reports: vec![None; servers.len()],
             by_actor: servers
                 .iter()
                 .enumerate()
@@ -58,6 +62,18 @@ impl ClusterView {
 
     pub fn servers(&self) -> &[ServerSlots] {
         &self.servers
+    }
+
+    /// The latest report of server `i` (policies that weigh load read it).
+    pub fn report(&self, i: u32) -> Option<&ServerReport> {
+        self.reports.get(i as usize).and_then(Option::as_ref)
+    }
+
+    /// Keeps `report` as the latest from the server with actor id `id`.
+    pub(crate) fn record_report(&mut self, id: ActorId, report: ServerReport) {
+        if let Some(&i) = self.by_actor.get(&id) {
+            self.reports[i as usize] = Some(report);
+        }
     }
 
     /// Servers that have a free slot.
