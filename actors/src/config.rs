@@ -39,6 +39,9 @@ pub struct ServerTypeConfig {
     /// Last-level cache, MB. Default 8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llc_mb: Option<f64>,
+    /// Disk space for harvested storage (block replicas), GB. Default 1000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_gb: Option<f64>,
     /// Power figures of a server type of thesis Table 3.1 (`"A"` … `"D"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preset: Option<ServerPreset>,

@@ -9,6 +9,7 @@
 mod accounting;
 pub mod config;
 pub mod device;
+pub mod disk;
 pub mod google;
 pub mod ground_truth;
 pub mod kernel;

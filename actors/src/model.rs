@@ -128,7 +128,7 @@ pub enum Node {
     Scheduler(Scheduler),
     Tenant(WorkloadTenant),
     Primary(PrimaryTenant),
-    Server(Server),
+    Server(Box<Server>),
     Switch(Switch),
 }
 
@@ -324,7 +324,12 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
     }
     for (i, (class, st)) in server_types.into_iter().enumerate() {
         let owned = i < owner;
-        nodes.push(Node::Server(Server::new(world.clone(), st, class, owned)));
+        nodes.push(Node::Server(Box::new(Server::new(
+            world.clone(),
+            st,
+            class,
+            owned,
+        ))));
     }
     for info in switches {
         nodes.push(Node::Switch(Switch::new(world.clone(), &info)));

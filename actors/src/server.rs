@@ -24,6 +24,7 @@ use serde::Serialize;
 use crate::config::MemoryEviction;
 use crate::config::ServerTypeConfig;
 use crate::device::{DevState, Device, Powered};
+use crate::disk::Disk;
 use crate::ground_truth::{SOURCES, Source, interference_factor};
 use crate::kernel::{Ctx, Metrics, ModelError};
 use crate::model::{Msg, Task, TaskId, World, unexpected};
@@ -59,6 +60,9 @@ pub struct Server {
     allocated: BTreeMap<TaskId, u64>,
     evictions_memory: u64,
     reports: u64,
+    /// Harvested storage: block replicas on this server's disk.
+    disk: Disk,
+    replicas_lost: u64,
     apps_completed: u64,
     apps_qos_met: u64,
     perf_norm: Vec<f64>,
@@ -105,6 +109,7 @@ struct KillLog {
 #[derive(Serialize)]
 struct ReimageLog {
     running: usize,
+    replicas_lost: usize,
 }
 
 #[derive(Serialize)]
@@ -180,6 +185,8 @@ impl Server {
             allocated: BTreeMap::new(),
             evictions_memory: 0,
             reports: 0,
+            disk: Disk::new(to_nanos(cfg.disk_gb.unwrap_or(1000.0) * 1024.0)),
+            replicas_lost: 0,
             apps_completed: 0,
             apps_qos_met: 0,
             perf_norm: Vec::new(),
@@ -233,12 +240,13 @@ impl Server {
                 Body::PrimaryLoad { cores, reserve } => self.primary_load(cores, reserve, ctx),
                 Body::Reimage => {
                     self.reimages += 1;
-                    ctx.log(
-                        "reimage",
-                        &ReimageLog {
-                            running: self.running.len(),
-                        },
-                    );
+                    let lost = self.disk.reimage();
+                    self.replicas_lost += lost.len() as u64;
+                    let log = ReimageLog {
+                        running: self.running.len(),
+                        replicas_lost: lost.len(),
+                    };
+                    ctx.log("reimage", &log);
                     Ok(())
                 }
                 other => Err(unexpected(self.world.name(ctx.me()), other.name())),
@@ -636,6 +644,7 @@ impl Server {
         out.add("server_reports", self.reports);
         out.add_f64("wasted_cpu_s", self.wasted_s);
         out.add("reimages", self.reimages);
+        out.add("replicas_lost_reimage", self.replicas_lost);
         out.add("cores_total", u64::from(self.cores_total));
         out.add_f64("cpu_busy_core_s", self.busy_cores.joules_at(end));
         out.add("apps_completed", self.apps_completed);

@@ -25,6 +25,7 @@ const ALWAYS: &[&str] = &[
     "killed_containers",
     "packets_forwarded",
     "reimages",
+    "replicas_lost_reimage",
     "server_reports",
     "tasks_acknowledged",
     "tasks_completed",
