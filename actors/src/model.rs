@@ -43,6 +43,8 @@ pub struct Task {
     pub priority: u8,
     /// Average memory it uses once fully grown (thesis §6.2.3.4), MB.
     pub memory_mb: u64,
+    /// Threads: it takes this many slots and runs on at most this many cores.
+    pub cores: u32,
 }
 
 /// Every event of the model: a packet arriving, or one of an actor's timers.
@@ -110,6 +112,8 @@ pub struct World {
     pub max_core_speed: f64,
     /// How often servers report to the scheduler (0: never).
     pub report_interval: SimTime,
+    /// Slots of the largest server: no task takes more.
+    pub max_slots: u32,
 }
 
 impl World {
@@ -283,6 +287,7 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
             .map(|s| s.core_speed)
             .fold(1.0, f64::max),
         report_interval: spec.scheduler.report_interval.as_nanos(),
+        max_slots: spec.server_types.iter().map(|s| s.slots).max().unwrap_or(1),
     });
     let server_ids: Vec<(ActorId, u32)> = server_types
         .iter()

@@ -19,8 +19,8 @@ pub enum Body {
     Submit(Task),
     /// Scheduler → server: run this task in a free slot.
     Dispatch(Task),
-    /// Server → scheduler: the slot that ran `task` is free again.
-    Finished { task: TaskId },
+    /// Server → scheduler: the `slots` slots that ran `task` are free again.
+    Finished { task: TaskId, slots: u32 },
     /// Server → tenant: your task ran from `started_at` to `finished_at`.
     Done {
         task: TaskId,

@@ -122,8 +122,8 @@ struct EndLog {
 }
 
 /// How much of a co-runner's caused score reaches an application on each
-/// source of interference, on a server with `cores` cores running `running`
-/// tasks.
+/// source of interference, on a server with `cores` cores running `threads`
+/// threads.
 ///
 /// Per-core resources (L1 caches, TLB, the core itself) are private while
 /// every task has a core of its own; they are contended only by time sharing,
@@ -139,9 +139,9 @@ struct EndLog {
 /// eight memory-bound applications on one 8-core box would barely notice
 /// each other). `docs/ground-truth.md` records the effect on the Paragon
 /// scenario.
-fn pressure_weights(cores: u32, running: usize) -> [f64; SOURCES] {
+fn pressure_weights(cores: u32, threads: usize) -> [f64; SOURCES] {
     let cores = f64::from(cores.max(1));
-    let n = running.max(1) as f64;
+    let n = threads.max(1) as f64;
     let time_shared = ((n - cores) / n).max(0.0);
     std::array::from_fn(|s| match Source::ALL[s] {
         Source::L1iCache | Source::L1dCache | Source::Tlb | Source::Core => time_shared,
@@ -215,9 +215,8 @@ impl Server {
         if self.power_state.device.state() == DevState::Sleep {
             return Ok(());
         }
-        let taken = (self.running.len() + self.power_state.held().len()) as u32;
         let report = ServerReport {
-            free_slots: self.slots.saturating_sub(taken),
+            free_slots: self.slots.saturating_sub(self.slots_taken()),
             running: self.running.len() as u32,
             busy_cores: self.cpu.busy_cores() * u32::from(!self.running.is_empty())
                 + self.primary_cores,
@@ -268,7 +267,7 @@ impl Server {
     }
 
     fn dispatched(&mut self, task: Task, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
-        if self.running.len() + self.power_state.held().len() >= self.slots as usize {
+        if self.slots_taken() + task.cores > self.slots {
             return Err(ModelError::Invariant(format!(
                 "{} got task {} with all {} slots taken",
                 self.world.name(ctx.me()),
@@ -436,6 +435,12 @@ impl Server {
         .or(Some(needy))
     }
 
+    /// Slots held by running tasks and by tasks waiting for the wake-up.
+    fn slots_taken(&self) -> u32 {
+        let running: u32 = self.running.values().map(|(t, _)| t.cores).sum();
+        running + self.power_state.held().iter().map(|t| t.cores).sum::<u32>()
+    }
+
     fn woke(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         for task in self.power_state.woke(ctx, self.power.idle_w) {
             self.run_task(task, ctx)?;
@@ -447,7 +452,7 @@ impl Server {
         let id = task.id;
         self.allocate(&task, ctx)?;
         self.cpu
-            .add(ctx.now(), id, task.service_ns, self.core_speed);
+            .add(ctx.now(), id, task.service_ns, task.cores, self.core_speed);
         ctx.log(
             "task_start",
             &StartLog {
@@ -495,14 +500,18 @@ impl Server {
             .collect();
         let total: [f64; SOURCES] =
             std::array::from_fn(|s| caused.iter().map(|c| c[s]).sum::<f64>());
-        let weights = pressure_weights(self.cpu.cores(), self.running.len());
+        let weights = pressure_weights(self.cpu.cores(), self.cpu.threads() as usize);
         for (i, &(id, a, p)) in apps.iter().enumerate() {
             let app = &catalog[a];
             let pressure: [f64; SOURCES] =
                 std::array::from_fn(|s| (total[s] - caused[i][s]) * weights[s]);
             let factor = interference_factor(app, &app.phases[p], &pressure);
             let speed = app.speed.get(self.class).copied().unwrap_or(1.0);
-            self.cpu.set_multiplier(now, id, speed * factor);
+            // an application given fewer threads than it has runs slower
+            let threads = self.running.get(&id).map_or(app.cores, |(t, _)| t.cores);
+            let width = f64::from(threads) / f64::from(app.cores.max(1));
+            self.cpu
+                .set_multiplier(now, id, speed * factor * width.min(1.0));
         }
     }
 
@@ -587,8 +596,15 @@ impl Server {
         );
         self.update_power(ctx);
         let world = Arc::clone(&self.world);
-        self.nic
-            .send(&world, ctx, world.scheduler, Body::Finished { task: id })?;
+        self.nic.send(
+            &world,
+            ctx,
+            world.scheduler,
+            Body::Finished {
+                task: id,
+                slots: task.cores,
+            },
+        )?;
         self.nic.send(
             &world,
             ctx,

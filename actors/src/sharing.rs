@@ -3,7 +3,10 @@
 //!
 //! A server with `N_c` cores running `N_r` tasks gives each task the share
 //! `min(1, N_c / N_r)` of a core: the cores are shared equally, but a task
-//! runs on at most one core. What a core-share is worth to a task is its
+//! runs on at most one core. A task with `k` threads (a multithreaded
+//! application) counts as `k` of them and runs on at most `k` cores: every
+//! task gets the share `min(1, N_c / D)` of its own cores, `D` being the
+//! threads of all running tasks; with one thread each this is eq. 6.2. What a core-share is worth to a task is its
 //! multiplier `m`: the core speed for a plain task; for an application, its
 //! speed on this server configuration times its slowdown from interference
 //! (ground truth). A task's work is the time it needs at rate 1, so it
@@ -31,6 +34,7 @@ struct Job {
     /// Work left, in ns at rate 1.
     left: f64,
     multiplier: f64,
+    threads: u32,
 }
 
 impl CpuShare {
@@ -42,12 +46,18 @@ impl CpuShare {
         }
     }
 
-    /// Share of a core each task gets when `n` run (eq. 6.2).
-    pub fn share(&self, n: usize) -> f64 {
-        if n == 0 {
+    /// Share of its cores each task gets when the running tasks have
+    /// `threads` threads in all (eq. 6.2).
+    pub fn share(&self, threads: u32) -> f64 {
+        if threads == 0 {
             return 1.0;
         }
-        (f64::from(self.cores) / n as f64).min(1.0)
+        (f64::from(self.cores) / f64::from(threads)).min(1.0)
+    }
+
+    /// Threads of all running tasks.
+    pub fn threads(&self) -> u32 {
+        self.jobs.values().map(|j| j.threads).sum()
     }
 
     pub fn running(&self) -> usize {
@@ -56,7 +66,7 @@ impl CpuShare {
 
     /// Cores in use: one per task, up to all of them.
     pub fn busy_cores(&self) -> u32 {
-        (self.jobs.len() as u32).min(self.cores)
+        self.threads().min(self.cores)
     }
 
     pub fn cores(&self) -> u32 {
@@ -70,14 +80,16 @@ impl CpuShare {
         self.cores = cores.max(1);
     }
 
-    /// Starts `task` with `work` ns of work and rate multiplier `multiplier` (> 0) at `now`.
-    pub fn add(&mut self, now: SimTime, task: TaskId, work: u64, multiplier: f64) {
+    /// Starts `task` with `work` ns of work on `threads` threads and rate
+    /// multiplier `multiplier` (> 0) at `now`.
+    pub fn add(&mut self, now: SimTime, task: TaskId, work: u64, threads: u32, multiplier: f64) {
         self.advance(now);
         self.jobs.insert(
             task,
             Job {
                 left: work as f64,
                 multiplier,
+                threads: threads.max(1),
             },
         );
     }
@@ -109,7 +121,7 @@ impl CpuShare {
     /// When `task`, at its current rate, gets down to `left` work left.
     pub fn reaches(&self, task: TaskId, left: f64) -> Option<SimTime> {
         let job = self.jobs.get(&task)?;
-        let rate = self.share(self.jobs.len()) * job.multiplier;
+        let rate = self.share(self.threads()) * job.multiplier;
         let ns = libm::ceil((job.left - left).max(0.0) / rate);
         let ns = if ns >= u64::MAX as f64 {
             u64::MAX
@@ -121,7 +133,7 @@ impl CpuShare {
 
     /// When the next task finishes at the current rates, if any runs.
     pub fn next_finish(&self) -> Option<SimTime> {
-        let share = self.share(self.jobs.len());
+        let share = self.share(self.threads());
         let soonest = self
             .jobs
             .values()
@@ -140,7 +152,7 @@ impl CpuShare {
     /// (less than one nanosecond of running left: the clock's resolution).
     pub fn finished(&mut self, now: SimTime) -> Vec<TaskId> {
         self.advance(now);
-        let share = self.share(self.jobs.len());
+        let share = self.share(self.threads());
         let done: Vec<TaskId> = self
             .jobs
             .iter()
@@ -155,7 +167,7 @@ impl CpuShare {
 
     fn advance(&mut self, now: SimTime) {
         if now > self.last && !self.jobs.is_empty() {
-            let elapsed = self.share(self.jobs.len()) * (now - self.last) as f64;
+            let elapsed = self.share(self.threads()) * (now - self.last) as f64;
             for job in self.jobs.values_mut() {
                 job.left -= job.multiplier * elapsed;
             }
@@ -187,7 +199,7 @@ mod tests {
                 }
                 _ => {
                     let (t, id, work) = pending.pop().expect("an arrival is pending");
-                    share.add(t, id, work, 1.0);
+                    share.add(t, id, work, 1, 1.0);
                 }
             }
         }
@@ -210,6 +222,20 @@ mod tests {
         assert_eq!(share.share(1), 1.0);
         assert_eq!(share.share(8), 1.0);
         assert_eq!(share.share(16), 0.5);
+        let mut mt = CpuShare::new(4);
+        mt.add(0, 1, 100 * S, 4, 1.0);
+        assert_eq!(
+            mt.next_finish(),
+            Some(100 * S),
+            "four threads on four cores"
+        );
+        mt.add(0, 2, 100 * S, 4, 1.0);
+        assert_eq!(mt.busy_cores(), 4);
+        assert_eq!(
+            mt.next_finish(),
+            Some(200 * S),
+            "eight threads share four cores"
+        );
         // eq. 6.1: with N_s slots full the task takes N_s/N_c times its work
         let full = finish_times(
             CpuShare::new(2),
@@ -226,7 +252,7 @@ mod tests {
     #[test]
     fn a_larger_multiplier_finishes_sooner_and_can_change_midway() {
         let mut share = CpuShare::new(1);
-        share.add(0, 1, 100 * S, 2.0);
+        share.add(0, 1, 100 * S, 1, 2.0);
         assert_eq!(share.next_finish(), Some(50 * S));
         // slowed to half speed after 20 s (40 s of work done, 60 s left at rate 0.5)
         share.set_multiplier(20 * S, 1, 0.5);
@@ -237,8 +263,8 @@ mod tests {
     #[test]
     fn removing_a_task_returns_its_remaining_work_and_speeds_up_the_rest() {
         let mut share = CpuShare::new(1);
-        share.add(0, 1, 100 * S, 1.0);
-        share.add(0, 2, 100 * S, 1.0);
+        share.add(0, 1, 100 * S, 1, 1.0);
+        share.add(0, 2, 100 * S, 1, 1.0);
         let left = share.remove(40 * S, 2).unwrap();
         assert!((left - 80.0 * S as f64).abs() < 1.0);
         assert_eq!(share.next_finish(), Some(120 * S));

@@ -64,6 +64,7 @@ struct Demand {
     app: Option<u32>,
     priority: u8,
     memory_mb: u64,
+    cores: u32,
 }
 
 /// A two-state Markov-modulated Poisson process: normal and burst rates,
@@ -235,13 +236,14 @@ impl WorkloadTenant {
                 };
                 *next += 1;
                 let (duration, app, line) = (row.duration, row.app.clone(), row.line);
-                let (priority, memory_mb) = (row.priority, mb(row.memory_gb));
+                let (priority, memory_mb, cpu) = (row.priority, mb(row.memory_gb), row.cpu);
                 let app = self.trace_app(ctx, &app, line)?;
                 Ok(Demand {
                     service_ns: duration,
                     app,
                     priority,
                     memory_mb,
+                    cores: libm::ceil(cpu).max(1.0) as u32,
                 })
             }
             &mut Work::Service {
@@ -258,6 +260,7 @@ impl WorkloadTenant {
                 app: None,
                 priority,
                 memory_mb,
+                cores: 1,
             }),
             &mut Work::Google { memory_gb } => {
                 let t = google::draw(ctx.rng(), memory_gb);
@@ -266,6 +269,7 @@ impl WorkloadTenant {
                     app: None,
                     priority: t.priority,
                     memory_mb: mb(t.memory_gb),
+                    cores: 1,
                 })
             }
             &mut Work::Apps(order) => {
@@ -285,6 +289,7 @@ impl WorkloadTenant {
                     app: Some(id),
                     priority,
                     memory_mb: mb(app.memory_gb),
+                    cores: app.cores,
                 })
             }
         }
@@ -368,6 +373,7 @@ impl WorkloadTenant {
                     app: demand.app,
                     priority: demand.priority,
                     memory_mb: demand.memory_mb,
+                    cores: demand.cores.clamp(1, self.world.max_slots.max(1)),
                 };
                 self.submitted += 1;
                 ctx.log(

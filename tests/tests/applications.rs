@@ -18,11 +18,18 @@ fn metric(o: &Outcome, key: &str) -> f64 {
 /// `apps` applications submitted 1 s apart onto one 8-core server type with
 /// `slots` slots (and as many cores), on `servers` servers.
 fn cluster(apps: u32, servers: u32, slots: u32) -> String {
+    spaced(apps, servers, slots, 1.0)
+}
+
+/// The same with submissions `gap_s` apart.
+fn spaced(apps: u32, servers: u32, slots: u32, gap_s: f64) -> String {
+    let rate = 1.0 / gap_s;
+    let stop = f64::from(apps) * gap_s + gap_s / 2.0;
     format!(
         r#"
 [run]
 name = "apps"
-end = "100h"
+end = "10000h"
 
 [applications]
 apps = {apps}
@@ -30,8 +37,8 @@ apps = {apps}
 [[tenants]]
 name = "t"
 applications = "sequential"
-stop = "{apps}.5s"
-arrivals = {{ process = "constant", rate_per_s = 1.0 }}
+stop = "{stop}s"
+arrivals = {{ process = "constant", rate_per_s = {rate} }}
 
 [[server_types]]
 name = "big"
@@ -47,8 +54,9 @@ llc_mb = 16.0
 
 #[test]
 fn an_application_alone_on_its_best_configuration_runs_at_ideal_speed() {
-    // one configuration, so it is every application's best; one slot each
-    let o = run(&cluster(12, 12, 1));
+    // one configuration, so it is every application's best; two hours apart,
+    // each runs alone with all the cores it has threads for
+    let o = run(&spaced(12, 1, 8, 7200.0));
     assert_eq!(metric(&o, "apps_completed"), 12.0);
     assert_eq!(metric(&o, "perf_norm_mean"), 1.0);
     assert_eq!(metric(&o, "qos_met_fraction"), 1.0);
@@ -56,9 +64,11 @@ fn an_application_alone_on_its_best_configuration_runs_at_ideal_speed() {
 
 #[test]
 fn crowding_applications_onto_one_server_slows_them_through_interference() {
-    // the same 24 applications, alone on 24 servers or 8 to a server at once
-    let alone = run(&cluster(24, 24, 1));
-    let crowded = run(&cluster(24, 3, 8));
+    // the same 24 applications, each alone, or 1 s apart on three servers
+    // with twice as many slots as cores
+    let alone = run(&spaced(24, 3, 8, 7200.0));
+    let crowded =
+        run(&cluster(24, 3, 16).replace("slots = 16\ncores = 16", "slots = 16\ncores = 8"));
     assert_eq!(metric(&crowded, "apps_completed"), 24.0);
     assert!(
         metric(&crowded, "perf_norm_mean") < metric(&alone, "perf_norm_mean") - 0.05,

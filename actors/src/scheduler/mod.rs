@@ -141,9 +141,9 @@ impl Scheduler {
                 }
                 Ok(())
             }
-            Body::Finished { task } => {
+            Body::Finished { task, slots } => {
                 let server = src;
-                self.cluster.release(server).ok_or_else(|| {
+                self.cluster.release(server, slots).ok_or_else(|| {
                     ModelError::Invariant(format!(
                         "scheduler got a slot release from {}, which it never gave a task",
                         self.world.name(server)
@@ -174,7 +174,7 @@ impl Scheduler {
                 Ok(())
             }
             Body::Killed(task) => {
-                self.cluster.release(src).ok_or_else(|| {
+                self.cluster.release(src, task.cores).ok_or_else(|| {
                     ModelError::Invariant(format!(
                         "scheduler got a kill report from {}, which it never gave a task",
                         world.name(src)
@@ -240,7 +240,7 @@ impl Scheduler {
             let Some((task, arrived)) = self.queue.pop_front() else {
                 break;
             };
-            self.cluster.take(slot);
+            self.cluster.take(slot, task.cores);
             if let Some((route, bandwidth)) = flow {
                 ctx.log(
                     "flow_reserve",

@@ -81,10 +81,10 @@ impl ClusterView {
         &self.with_free
     }
 
-    /// Takes a slot on server `i` and returns its actor id.
-    pub(crate) fn take(&mut self, i: u32) -> ActorId {
+    /// Takes `k` slots on server `i` and returns its actor id.
+    pub(crate) fn take(&mut self, i: u32, k: u32) -> ActorId {
         let s = &mut self.servers[i as usize];
-        s.free -= 1;
+        s.free = s.free.saturating_sub(k);
         let id = s.id;
         if s.free == 0 {
             self.unmark_free(i);
@@ -92,16 +92,17 @@ impl ClusterView {
         id
     }
 
-    /// Returns a slot of the server with actor id `id`; `None` if it is not a
-    /// server of this view or has no slot out.
-    pub(crate) fn release(&mut self, id: ActorId) -> Option<()> {
+    /// Returns `k` slots of the server with actor id `id`; `None` if it is
+    /// not a server of this view or has fewer than `k` slots out.
+    pub(crate) fn release(&mut self, id: ActorId, k: u32) -> Option<()> {
         let i = *self.by_actor.get(&id)?;
         let s = &mut self.servers[i as usize];
-        if s.free >= s.slots {
+        if s.free + k > s.slots {
             return None;
         }
-        s.free += 1;
-        if s.free == 1 {
+        let was_full = s.free == 0;
+        s.free += k;
+        if was_full && k > 0 {
             self.mark_free(i);
         }
         Some(())
@@ -129,16 +130,22 @@ pub trait Placement: Send {
     fn place(&mut self, task: &Task, cluster: &ClusterView, rng: &mut ActorRng) -> Option<u32>;
 }
 
-/// `random`: uniformly among servers with a free slot.
+/// `random`: uniformly among servers with as many free slots as the task
+/// has threads.
 pub struct RandomPlacement;
 
 impl Placement for RandomPlacement {
-    fn place(&mut self, _task: &Task, cluster: &ClusterView, rng: &mut ActorRng) -> Option<u32> {
+    fn place(&mut self, task: &Task, cluster: &ClusterView, rng: &mut ActorRng) -> Option<u32> {
         let free = cluster.with_free();
-        if free.is_empty() {
-            return None;
+        if task.cores <= 1 {
+            return (!free.is_empty()).then(|| free[index(rng, free.len() as u32) as usize]);
         }
-        Some(free[index(rng, free.len() as u32) as usize])
+        let fits: Vec<u32> = free
+            .iter()
+            .copied()
+            .filter(|&i| cluster.servers()[i as usize].free >= task.cores)
+            .collect();
+        (!fits.is_empty()).then(|| fits[index(rng, fits.len() as u32) as usize])
     }
 }
 
@@ -157,6 +164,7 @@ mod tests {
             app: None,
             priority: 0,
             memory_mb: 0,
+            cores: 1,
         }
     }
 
@@ -166,16 +174,40 @@ mod tests {
         let mut rng = actor_rng(1, "scheduler");
         let mut placed = Vec::new();
         while let Some(i) = RandomPlacement.place(&task(), &view, &mut rng) {
-            placed.push(view.take(i));
+            placed.push(view.take(i, 1));
         }
         assert_eq!(placed.len(), 3, "exactly the three slots are handed out");
         assert!(view.with_free().is_empty());
-        assert_eq!(view.release(ActorId(6)), Some(()));
-        assert_eq!(view.release(ActorId(6)), None, "no slot of server 6 is out");
-        assert_eq!(view.release(ActorId(9)), None, "not a server");
+        assert_eq!(view.release(ActorId(6), 1), Some(()));
+        assert_eq!(
+            view.release(ActorId(6), 1),
+            None,
+            "no slot of server 6 is out"
+        );
+        assert_eq!(view.release(ActorId(9), 1), None, "not a server");
         assert_eq!(view.with_free(), &[1]);
         let total_free: u32 = view.servers().iter().map(|s| s.free).sum();
         assert_eq!(total_free, 1);
+    }
+
+    #[test]
+    fn a_task_with_threads_goes_only_where_its_slots_fit() {
+        let mut view = ClusterView::new(&[(ActorId(1), 2), (ActorId(2), 4), (ActorId(3), 8)]);
+        let mut rng = actor_rng(1, "scheduler");
+        let wide = Task { cores: 3, ..task() };
+        for _ in 0..50 {
+            let i = RandomPlacement.place(&wide, &view, &mut rng).unwrap();
+            assert!(view.servers()[i as usize].free >= 3);
+        }
+        view.take(2, 8);
+        view.take(1, 2);
+        assert_eq!(
+            RandomPlacement.place(&wide, &view, &mut rng),
+            None,
+            "2 free slots left, none on one server"
+        );
+        assert_eq!(view.release(ActorId(3), 4), Some(()));
+        assert_eq!(RandomPlacement.place(&wide, &view, &mut rng), Some(2));
     }
 
     #[test]
@@ -187,7 +219,7 @@ mod tests {
         for _ in 0..2000 {
             let i = RandomPlacement.place(&task(), &view, &mut rng).unwrap();
             counts[i as usize] += 1;
-            view.take(i);
+            view.take(i, 1);
         }
         assert!(
             counts.iter().all(|&c| (400..600).contains(&c)),
