@@ -69,6 +69,16 @@ pub fn summarize(out: &EngineOutput, horizon: SimTime, interval: SimTime) -> (Me
         }
         m.insert(format!("{name}_max"), opt(sorted.last().copied()));
     }
+    let by_class: serde_json::Map<String, Value> = merged
+        .samples()
+        .filter_map(|(name, values)| {
+            let class = name.strip_prefix("response_s_class_")?;
+            let mean =
+                (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64);
+            Some((class.to_string(), opt(mean)))
+        })
+        .collect();
+    m.insert("response_s_by_class".into(), Value::Object(by_class));
     let mut series: Vec<(&str, Vec<(SimTime, i64)>)> =
         ALWAYS_STEPS.iter().map(|&n| (n, Vec::new())).collect();
     for (name, changes) in merged.steps() {
@@ -217,12 +227,16 @@ pub fn to_json(m: &MetricMap) -> Vec<u8> {
     out
 }
 
-/// `metrics.csv`: `metric,value` rows in key order (empty value for null).
+/// `metrics.csv`: `metric,value` rows in key order (empty value for null;
+/// an object such as `response_s_by_class` as quoted JSON).
 pub fn to_csv(m: &MetricMap) -> Vec<u8> {
     let mut out = String::from("metric,value\n");
     for (k, v) in m {
         let v = match v {
             Value::Null => String::new(),
+            Value::Object(_) | Value::Array(_) => {
+                format!("\"{}\"", v.to_string().replace('"', "\"\""))
+            }
             other => other.to_string(),
         };
         out.push_str(&format!("{k},{v}\n"));
@@ -262,6 +276,16 @@ mod tests {
         let series = vec![("servers_on", vec![(0, 2), (1_500_000_000, -1)])];
         let csv = String::from_utf8(timeseries(&series, 3_000_000_000, 1_000_000_000)).unwrap();
         assert_eq!(csv, "time_s,servers_on\n0,2\n1,2\n2,1\n3,1\n");
+    }
+
+    #[test]
+    fn csv_quotes_objects() {
+        let mut m = MetricMap::new();
+        m.insert("by".into(), serde_json::json!({"0": 1.5}));
+        assert_eq!(
+            String::from_utf8(to_csv(&m)).unwrap(),
+            "metric,value\nby,\"{\"\"0\"\":1.5}\"\n"
+        );
     }
 
     #[test]

@@ -112,4 +112,10 @@ fn response_times_are_reported_per_priority_class() {
     );
     // LPF favours the high class: it finishes first
     assert!(m(&o, "response_s_class_5_mean") < m(&o, "response_s_class_0_mean"));
+    let by_class = &o.metrics["response_s_by_class"];
+    assert_eq!(
+        by_class["5"].as_f64(),
+        o.metrics["response_s_class_5_mean"].as_f64()
+    );
+    assert_eq!(by_class.as_object().unwrap().len(), 2);
 }
