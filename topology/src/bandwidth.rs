@@ -5,6 +5,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::units::parse_scaled;
+
 /// A link capacity in bits per second. Scenario files write it as a string
 /// with a unit: `"10Gbps"`, `"1Gbps"`, `"100Mbps"`, `"2.5Gbps"`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -52,41 +54,10 @@ impl FromStr for Bandwidth {
     type Err = BandwidthError;
 
     fn from_str(raw: &str) -> Result<Self, Self::Err> {
-        let bad = || BandwidthError(raw.to_string());
-        let s = raw.trim();
-        let split = s
-            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
-            .ok_or_else(bad)?;
-        let (number, unit) = (&s[..split], s[split..].trim());
-        let scale = UNITS
-            .iter()
-            .find(|(name, _)| *name == unit)
-            .map(|&(_, scale)| scale)
-            .ok_or_else(bad)?;
-        let number: String = number.chars().filter(|&c| c != '_').collect();
-        let (whole, frac) = number.split_once('.').unwrap_or((&number, ""));
-        if whole.is_empty() || frac.contains('.') {
-            return Err(bad());
+        match parse_scaled(raw.trim(), &[UNITS]) {
+            Ok(bps) if bps > 0 => Ok(Bandwidth(bps)),
+            _ => Err(BandwidthError(raw.to_string())),
         }
-        let mut bps = whole
-            .parse::<u64>()
-            .ok()
-            .and_then(|w| w.checked_mul(scale))
-            .ok_or_else(bad)?;
-        if !frac.is_empty() {
-            let denom = 10u128.checked_pow(frac.len() as u32).ok_or_else(bad)?;
-            let scaled = frac.parse::<u128>().map_err(|_| bad())? * u128::from(scale);
-            if scaled % denom != 0 {
-                return Err(bad());
-            }
-            bps = bps
-                .checked_add(u64::try_from(scaled / denom).map_err(|_| bad())?)
-                .ok_or_else(bad)?;
-        }
-        if bps == 0 {
-            return Err(bad());
-        }
-        Ok(Bandwidth(bps))
     }
 }
 

@@ -81,50 +81,75 @@ impl FromStr for Duration {
         if s.starts_with('-') {
             return Err(DurationError::Negative(raw.to_string()));
         }
-        let split = s
-            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
-            .unwrap_or(s.len());
-        let (number, unit) = (&s[..split], s[split..].trim());
-        let number: String = number.chars().filter(|&c| c != '_').collect();
-        if number.is_empty() || number.starts_with('.') || number.ends_with('.') {
-            return Err(DurationError::Malformed(raw.to_string()));
-        }
-        let scale = if unit.is_empty() {
-            if number.chars().all(|c| c == '0') {
-                1
-            } else {
-                return Err(DurationError::Malformed(raw.to_string()));
+        match parse_scaled(s, &[UNITS, ALIASES]) {
+            Ok(ns) => Ok(Duration(ns)),
+            Err(ScaledError::MissingUnit { zero: true }) => Ok(Duration::ZERO),
+            Err(ScaledError::MissingUnit { zero: false } | ScaledError::Malformed) => {
+                Err(DurationError::Malformed(raw.to_string()))
             }
-        } else {
-            UNITS
-                .iter()
-                .chain(ALIASES)
-                .find(|(name, _)| *name == unit)
-                .map(|&(_, scale)| scale)
-                .ok_or_else(|| DurationError::UnknownUnit(raw.to_string(), unit.to_string()))?
-        };
-        let (whole, frac) = number.split_once('.').unwrap_or((&number, ""));
-        if frac.contains('.') {
-            return Err(DurationError::Malformed(raw.to_string()));
-        }
-        let overflow = || DurationError::Overflow(raw.to_string());
-        let whole: u64 = whole.parse().map_err(|_| overflow())?;
-        let mut ns = whole.checked_mul(scale).ok_or_else(overflow)?;
-        if !frac.is_empty() {
-            let digits = u32::try_from(frac.len()).map_err(|_| overflow())?;
-            let denom = 10u128
-                .checked_pow(digits)
-                .ok_or_else(|| DurationError::TooFine(raw.to_string()))?;
-            let frac_val: u128 = frac.parse().map_err(|_| overflow())?;
-            let scaled = frac_val * u128::from(scale);
-            if scaled % denom != 0 {
-                return Err(DurationError::TooFine(raw.to_string()));
+            Err(ScaledError::UnknownUnit(unit)) => {
+                Err(DurationError::UnknownUnit(raw.to_string(), unit))
             }
-            let extra = u64::try_from(scaled / denom).map_err(|_| overflow())?;
-            ns = ns.checked_add(extra).ok_or_else(overflow)?;
+            Err(ScaledError::TooFine) => Err(DurationError::TooFine(raw.to_string())),
+            Err(ScaledError::Overflow) => Err(DurationError::Overflow(raw.to_string())),
         }
-        Ok(Duration(ns))
     }
+}
+
+/// Why [`parse_scaled`] refused a quantity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ScaledError {
+    Malformed,
+    /// A number without a unit; `zero` if the number was zero.
+    MissingUnit {
+        zero: bool,
+    },
+    UnknownUnit(String),
+    /// The quantity is not a whole number of the smallest unit.
+    TooFine,
+    Overflow,
+}
+
+/// Parses a non-negative decimal with a unit (`"1.5s"`, `"2.5Gbps"`,
+/// `"1_000ms"`) exactly into a count of the smallest unit, refusing what
+/// would need rounding. `units` lists unit names with their scales.
+pub(crate) fn parse_scaled(s: &str, units: &[&[(&str, u64)]]) -> Result<u64, ScaledError> {
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(s.len());
+    let (number, unit) = (&s[..split], s[split..].trim());
+    let number: String = number.chars().filter(|&c| c != '_').collect();
+    if number.is_empty() || number.starts_with('.') || number.ends_with('.') {
+        return Err(ScaledError::Malformed);
+    }
+    if unit.is_empty() {
+        let zero = number.chars().all(|c| c == '0' || c == '.');
+        return Err(ScaledError::MissingUnit { zero });
+    }
+    let scale = units
+        .iter()
+        .flat_map(|list| list.iter())
+        .find(|(name, _)| *name == unit)
+        .map(|&(_, scale)| scale)
+        .ok_or_else(|| ScaledError::UnknownUnit(unit.to_string()))?;
+    let (whole, frac) = number.split_once('.').unwrap_or((&number, ""));
+    if frac.contains('.') {
+        return Err(ScaledError::Malformed);
+    }
+    let whole: u64 = whole.parse().map_err(|_| ScaledError::Overflow)?;
+    let mut total = whole.checked_mul(scale).ok_or(ScaledError::Overflow)?;
+    if !frac.is_empty() {
+        let digits = u32::try_from(frac.len()).map_err(|_| ScaledError::Overflow)?;
+        let denom = 10u128.checked_pow(digits).ok_or(ScaledError::TooFine)?;
+        let frac_val: u128 = frac.parse().map_err(|_| ScaledError::Overflow)?;
+        let scaled = frac_val * u128::from(scale);
+        if scaled % denom != 0 {
+            return Err(ScaledError::TooFine);
+        }
+        let extra = u64::try_from(scaled / denom).map_err(|_| ScaledError::Overflow)?;
+        total = total.checked_add(extra).ok_or(ScaledError::Overflow)?;
+    }
+    Ok(total)
 }
 
 impl fmt::Display for Duration {
