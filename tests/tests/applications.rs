@@ -1,18 +1,12 @@
 //! Applications with a hidden ground truth (docs/ground-truth.md) running on
 //! servers: heterogeneity and interference as the model makes them.
 
-use dcemu::run::{Outcome, RunOptions, execute};
+use dcemu::run::Outcome;
 use dcemu::scenario::load;
+use dcemu_tests::{metric, run_text};
 
 fn run(text: &str) -> Outcome {
-    let scenario = load("apps.toml", text, &[]).unwrap_or_else(|e| panic!("{e}"));
-    execute(&scenario, &RunOptions::default()).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn metric(o: &Outcome, key: &str) -> f64 {
-    o.metrics[key]
-        .as_f64()
-        .unwrap_or_else(|| panic!("no metric {key}"))
+    run_text("apps.toml", text, &[])
 }
 
 /// `apps` applications submitted 1 s apart onto one 8-core server type with

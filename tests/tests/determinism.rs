@@ -3,6 +3,7 @@
 
 use dcemu::run::{Outcome, RunOptions, execute};
 use dcemu::scenario::{Override, QUICKSTART, QUICKSTART_LABEL, Scenario, load};
+use dcemu_tests::run_with;
 
 fn quickstart(overrides: &[&str]) -> Scenario {
     let overrides: Vec<Override> = overrides.iter().map(|s| s.parse().unwrap()).collect();
@@ -10,14 +11,7 @@ fn quickstart(overrides: &[&str]) -> Scenario {
 }
 
 fn run(s: &Scenario, partitions: usize) -> Outcome {
-    execute(
-        s,
-        &RunOptions {
-            partitions,
-            ..RunOptions::default()
-        },
-    )
-    .unwrap()
+    run_with(s, partitions)
 }
 
 #[test]

@@ -2,9 +2,8 @@
 //! get all its memory at start gets what is left and a checkpoint; at the
 //! checkpoint it needs the rest, and the eviction policy makes room.
 
-use dcemu::run::{Outcome, RunOptions, execute};
-use dcemu::scenario::{Override, load};
-use serde_json::Value;
+use dcemu::run::Outcome;
+use dcemu_tests::{kind, log, metric, run_text};
 
 /// One 16 GB server; task 0 (priority 0, 10 GB) at 100 s, task 1000000000
 /// (priority 5, 10 GB) at 101 s, both 1,000 s long.
@@ -36,27 +35,21 @@ stop = "101.5s"
 arrivals = { process = "constant", rate_per_s = 1.0 }
 service = { distribution = "constant", mean = "1000s", memory_gb = 10.0 }
 "#;
-    let overrides: Vec<Override> = overrides.iter().map(|o| o.parse().unwrap()).collect();
-    let s = load("memory.toml", text, &overrides).unwrap_or_else(|e| panic!("{e}"));
-    execute(&s, &RunOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+    run_text("memory.toml", text, overrides)
 }
 
 const LOW: u64 = 0;
 const HIGH: u64 = 1_000_000_000;
 
 fn evicted(o: &Outcome) -> Vec<u64> {
-    let bytes = o.results.read("actors/server-0000.jsonl").unwrap().unwrap();
-    String::from_utf8(bytes)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|v| v["kind"] == "evict_memory")
+    kind(&log(o, "server-0000"), "evict_memory")
+        .iter()
         .map(|v| v["task"].as_u64().unwrap())
         .collect()
 }
 
 fn m(o: &Outcome, key: &str) -> f64 {
-    o.metrics[key].as_f64().unwrap()
+    metric(o, key)
 }
 
 #[test]

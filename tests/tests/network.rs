@@ -4,54 +4,18 @@
 
 use std::collections::BTreeMap;
 
-use dcemu::run::{Outcome, RunOptions, execute};
+use dcemu::run::Outcome;
 use dcemu::scenario::{Override, Scenario, load};
-use serde_json::Value;
+use dcemu_tests::{kind, log, metric, run_with, t};
 
 const S: u64 = 1_000_000_000;
 
 fn scenario(text: &str, overrides: &[&str]) -> Scenario {
-    let overrides: Vec<Override> = overrides.iter().map(|s| s.parse().unwrap()).collect();
-    load("test.toml", text, &overrides).unwrap_or_else(|e| panic!("{e}"))
+    dcemu_tests::scenario("test.toml", text, overrides)
 }
 
 fn run(s: &Scenario, partitions: usize) -> Outcome {
-    execute(
-        s,
-        &RunOptions {
-            partitions,
-            ..RunOptions::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn metric(o: &Outcome, key: &str) -> f64 {
-    o.metrics[key]
-        .as_f64()
-        .unwrap_or_else(|| panic!("no metric {key}"))
-}
-
-/// Every log line of one actor.
-fn log(o: &Outcome, actor: &str) -> Vec<Value> {
-    let bytes = o
-        .results
-        .read(&format!("actors/{actor}.jsonl"))
-        .unwrap()
-        .unwrap();
-    String::from_utf8(bytes)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn kind<'a>(lines: &'a [Value], k: &str) -> Vec<&'a Value> {
-    lines.iter().filter(|l| l["kind"] == k).collect()
-}
-
-fn t(v: &Value) -> u64 {
-    v["t_ns"].as_u64().unwrap()
+    run_with(s, partitions)
 }
 
 /// One type-A server with 2 slots and 16 GB; four 50 s tasks of 8 GB

@@ -3,8 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use dcemu::run::{Outcome, RunOptions, execute};
+use dcemu::run::Outcome;
 use dcemu::scenario::load;
+use dcemu_tests::{log, run_text};
 use serde_json::Value;
 
 /// One 12-core server owned by a primary tenant whose use follows
@@ -46,17 +47,11 @@ reserve_cores = 2
 }
 
 fn run(text: &str) -> Outcome {
-    let s = load("spike.toml", text, &[]).unwrap_or_else(|e| panic!("{e}"));
-    execute(&s, &RunOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+    run_text("spike.toml", text, &[])
 }
 
 fn server_log(o: &Outcome) -> Vec<Value> {
-    let bytes = o.results.read("actors/server-0000.jsonl").unwrap().unwrap();
-    String::from_utf8(bytes)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    log(o, "server-0000")
 }
 
 #[test]
