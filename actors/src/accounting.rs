@@ -8,7 +8,12 @@ use crate::net::Body;
 /// packet is.
 pub(crate) fn count_in_transit<'a>(bodies: impl Iterator<Item = &'a Body>, out: &mut Metrics) {
     let n = bodies
-        .filter(|b| matches!(b, Body::Submit(_) | Body::Dispatch(_) | Body::Killed(_)))
+        .filter(|b| {
+            matches!(
+                b,
+                Body::Submit(_) | Body::Dispatch(_) | Body::Killed(_) | Body::Migrating(_)
+            )
+        })
         .count();
     out.add("tasks_in_transit_end", n as u64);
 }

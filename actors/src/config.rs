@@ -193,12 +193,20 @@ pub enum ServiceDistribution {
     Constant,
 }
 
-/// `[scheduler]`: the scheduler's pipeline stages.
+/// `[scheduler]`: the scheduler's pipeline stages (admission, placement,
+/// slots) and what its classification engine does (Paragon §2–§4).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SchedulerConfig {
+    /// Admission stage: `fifo` (one queue, head of line) or `arq` (Paragon §4).
+    #[serde(default)]
+    pub admission: AdmissionKind,
     #[serde(default)]
     pub placement: PlacementKind,
+    /// Slot stage; `none` is the only one today (priority policies come with
+    /// the thesis's slot scheduler).
+    #[serde(default)]
+    pub slots: SlotPolicy,
     /// How long a task killed for a primary tenant (or evicted) waits before
     /// it is placed again (a node manager's heartbeat, harvesting §5). Default 1s.
     #[serde(default = "default_resubmit")]
@@ -216,10 +224,142 @@ pub struct SchedulerConfig {
     /// so they are on only where a policy reads them.
     #[serde(default = "default_report")]
     pub report_interval: Duration,
+    /// Paragon §3.2 greedy search or §3.3 hash-sampled statistical selection.
+    #[serde(default)]
+    pub selection: SelectionKind,
+    /// Servers the statistical selection samples (§3.3, Fig. 5: 16–128).
+    #[serde(default = "default_samples")]
+    pub samples: u32,
+    /// Bound on the greedy search's server examinations (§3.2 timeout).
+    #[serde(default = "default_max_steps")]
+    pub max_steps: u32,
+    /// Length of the profiling runs of a new application (§2.4: about a
+    /// minute on two configurations and against two microbenchmarks, in
+    /// parallel). Part of its response time.
+    #[serde(default = "default_profile_time")]
+    pub profile_time: Duration,
+    /// Relative noise of a profiling measurement: the standard deviation of
+    /// ln IPS, and of a sensitivity score in units of 100 points.
+    #[serde(default = "default_profile_noise")]
+    pub profile_noise: f64,
+    /// Applications profiled offline on every configuration and source
+    /// (§2.2: 20 for the 40-server cluster, 30 for 1,000 servers).
+    #[serde(default = "default_training_apps")]
+    pub training_apps: u32,
+    /// Applications declaring an ideal time below this skip profiling and go
+    /// to a random server among the least loaded, least interfering (§3.5).
+    /// "0s" (default): none does.
+    #[serde(default = "default_zero")]
+    pub short_job: Duration,
+    /// Latent dimensions of the collaborative filtering (§2.1).
+    #[serde(default = "default_cf_rank")]
+    pub cf_rank: u32,
+    /// SGD learning rate η (§2.1).
+    #[serde(default = "default_cf_learning_rate")]
+    pub cf_learning_rate: f64,
+    /// SGD regularisation λ (§2.1).
+    #[serde(default = "default_cf_regularization")]
+    pub cf_regularization: f64,
+    /// Most SGD epochs of one reconstruction.
+    #[serde(default = "default_cf_max_epochs")]
+    pub cf_max_epochs: u32,
+    /// SGD stops when an epoch improves the L2 error by less than this share.
+    #[serde(default = "default_cf_tolerance")]
+    pub cf_tolerance: f64,
+    /// Every this many newly classified applications the whole utility
+    /// matrix is reconstructed again (in between, new rows are folded in).
+    #[serde(default = "default_cf_retrain_every")]
+    pub cf_retrain_every: u32,
+    /// Reactive phase detection (§3.4): an application progressing at less
+    /// than `1 − reclassify_below` of its expected rate is reclassified in
+    /// vivo and possibly migrated. 0 turns it off. Needs `report_interval`.
+    #[serde(default = "default_reclassify_below")]
+    pub reclassify_below: f64,
+    /// How long an in-vivo reclassification takes (§3.4).
+    #[serde(default = "default_reclassify_time")]
+    pub reclassify_time: Duration,
+    /// How long a migration stops an application (§3.4: live migration).
+    #[serde(default = "default_migration_time")]
+    pub migration_time: Duration,
+    /// How the scheduler sums co-runners' caused scores on a server:
+    /// `server` weighs them by what the server's hardware passes on (shared
+    /// resources grow with √cores; per-core ones are private while every
+    /// thread has a core), `sum` is Paragon's plain sum (§3.2).
+    #[serde(default)]
+    pub contention: Contention,
+    /// ARQ: number of classes, queues and server pools (§4.1: ten).
+    #[serde(default = "default_arq_classes")]
+    pub arq_classes: u32,
+    /// ARQ: an application still in its own queue takes only a server
+    /// where no interference constraint is violated and its predicted speed
+    /// is at least `arq_speed` × 0.95 (0: interference alone decides, the
+    /// resource quality of ARQ §3.1; 1: the configuration must meet QoS too).
+    #[serde(default)]
+    pub arq_speed: f64,
+    /// ARQ: order within a queue, `fifo`, `sjf` or `priority` (§4.4).
+    #[serde(default)]
+    pub arq_order: ArqOrder,
 }
 
 fn default_report() -> Duration {
     Duration::ZERO
+}
+fn default_zero() -> Duration {
+    Duration::ZERO
+}
+fn default_samples() -> u32 {
+    64
+}
+fn default_max_steps() -> u32 {
+    20_000
+}
+fn default_profile_time() -> Duration {
+    Duration::from_nanos(60_000_000_000)
+}
+fn default_profile_noise() -> f64 {
+    0.03
+}
+fn default_training_apps() -> u32 {
+    20
+}
+fn default_cf_rank() -> u32 {
+    5
+}
+fn default_cf_learning_rate() -> f64 {
+    CfDefaults::LEARNING_RATE
+}
+fn default_cf_regularization() -> f64 {
+    CfDefaults::REGULARIZATION
+}
+fn default_cf_max_epochs() -> u32 {
+    CfDefaults::MAX_EPOCHS
+}
+fn default_cf_tolerance() -> f64 {
+    CfDefaults::TOLERANCE
+}
+fn default_cf_retrain_every() -> u32 {
+    200
+}
+fn default_reclassify_below() -> f64 {
+    0.10
+}
+fn default_reclassify_time() -> Duration {
+    Duration::from_nanos(10_000_000_000)
+}
+fn default_migration_time() -> Duration {
+    Duration::from_nanos(10_000_000_000)
+}
+fn default_arq_classes() -> u32 {
+    10
+}
+
+/// Defaults of the SGD reconstruction.
+pub struct CfDefaults;
+impl CfDefaults {
+    pub const LEARNING_RATE: f64 = 0.02;
+    pub const REGULARIZATION: f64 = 0.02;
+    pub const MAX_EPOCHS: u32 = 200;
+    pub const TOLERANCE: f64 = 1e-4;
 }
 
 /// `scheduler.memory_eviction` (thesis §6.2.3.4).
@@ -238,19 +378,182 @@ pub enum MemoryEviction {
 }
 
 fn default_resubmit() -> Duration {
-    Duration::from_secs(1)
+    Duration::from_nanos(1_000_000_000)
 }
 
 impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
+            admission: AdmissionKind::default(),
             placement: PlacementKind::default(),
+            slots: SlotPolicy::default(),
             resubmit_delay: default_resubmit(),
             memory_eviction: MemoryEviction::default(),
             resume: false,
             report_interval: default_report(),
+            selection: SelectionKind::default(),
+            samples: default_samples(),
+            max_steps: default_max_steps(),
+            profile_time: default_profile_time(),
+            profile_noise: default_profile_noise(),
+            training_apps: default_training_apps(),
+            short_job: default_zero(),
+            cf_rank: default_cf_rank(),
+            cf_learning_rate: default_cf_learning_rate(),
+            cf_regularization: default_cf_regularization(),
+            cf_max_epochs: default_cf_max_epochs(),
+            cf_tolerance: default_cf_tolerance(),
+            cf_retrain_every: default_cf_retrain_every(),
+            reclassify_below: default_reclassify_below(),
+            reclassify_time: default_reclassify_time(),
+            migration_time: default_migration_time(),
+            contention: Contention::default(),
+            arq_classes: default_arq_classes(),
+            arq_speed: 0.0,
+            arq_order: ArqOrder::default(),
         }
     }
+}
+
+impl SchedulerConfig {
+    /// Whether the pipeline classifies applications (Paragon §2): the
+    /// Paragon placements and ARQ admission need their profiles.
+    pub fn classifies(&self) -> bool {
+        self.admission == AdmissionKind::Arq
+            || matches!(
+                self.placement,
+                PlacementKind::Paragon | PlacementKind::ParagonNh | PlacementKind::ParagonNi
+            )
+    }
+
+    /// Whether reactive phase detection runs (Paragon §3.4): only Paragon
+    /// itself reclassifies and migrates (its baselines of §5 do not), and
+    /// only with server reports to detect from.
+    pub fn detects_phases(&self) -> bool {
+        self.placement == PlacementKind::Paragon
+            && self.reclassify_below > 0.0
+            && self.report_interval.as_nanos() > 0
+    }
+
+    pub fn problems(&self) -> Vec<Problem> {
+        let mut out: Vec<Problem> = Vec::new();
+        let mut push = |f: &str, p: String| out.push((f.to_string(), p));
+        if self.samples == 0 {
+            push("samples", "must be at least 1".into());
+        }
+        if self.max_steps == 0 {
+            push("max_steps", "must be at least 1".into());
+        }
+        if !(self.profile_noise.is_finite() && (0.0..=1.0).contains(&self.profile_noise)) {
+            push(
+                "profile_noise",
+                format!("must be between 0 and 1, got {}", self.profile_noise),
+            );
+        }
+        if self.cf_rank == 0 || self.cf_rank > 20 {
+            push(
+                "cf_rank",
+                format!("must be between 1 and 20, got {}", self.cf_rank),
+            );
+        }
+        for (f, v) in [
+            ("cf_learning_rate", self.cf_learning_rate),
+            ("cf_regularization", self.cf_regularization),
+            ("cf_tolerance", self.cf_tolerance),
+        ] {
+            if !(v.is_finite() && (0.0..1.0).contains(&v)) {
+                push(f, format!("must be at least 0 and below 1, got {v}"));
+            }
+        }
+        if self.cf_learning_rate == 0.0 {
+            push("cf_learning_rate", "must be greater than 0".into());
+        }
+        if self.cf_max_epochs == 0 || self.cf_max_epochs > 100_000 {
+            push(
+                "cf_max_epochs",
+                format!("must be between 1 and 100000, got {}", self.cf_max_epochs),
+            );
+        }
+        if self.cf_retrain_every == 0 {
+            push("cf_retrain_every", "must be at least 1".into());
+        }
+        if !(self.reclassify_below.is_finite() && (0.0..1.0).contains(&self.reclassify_below)) {
+            push(
+                "reclassify_below",
+                format!(
+                    "must be at least 0 and below 1, got {}",
+                    self.reclassify_below
+                ),
+            );
+        }
+        if !(self.arq_speed.is_finite() && (0.0..=1.0).contains(&self.arq_speed)) {
+            push(
+                "arq_speed",
+                format!("must be between 0 and 1, got {}", self.arq_speed),
+            );
+        }
+        if self.arq_classes == 0 || self.arq_classes > 100 {
+            push(
+                "arq_classes",
+                format!("must be between 1 and 100, got {}", self.arq_classes),
+            );
+        }
+        out
+    }
+}
+
+/// `scheduler.admission` (Paragon §4).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AdmissionKind {
+    /// One queue in arrival order; the head waits for a server (Paragon's
+    /// application-agnostic admission, ARQ §2).
+    #[default]
+    Fifo,
+    /// ARQ: queues per resource-quality class with server pools, diverted
+    /// up or down to bound waiting (Paragon §4, ARQ).
+    Arq,
+}
+
+/// `scheduler.arq_order` (Paragon §4.4).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArqOrder {
+    #[default]
+    Fifo,
+    /// Shortest declared computation time first, within each queue.
+    Sjf,
+    /// Higher priority first, within each queue.
+    Priority,
+}
+
+/// `scheduler.contention`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Contention {
+    #[default]
+    Server,
+    Sum,
+}
+
+/// `scheduler.slots`: the slot and preemption stage.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SlotPolicy {
+    /// A task takes as many slots as it has threads; no preemption.
+    #[default]
+    None,
+}
+
+/// `scheduler.selection` (Paragon §3.2, §3.3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SelectionKind {
+    /// Greedy D1/D2 filtering with backtracking over all candidates.
+    #[default]
+    Greedy,
+    /// Hash-sampled candidates ranked by colocation quality.
+    Statistical,
 }
 
 /// `scheduler.placement`: how a server is chosen for a task.
@@ -260,6 +563,15 @@ pub enum PlacementKind {
     /// Uniformly among servers with a free slot.
     #[default]
     Random,
+    /// The server with the lowest share of slots taken that has the task's
+    /// cores and memory free (Paragon §5's LL baseline).
+    LeastLoaded,
+    /// Heterogeneity- and interference-aware (Paragon §3).
+    Paragon,
+    /// Interference-aware only: no view of server configurations (NH).
+    ParagonNh,
+    /// Heterogeneity-aware only: no view of interference (NI).
+    ParagonNi,
 }
 
 fn one() -> u32 {
@@ -296,6 +608,11 @@ impl ServerTypeConfig {
             memory_gb: self.memory_gb.unwrap_or(16.0),
             llc_mb: self.llc_mb.unwrap_or(8.0),
         }
+    }
+
+    /// Memory of one server, MB (`memory_gb`, default 16 GB).
+    pub fn memory_mb(&self) -> u64 {
+        crate::sampling::to_nanos(self.memory_gb.unwrap_or(16.0) * 1024.0)
     }
 
     /// Cores in effect (`cores`, else one per slot).

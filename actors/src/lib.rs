@@ -16,6 +16,7 @@ pub mod kernel;
 pub mod model;
 pub mod net;
 pub mod primary;
+pub mod profiling;
 pub mod sampling;
 pub mod scheduler;
 pub mod server;

@@ -16,7 +16,7 @@ use crate::config::{
 use crate::kernel::{Actor, ActorId, Ctx, Envelope, Metrics, ModelError};
 use crate::net::Packet;
 use crate::primary::PrimaryTenant;
-use crate::scheduler::Scheduler;
+use crate::scheduler::{Scheduler, ServerSpec};
 use crate::server::Server;
 use crate::switch::Switch;
 use crate::tenant::WorkloadTenant;
@@ -45,6 +45,12 @@ pub struct Task {
     pub memory_mb: u64,
     /// Threads: it takes this many slots and runs on at most this many cores.
     pub cores: u32,
+    /// When it first started running; kept across migrations and
+    /// evictions, so that performance is measured over its whole execution.
+    pub first_start: Option<SimTime>,
+    /// Its full work (`service_ns` at submission; `service_ns` shrinks to
+    /// what is left when a migrated or resumed task restarts).
+    pub total_ns: u64,
 }
 
 /// Every event of the model: a packet arriving, or one of an actor's timers.
@@ -72,6 +78,16 @@ pub enum Msg {
     /// Server timer: a task whose memory could not all be given at start
     /// reaches its checkpoint and needs the rest (thesis §6.2.3.4).
     MemoryCheck { task: TaskId },
+    /// Scheduler timer: a new application's profiling runs are done
+    /// (Paragon §2.4); it can be classified and admitted.
+    Profiled(Task),
+    /// Scheduler timer: a migrating application's state has been copied;
+    /// it resumes on the server whose slots were reserved for it (Paragon §3.4).
+    Migrated { task: Task, server: ActorId },
+    /// Scheduler timer: an ARQ switching time has come (Paragon §4.2).
+    AdmissionTick,
+    /// Server timer: the in-vivo reclassification of a task is done (Paragon §3.4).
+    Reclassified { task: TaskId },
 }
 
 impl Msg {
@@ -87,6 +103,10 @@ impl Msg {
             Msg::Requeue(_) => "requeue",
             Msg::MemoryCheck { .. } => "memory_check",
             Msg::ReportTick => "report_tick",
+            Msg::Profiled(_) => "profiled",
+            Msg::Migrated { .. } => "migrated",
+            Msg::AdmissionTick => "admission_tick",
+            Msg::Reclassified { .. } => "reclassified",
         }
     }
 }
@@ -114,6 +134,13 @@ pub struct World {
     pub report_interval: SimTime,
     /// Slots of the largest server: no task takes more.
     pub max_slots: u32,
+    /// Servers send each running application's progress rate with their
+    /// reports (the scheduler detects phases from it, Paragon §3.4).
+    pub monitor_rates: bool,
+    /// How long an in-vivo reclassification takes on a server (§3.4).
+    pub reclassify_time: SimTime,
+    /// Relative noise of a profiling measurement (`scheduler.profile_noise`).
+    pub profile_noise: f64,
 }
 
 impl World {
@@ -129,7 +156,7 @@ pub(crate) fn unexpected(actor: &str, what: &str) -> ModelError {
 
 /// Any actor of the model; the engine drives this one type.
 pub enum Node {
-    Scheduler(Scheduler),
+    Scheduler(Box<Scheduler>),
     Tenant(WorkloadTenant),
     Primary(PrimaryTenant),
     Server(Box<Server>),
@@ -144,7 +171,8 @@ impl Actor for Node {
             Node::Tenant(t) => t.start(ctx),
             Node::Primary(p) => p.start(ctx),
             Node::Server(s) => s.start(ctx),
-            Node::Scheduler(_) | Node::Switch(_) => Ok(()),
+            Node::Scheduler(s) => s.start(ctx),
+            Node::Switch(_) => Ok(()),
         }
     }
 
@@ -288,19 +316,28 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
             .fold(1.0, f64::max),
         report_interval: spec.scheduler.report_interval.as_nanos(),
         max_slots: spec.server_types.iter().map(|s| s.slots).max().unwrap_or(1),
+        monitor_rates: spec.scheduler.detects_phases(),
+        reclassify_time: spec.scheduler.reclassify_time.as_nanos(),
+        profile_noise: spec.scheduler.profile_noise,
     });
-    let server_ids: Vec<(ActorId, u32)> = server_types
+    let server_ids: Vec<ServerSpec> = server_types
         .iter()
         .enumerate()
-        .map(|(i, (_, st))| (ActorId((first_server + i) as u32), st.slots))
+        .map(|(i, (class, st))| ServerSpec {
+            id: ActorId((first_server + i) as u32),
+            slots: st.slots,
+            cores: st.cores(),
+            class: *class,
+            memory_mb: st.memory_mb(),
+        })
         .collect();
 
     let mut nodes = Vec::with_capacity(names.len());
-    nodes.push(Node::Scheduler(Scheduler::new(
+    nodes.push(Node::Scheduler(Box::new(Scheduler::new(
         world.clone(),
         spec.scheduler,
         &server_ids,
-    )));
+    ))));
     let mut ordinal = 0u64;
     for (i, t) in spec.tenants.iter().enumerate() {
         let trace = spec.traces.get(i).cloned().flatten();

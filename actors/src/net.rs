@@ -9,6 +9,7 @@
 use dcemu_topology::{Route, SimTime};
 use serde::{Deserialize, Serialize};
 
+use crate::ground_truth::SOURCES;
 use crate::kernel::{ActorId, Ctx, ModelError};
 use crate::model::{Msg, Task, TaskId, World};
 
@@ -47,6 +48,35 @@ pub enum Body {
         bps: u64,
         reserve: bool,
     },
+    /// Server → scheduler, with each report: how fast each running
+    /// application progresses (Paragon §3.4 monitors this).
+    Rates(Vec<AppRate>),
+    /// Scheduler → server: measure this task's interference profile in vivo,
+    /// by injecting microbenchmarks next to it (Paragon §3.4).
+    Reclassify { task: TaskId },
+    /// Server → scheduler: the in-vivo profile, scores in hundredths of a
+    /// point (0..=10000), per source of interference.
+    Reclassified {
+        task: TaskId,
+        tolerated: [u16; SOURCES],
+        caused: [u16; SOURCES],
+    },
+    /// Scheduler → server: stop this task and hand it back with its progress,
+    /// to move it to another server (Paragon §3.4).
+    Migrate { task: TaskId },
+    /// Server → scheduler: the migrating task, `service_ns` now the work left.
+    Migrating(Task),
+}
+
+/// One running application's progress as a server measures it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppRate {
+    pub task: TaskId,
+    /// Progress rate relative to running alone on its best configuration,
+    /// in millionths (the IPS Paragon monitors, normalised).
+    pub rate_ppm: u32,
+    /// Work left, in ns at rate 1.
+    pub left_ns: u64,
 }
 
 impl Body {
@@ -62,6 +92,11 @@ impl Body {
             Body::Killed(_) => "killed",
             Body::Reservation { reserve: true, .. } => "reserve",
             Body::Reservation { reserve: false, .. } => "release",
+            Body::Rates(_) => "rates",
+            Body::Reclassify { .. } => "reclassify",
+            Body::Reclassified { .. } => "reclassified",
+            Body::Migrate { .. } => "migrate",
+            Body::Migrating(_) => "migrating",
         }
     }
 
@@ -69,7 +104,10 @@ impl Body {
     /// and dispatches carry a task description; acknowledgements are small.
     pub fn size_bytes(&self) -> u32 {
         match self {
-            Body::Submit(_) | Body::Dispatch(_) | Body::Killed(_) => 512,
+            Body::Submit(_) | Body::Dispatch(_) | Body::Killed(_) | Body::Migrating(_) => 512,
+            Body::Rates(rates) => 64u32.saturating_add(16u32.saturating_mul(rates.len() as u32)),
+            Body::Reclassify { .. } | Body::Migrate { .. } => 64,
+            Body::Reclassified { .. } => 128,
             Body::PrimaryLoad { .. } | Body::Reimage | Body::Report(_) => 64,
             Body::Finished { .. } | Body::Reservation { .. } => 64,
             Body::Done { .. } => 128,

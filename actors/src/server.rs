@@ -28,8 +28,8 @@ use crate::disk::Disk;
 use crate::ground_truth::{SOURCES, Source, interference_factor};
 use crate::kernel::{Ctx, Metrics, ModelError};
 use crate::model::{Msg, Task, TaskId, World, unexpected};
-use crate::net::{Body, Inbox, Nic, ServerReport};
-use crate::sampling::{to_nanos, uniform_open0};
+use crate::net::{AppRate, Body, Inbox, Nic, ServerReport};
+use crate::sampling::{normal, to_nanos, uniform_open0};
 use crate::sharing::CpuShare;
 
 pub struct Server {
@@ -60,6 +60,8 @@ pub struct Server {
     allocated: BTreeMap<TaskId, u64>,
     evictions_memory: u64,
     reports: u64,
+    /// A `ReportTick` is pending.
+    reporting: bool,
     /// Harvested storage: block replicas on this server's disk.
     disk: Disk,
     replicas_lost: u64,
@@ -91,6 +93,8 @@ enum Eviction {
     Primary,
     /// Evicted because a task's memory could not be satisfied (thesis §6.2.3.4).
     Memory,
+    /// Moved to another server by the scheduler (Paragon §3.4).
+    Migration,
 }
 
 #[derive(Serialize)]
@@ -139,7 +143,7 @@ struct EndLog {
 /// eight memory-bound applications on one 8-core box would barely notice
 /// each other). `docs/ground-truth.md` records the effect on the Paragon
 /// scenario.
-fn pressure_weights(cores: u32, threads: usize) -> [f64; SOURCES] {
+pub fn pressure_weights(cores: u32, threads: usize) -> [f64; SOURCES] {
     let cores = f64::from(cores.max(1));
     let n = threads.max(1) as f64;
     let time_shared = ((n - cores) / n).max(0.0);
@@ -181,10 +185,11 @@ impl Server {
             killed: 0,
             wasted_s: 0.0,
             reimages: 0,
-            memory_mb: to_nanos(cfg.memory_gb.unwrap_or(16.0) * 1024.0),
+            memory_mb: cfg.memory_mb(),
             allocated: BTreeMap::new(),
             evictions_memory: 0,
             reports: 0,
+            reporting: false,
             disk: Disk::new(to_nanos(cfg.disk_gb.unwrap_or(1000.0) * 1024.0)),
             replicas_lost: 0,
             apps_completed: 0,
@@ -205,13 +210,22 @@ impl Server {
         if every == 0 {
             return Ok(());
         }
+        self.reporting = true;
         let offset = to_nanos(uniform_open0(ctx.rng()) * every as f64);
         ctx.timer(offset, Msg::ReportTick)
     }
 
-    /// Tells the scheduler how the server is doing (not while asleep).
+    /// Tells the scheduler how the server is doing, every interval while it
+    /// has work (or a primary tenant); an idle server sends one report
+    /// saying so and then stays quiet until work arrives, so that reports
+    /// do not keep a finished run going. A sleeping server does not report.
     fn report(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
-        ctx.timer(self.world.report_interval, Msg::ReportTick)?;
+        let idle = self.running.is_empty() && self.power_state.held().is_empty() && !self.owned;
+        if idle {
+            self.reporting = false;
+        } else {
+            ctx.timer(self.world.report_interval, Msg::ReportTick)?;
+        }
         if self.power_state.device.state() == DevState::Sleep {
             return Ok(());
         }
@@ -229,7 +243,82 @@ impl Server {
         self.reports += 1;
         let world = Arc::clone(&self.world);
         self.nic
-            .send(&world, ctx, world.scheduler, Body::Report(report))
+            .send(&world, ctx, world.scheduler, Body::Report(report))?;
+        if world.monitor_rates {
+            let rates = self.rates(ctx.now());
+            if !rates.is_empty() {
+                self.nic
+                    .send(&world, ctx, world.scheduler, Body::Rates(rates))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Each running application's progress rate and work left: what a
+    /// monitor of its IPS would tell the scheduler (Paragon §3.4).
+    fn rates(&mut self, now: SimTime) -> Vec<AppRate> {
+        self.cpu.advance_to(now);
+        self.running
+            .iter()
+            .filter(|(_, (task, _))| task.app.is_some())
+            .filter_map(|(&id, _)| {
+                let rate = self.cpu.rate(id)?;
+                Some(AppRate {
+                    task: id,
+                    rate_ppm: to_nanos(rate * 1e6).min(u64::from(u32::MAX)) as u32,
+                    left_ns: to_nanos(self.cpu.left(id)?),
+                })
+            })
+            .collect()
+    }
+
+    /// In-vivo reclassification (Paragon §3.4): microbenchmarks injected
+    /// next to `task` measure the interference it tolerates and causes in
+    /// its current phase, with the profiling noise; the answer goes back
+    /// after `reclassify_time`.
+    fn reclassify_done(&mut self, id: TaskId, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let Some((task, _)) = self.running.get(&id) else {
+            return Ok(());
+        };
+        let Some(app) = task.app.and_then(|a| self.world.catalog.get(a as usize)) else {
+            return Ok(());
+        };
+        self.cpu.advance_to(ctx.now());
+        let total = task.total_ns.max(task.service_ns).max(1) as f64;
+        let done = 1.0 - self.cpu.left(id).unwrap_or(0.0) / total;
+        let phase = app.phase_at(done);
+        let (tolerated, caused) = (app.tolerated_in(phase), app.caused_in(phase));
+        let noise = self.world.profile_noise;
+        let measure = |truth: f64, ctx: &mut Ctx<'_, Msg>| {
+            let v = (truth + 100.0 * noise * normal(ctx.rng())).clamp(0.0, 100.0);
+            libm::round(v * 100.0) as u16
+        };
+        let mut t = [0u16; SOURCES];
+        let mut c = [0u16; SOURCES];
+        for s in 0..SOURCES {
+            t[s] = measure(tolerated[s], ctx);
+            c[s] = measure(caused[s], ctx);
+        }
+        ctx.log("reclassified", &serde_json::json!({ "task": id }));
+        let world = Arc::clone(&self.world);
+        let body = Body::Reclassified {
+            task: id,
+            tolerated: t,
+            caused: c,
+        };
+        self.nic.send(&world, ctx, world.scheduler, body)
+    }
+
+    /// Hands a running task back to the scheduler with its progress, to
+    /// move it elsewhere (Paragon §3.4); ignored if it no longer runs here.
+    fn migrate_out(&mut self, id: TaskId, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        if !self.running.contains_key(&id) {
+            return Ok(());
+        }
+        self.evict(id, Eviction::Migration, ctx)?;
+        self.update_power(ctx);
+        self.refresh_rates(ctx.now());
+        self.reschedule(ctx)
     }
 
     pub fn handle(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
@@ -237,6 +326,10 @@ impl Server {
             Msg::Packet(p) => match self.inbox.accept(&self.world, ctx, p)?.1 {
                 Body::Dispatch(task) => self.dispatched(task, ctx),
                 Body::PrimaryLoad { cores, reserve } => self.primary_load(cores, reserve, ctx),
+                Body::Reclassify { task } => {
+                    ctx.timer(self.world.reclassify_time, Msg::Reclassified { task })
+                }
+                Body::Migrate { task } => self.migrate_out(task, ctx),
                 Body::Reimage => {
                     self.reimages += 1;
                     let lost = self.disk.reimage();
@@ -261,6 +354,7 @@ impl Server {
             Msg::Progress { .. } => Ok(()),
             Msg::WakeDone => self.woke(ctx),
             Msg::MemoryCheck { task } => self.memory_check(task, ctx),
+            Msg::Reclassified { task } => self.reclassify_done(task, ctx),
             Msg::ReportTick => self.report(ctx),
             other => Err(unexpected(self.world.name(ctx.me()), other.name())),
         }
@@ -274,6 +368,10 @@ impl Server {
                 task.id,
                 self.slots
             )));
+        }
+        if !self.reporting && self.world.report_interval > 0 {
+            self.reporting = true;
+            ctx.timer(self.world.report_interval, Msg::ReportTick)?;
         }
         let wake = self.world.power.server_wake.as_nanos();
         match self.power_state.admit(ctx, task, self.power.peak(), wake)? {
@@ -347,7 +445,8 @@ impl Server {
             return Ok(());
         };
         let done = (task.service_ns as f64 - left).max(0.0);
-        let keep_progress = why == Eviction::Memory && self.world.resume;
+        let keep_progress =
+            why == Eviction::Migration || (why == Eviction::Memory && self.world.resume);
         let wasted = if keep_progress { 0.0 } else { done / 1e9 };
         if keep_progress {
             task.service_ns = to_nanos(left).max(1);
@@ -368,10 +467,14 @@ impl Server {
                 self.evictions_memory += 1;
                 ctx.log("evict_memory", &log);
             }
+            Eviction::Migration => ctx.log("migrate_out", &log),
         }
         let world = Arc::clone(&self.world);
-        self.nic
-            .send(&world, ctx, world.scheduler, Body::Killed(task))
+        let body = match why {
+            Eviction::Migration => Body::Migrating(task),
+            _ => Body::Killed(task),
+        };
+        self.nic.send(&world, ctx, world.scheduler, body)
     }
 
     /// Gives a starting task its memory (thesis §6.2.3.4): all of it if the
@@ -448,8 +551,9 @@ impl Server {
         Ok(())
     }
 
-    fn run_task(&mut self, task: Task, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+    fn run_task(&mut self, mut task: Task, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         let id = task.id;
+        task.first_start.get_or_insert(ctx.now());
         self.allocate(&task, ctx)?;
         self.cpu
             .add(ctx.now(), id, task.service_ns, task.cores, self.core_speed);
@@ -485,7 +589,7 @@ impl Server {
             .filter_map(|(&id, (task, _))| {
                 let app = catalog.get(task.app? as usize)?;
                 let left = self.cpu.left(id)?;
-                let done = 1.0 - left / task.service_ns.max(1) as f64;
+                let done = 1.0 - left / task.total_ns.max(task.service_ns).max(1) as f64;
                 let phase = app
                     .phases
                     .iter()
@@ -522,7 +626,7 @@ impl Server {
             .iter()
             .filter_map(|(&id, (task, _))| {
                 let app = catalog.get(task.app? as usize)?;
-                let work = task.service_ns as f64;
+                let work = task.total_ns.max(task.service_ns) as f64;
                 let done = 1.0 - self.cpu.left(id)? / work.max(1.0);
                 let next = app.phases.iter().find(|p| p.from > done + 1e-12)?;
                 self.cpu.reaches(id, work * (1.0 - next.from))
@@ -562,10 +666,12 @@ impl Server {
         self.allocated.remove(&id);
         self.completed += 1;
         self.busy_ns += u128::from(now - started_at);
-        // Paragon §5: performance normalised to running alone on the best configuration.
+        // Paragon §5: performance normalised to running alone on the best
+        // configuration, over its whole execution (migrations included).
+        let first = task.first_start.unwrap_or(started_at);
         let perf_norm = task
             .app
-            .map(|_| task.service_ns as f64 / (now - started_at).max(1) as f64);
+            .map(|_| task.total_ns.max(task.service_ns) as f64 / (now - first).max(1) as f64);
         if let (Some(p), Some(app)) = (perf_norm, task.app) {
             self.apps_completed += 1;
             self.apps_qos_met += u64::from(p >= QOS_PERF_NORM);
@@ -581,7 +687,7 @@ impl Server {
                     "{id},{app},{family},{},{},{},{p}",
                     self.world.name(ctx.me()),
                     self.server_type,
-                    now - started_at
+                    now - first
                 ),
             ));
         }

@@ -118,6 +118,13 @@ impl CpuShare {
         self.jobs.get(&task).map(|j| j.left)
     }
 
+    /// Current progress rate of `task` (work per ns): its share of cores
+    /// times its multiplier.
+    pub fn rate(&self, task: TaskId) -> Option<f64> {
+        let job = self.jobs.get(&task)?;
+        Some(self.share(self.threads()) * job.multiplier)
+    }
+
     /// When `task`, at its current rate, gets down to `left` work left.
     pub fn reaches(&self, task: TaskId, left: f64) -> Option<SimTime> {
         let job = self.jobs.get(&task)?;

@@ -374,6 +374,8 @@ impl WorkloadTenant {
                     priority: demand.priority,
                     memory_mb: demand.memory_mb,
                     cores: demand.cores.clamp(1, self.world.max_slots.max(1)),
+                    first_start: None,
+                    total_ns: demand.service_ns,
                 };
                 self.submitted += 1;
                 ctx.log(

@@ -202,6 +202,7 @@ fn run_facts(o: &Outcome, partitions: usize, started_unix: u64) -> Vec<u8> {
         "actors": o.actors,
         "command": std::env::args().collect::<Vec<_>>(),
         "digest": o.digest,
+        "wall_metrics": o.wall_metrics,
     });
     let mut bytes = serde_json::to_vec_pretty(&facts).unwrap_or_default();
     bytes.push(b'\n');

@@ -64,7 +64,13 @@ pub fn summarize(out: &EngineOutput, horizon: SimTime, interval: SimTime) -> (Me
         sorted.sort_by(f64::total_cmp);
         let mean = (!sorted.is_empty()).then(|| sorted.iter().sum::<f64>() / sorted.len() as f64);
         m.insert(format!("{name}_mean"), opt(mean));
-        for (suffix, q) in [("p10", 0.10), ("p50", 0.50), ("p95", 0.95), ("p99", 0.99)] {
+        for (suffix, q) in [
+            ("p10", 0.10),
+            ("p50", 0.50),
+            ("p90", 0.90),
+            ("p95", 0.95),
+            ("p99", 0.99),
+        ] {
             m.insert(format!("{name}_{suffix}"), opt(percentile(&sorted, q)));
         }
         m.insert(format!("{name}_max"), opt(sorted.last().copied()));
@@ -106,6 +112,24 @@ pub fn summarize(out: &EngineOutput, horizon: SimTime, interval: SimTime) -> (Me
     let apps = merged.counter("apps_completed");
     let qos = (apps > 0).then(|| merged.counter("apps_qos_met") as f64 / apps as f64);
     m.insert("qos_met_fraction".into(), opt(qos));
+    let perf = merged.samples_of("perf_norm");
+    let degraded = (!perf.is_empty())
+        .then(|| perf.iter().filter(|&&p| p < 0.9).count() as f64 / perf.len() as f64);
+    m.insert("degraded_over_10pct_fraction".into(), opt(degraded));
+    let classified = merged.counter("apps_classified");
+    let share = |hits: f64| (classified > 0).then(|| hits / classified as f64);
+    m.insert(
+        "class_best_config_fraction".into(),
+        opt(share(merged.counter("class_best_config_hits") as f64)),
+    );
+    m.insert(
+        "class_within_5pct_fraction".into(),
+        opt(share(merged.counter("class_within_5pct_hits") as f64)),
+    );
+    m.insert(
+        "class_best_config_chance_fraction".into(),
+        opt(share(merged.sum("class_best_config_chance_hits"))),
+    );
     let server_j = merged.sum("energy_j_server");
     let network_j = merged.sum("energy_j_network");
     m.insert("energy_kwh_server".into(), finite(server_j / 3.6e6));
@@ -115,6 +139,19 @@ pub fn summarize(out: &EngineOutput, horizon: SimTime, interval: SimTime) -> (Me
         finite((server_j + network_j) / 3.6e6),
     );
     (m, timeseries(&series, horizon, interval))
+}
+
+/// Means of the wall-clock series the actors measured, as `<name>_mean`
+/// (for `run.json`: machine-dependent, never digested).
+pub fn wall_means(out: &EngineOutput) -> MetricMap {
+    out.merged_metrics()
+        .walls()
+        .map(|(name, values)| {
+            let mean =
+                (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64);
+            (format!("{name}_mean"), opt(mean))
+        })
+        .collect()
 }
 
 /// Header of each table of rows the actors report (see

@@ -47,6 +47,9 @@ pub struct Outcome {
     pub virtual_end: SimTime,
     pub actors: usize,
     pub wall: WallDuration,
+    /// Means of the wall-clock measurements actors made (e.g.
+    /// `sched_decision_us_mean`): for `run.json`, never digested.
+    pub wall_metrics: MetricMap,
 }
 
 /// Builds the model of `scenario` and runs it to its end.
@@ -91,6 +94,7 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
     let (metrics, timeseries) =
         metrics::summarize(&output, end, scenario.power.sample_interval.as_nanos());
     let tables = metrics::tables(&output);
+    let wall_metrics = metrics::wall_means(&output);
     let mut files = vec![
         (
             "scenario.toml".to_string(),
@@ -140,5 +144,6 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
         virtual_end,
         actors: actor_count,
         wall: started.elapsed(),
+        wall_metrics,
     })
 }

@@ -13,6 +13,9 @@ pub struct Metrics {
     sums: BTreeMap<&'static str, f64>,
     steps: BTreeMap<&'static str, Vec<(SimTime, i64)>>,
     rows: BTreeMap<&'static str, Vec<(u64, String)>>,
+    /// Wall-clock measurements (e.g. the cost of a scheduling decision):
+    /// machine-dependent, so they go to `run.json`, never to the digest.
+    wall: BTreeMap<&'static str, Vec<f64>>,
 }
 
 impl Metrics {
@@ -54,6 +57,16 @@ impl Metrics {
         self.rows.entry(name).or_default().push((key, line));
     }
 
+    /// Records a wall-clock observation (kept out of the digested results).
+    pub fn wall_sample(&mut self, name: &'static str, value: f64) {
+        self.wall.entry(name).or_default().push(value);
+    }
+
+    /// Wall-clock series, in merge order.
+    pub fn walls(&self) -> impl Iterator<Item = (&'static str, &[f64])> + '_ {
+        self.wall.iter().map(|(k, v)| (*k, v.as_slice()))
+    }
+
     /// Tables of rows, unsorted.
     pub fn rows(&self) -> impl Iterator<Item = (&'static str, &[(u64, String)])> + '_ {
         self.rows.iter().map(|(k, v)| (*k, v.as_slice()))
@@ -75,6 +88,9 @@ impl Metrics {
         }
         for (name, rows) in other.rows {
             self.rows.entry(name).or_default().extend(rows);
+        }
+        for (name, values) in other.wall {
+            self.wall.entry(name).or_default().extend(values);
         }
     }
 

@@ -1,41 +1,132 @@
-//! The scheduler actor: receives submissions and slot releases, and decides
-//! where each task runs through its pipeline stages. Today the pipeline is a
-//! FIFO queue in front of one placement stage; admission control and slot
-//! policies become stages of their own.
+//! The scheduler actor: receives submissions, server reports and releases,
+//! and decides where each task runs through a pipeline of stages chosen in
+//! the scenario (MODEL.md §3):
 //!
-//! The scheduler sees only what a real one could: the servers' slot counts and
-//! the releases they report. It never reads server state directly.
+//! 1. **classification** (Paragon §2): a new application is profiled
+//!    (`profile_time`, part of its response time) and classified by
+//!    collaborative filtering, when a stage needs its profile;
+//! 2. **admission** (`admission.rs`): `fifo` or `arq`, which task to place
+//!    next and on which servers (Paragon §4);
+//! 3. **placement** (`placement.rs`, `paragon.rs`): `random`,
+//!    `least-loaded`, `paragon`, `paragon-nh`, `paragon-ni`;
+//! 4. **slots**: `none` (a task takes a slot per thread, no preemption).
+//!
+//! After placement, reactive phase detection (Paragon §3.4) watches the
+//! progress servers report, reclassifies a lagging application in vivo and
+//! migrates it when a better server pays back the migration.
+//!
+//! The scheduler sees only what a real one could: server configurations,
+//! its own dispatches, the servers' releases and reports, and profiling
+//! measurements (`crate::profiling`). It never reads server state or the
+//! ground truth directly.
 
+pub mod admission;
+pub mod arq;
+pub mod cf;
+mod classify;
 mod flows;
+pub mod greedy;
+mod paragon;
 mod placement;
 
 pub use flows::FlowTable;
-pub use placement::{ClusterView, Placement, RandomPlacement};
+pub use paragon::{Awareness, ParagonPlacement};
+pub use placement::{
+    Choice, ClusterView, LeastLoaded, Placement, RandomPlacement, Request, ServerSlots, ServerSpec,
+};
 
-use std::collections::VecDeque;
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use dcemu_topology::{Bandwidth, Route, SimTime};
 use serde::Serialize;
 
-use crate::config::{PlacementKind, SchedulerConfig};
+use crate::config::{AdmissionKind, ArqOrder, Contention, PlacementKind, SchedulerConfig};
+use crate::ground_truth::SOURCES;
 use crate::kernel::{ActorId, Ctx, Envelope, Metrics, ModelError};
-use crate::model::{Msg, Task, World, unexpected};
-use crate::net::{Body, Inbox, Nic};
+use crate::model::{Msg, Task, TaskId, World, unexpected};
+use crate::net::{AppRate, Body, Inbox, Nic};
+use crate::profiling::{Lab, Profile};
+use crate::server::QOS_PERF_NORM;
+
+use admission::{Admission, ArqAdmission, Attempt, Fifo, PoolState, Scope};
+use arq::{ArqParams, QueueOrder, server_quality};
+use cf::CfParams;
+use classify::Classifier;
+use paragon::expected_rate;
+
+/// Times one application is reclassified at most (phase detection, §3.4).
+pub const MAX_RECLASSIFICATIONS: u32 = 3;
 
 pub struct Scheduler {
+    cfg: SchedulerConfig,
+    admission: Box<dyn Admission>,
+    core: Core,
+}
+
+/// Everything but the admission stage, so that admission can call back
+/// into placement while it holds its queues.
+struct Core {
     world: Arc<World>,
     nic: Nic,
     inbox: Inbox,
     placement: Box<dyn Placement>,
     cluster: ClusterView,
-    /// Tasks waiting for a slot, with the time each reached the scheduler.
-    queue: VecDeque<(Task, SimTime)>,
+    /// ARQ pool of each server (all 0 without ARQ).
+    pool: Vec<usize>,
+    pools: usize,
+    classification: Option<Classification>,
+    profiles: BTreeMap<TaskId, Profile>,
+    placed: BTreeMap<TaskId, Placed>,
     flows: FlowTable,
     resubmit_delay: u64,
+    reclassify_below: f64,
+    migration_time: u64,
     dispatched: u64,
     killed: u64,
+    profiled: u64,
+    reclassifications: u64,
+    migrations: u64,
+    migrations_declined: u64,
     queue_wait_s: Vec<f64>,
+    decision_us: Vec<f64>,
+    /// The `AdmissionTick` armed, if any.
+    tick: Option<SimTime>,
+    /// Bumped whenever what placement sees changes (slots, memory,
+    /// interference state, reports), so that an attempt that found no room
+    /// is not repeated until something changed.
+    version: u64,
+    /// Tasks whose last attempt found no room: the version and scope then.
+    no_room: BTreeMap<TaskId, (u64, bool, Vec<usize>)>,
+    /// Share of the QoS speed an ARQ-appropriate server must offer on its
+    /// configuration (`scheduler.arq_speed`).
+    strict_speed: f64,
+}
+
+/// Paragon's classification engine and the lab that measures for it.
+struct Classification {
+    lab: Lab,
+    classifier: Classifier,
+    profile_time: u64,
+    short_job: u64,
+}
+
+/// A task on a server, as the scheduler tracks it.
+#[derive(Clone, Debug)]
+struct Placed {
+    server: u32,
+    cores: u32,
+    memory_mb: u64,
+    since: SimTime,
+    pool: usize,
+    /// Slots reserved on the server a migration goes to.
+    migrating_to: Option<u32>,
+    reclassifying: bool,
+    reclassified: u32,
+    /// The latest measured rate and work left (from `Rates`).
+    rate: f64,
+    left_ns: u64,
 }
 
 #[derive(Serialize)]
@@ -55,6 +146,8 @@ struct DispatchLog<'a> {
     task: u64,
     server: &'a str,
     queued_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    violation: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -77,24 +170,146 @@ struct ReleaseLog<'a> {
     server: &'a str,
 }
 
+#[derive(Serialize)]
+struct ClassifyLog {
+    task: u64,
+    app: u32,
+    best_class: usize,
+    demand: f64,
+}
+
+#[derive(Serialize)]
+struct ReclassifyLog<'a> {
+    task: u64,
+    server: &'a str,
+    rate: f64,
+    expected: f64,
+}
+
+#[derive(Serialize)]
+struct MigrateLog<'a> {
+    task: u64,
+    from: &'a str,
+    to: &'a str,
+    left_s: f64,
+    rate_now: f64,
+    rate_expected: f64,
+}
+
 impl Scheduler {
-    pub fn new(world: Arc<World>, cfg: &SchedulerConfig, servers: &[(ActorId, u32)]) -> Self {
+    pub fn new(world: Arc<World>, cfg: &SchedulerConfig, servers: &[ServerSpec]) -> Self {
         let placement: Box<dyn Placement> = match cfg.placement {
             PlacementKind::Random => Box::new(RandomPlacement),
+            PlacementKind::LeastLoaded => Box::new(LeastLoaded),
+            PlacementKind::Paragon => Box::new(ParagonPlacement::new(
+                Awareness::Full,
+                cfg.selection,
+                cfg.samples,
+                cfg.max_steps,
+            )),
+            PlacementKind::ParagonNh => Box::new(ParagonPlacement::new(
+                Awareness::InterferenceOnly,
+                cfg.selection,
+                cfg.samples,
+                cfg.max_steps,
+            )),
+            PlacementKind::ParagonNi => Box::new(ParagonPlacement::new(
+                Awareness::HeterogeneityOnly,
+                cfg.selection,
+                cfg.samples,
+                cfg.max_steps,
+            )),
         };
+        let admission: Box<dyn Admission> = match cfg.admission {
+            AdmissionKind::Fifo => Box::new(Fifo::default()),
+            AdmissionKind::Arq => Box::new(ArqAdmission::new(ArqParams {
+                classes: cfg.arq_classes.max(1) as usize,
+                order: match cfg.arq_order {
+                    ArqOrder::Fifo => QueueOrder::Fifo,
+                    ArqOrder::Sjf => QueueOrder::Sjf,
+                    ArqOrder::Priority => QueueOrder::Priority,
+                },
+                default_busy_s: 600.0,
+            })),
+        };
+        let pools = admission.pools();
+        let cluster = ClusterView::new(servers, cfg.contention == Contention::Server);
+        let pool = vec![0; servers.len()];
         Scheduler {
-            world,
-            nic: Nic::default(),
-            inbox: Inbox::default(),
-            placement,
-            cluster: ClusterView::new(servers),
-            queue: VecDeque::new(),
-            flows: FlowTable::default(),
-            resubmit_delay: cfg.resubmit_delay.as_nanos(),
-            dispatched: 0,
-            killed: 0,
-            queue_wait_s: Vec::new(),
+            cfg: cfg.clone(),
+            admission,
+            core: Core {
+                classification: None,
+                profiles: BTreeMap::new(),
+                placed: BTreeMap::new(),
+                nic: Nic::default(),
+                inbox: Inbox::default(),
+                placement,
+                cluster,
+                pool,
+                pools,
+                flows: FlowTable::default(),
+                resubmit_delay: cfg.resubmit_delay.as_nanos(),
+                reclassify_below: if cfg.detects_phases() {
+                    cfg.reclassify_below
+                } else {
+                    0.0
+                },
+                migration_time: cfg.migration_time.as_nanos(),
+                dispatched: 0,
+                killed: 0,
+                profiled: 0,
+                reclassifications: 0,
+                migrations: 0,
+                migrations_declined: 0,
+                queue_wait_s: Vec::new(),
+                decision_us: Vec::new(),
+                tick: None,
+                version: 0,
+                no_room: BTreeMap::new(),
+                strict_speed: cfg.arq_speed,
+                world,
+            },
         }
+    }
+
+    /// Profiles the offline training set and builds the classification
+    /// engine (Paragon §2.2), when the pipeline classifies. Done at start,
+    /// so its random draws come from the scheduler's own stream.
+    pub fn start(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let cfg = &self.cfg;
+        let core = &mut self.core;
+        if !cfg.classifies() || core.world.catalog.is_empty() {
+            return Ok(());
+        }
+        let classes = core
+            .cluster
+            .servers()
+            .iter()
+            .map(|s| s.class + 1)
+            .max()
+            .unwrap_or(1);
+        let mut lab = Lab::new(Arc::clone(&core.world), classes, cfg.profile_noise);
+        let training = lab.training_set(cfg.training_apps, ctx.rng());
+        let params = CfParams {
+            rank: cfg.cf_rank as usize,
+            learning_rate: cfg.cf_learning_rate,
+            regularization: cfg.cf_regularization,
+            max_epochs: cfg.cf_max_epochs,
+            tolerance: cfg.cf_tolerance,
+        };
+        let classifier = Classifier::new(&training, classes, params, cfg.cf_retrain_every);
+        ctx.log(
+            "training_set",
+            &serde_json::json!({ "apps": training.len(), "classes": classes }),
+        );
+        core.classification = Some(Classification {
+            lab,
+            classifier,
+            profile_time: cfg.profile_time.as_nanos(),
+            short_job: cfg.short_job.as_nanos(),
+        });
+        Ok(())
     }
 
     pub fn handle(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
@@ -105,82 +320,97 @@ impl Scheduler {
                     "task_requeue",
                     &QueueLog {
                         task: task.id,
-                        queue_len: self.queue.len() + 1,
+                        queue_len: self.admission.len() + 1,
                     },
                 );
-                let now = ctx.now();
-                self.queue.push_front((task, now));
+                self.admission.requeue(task, ctx.now());
+                return self.drain(ctx);
+            }
+            Msg::Profiled(task) => return self.profiled(task, ctx),
+            Msg::Migrated { task, server } => {
+                self.core.migrations += 1;
+                let world = Arc::clone(&self.core.world);
+                ctx.log(
+                    "migrate_done",
+                    &ReleaseLog {
+                        task: task.id,
+                        server: world.name(server),
+                    },
+                );
+                return self
+                    .core
+                    .nic
+                    .send(&world, ctx, server, Body::Dispatch(task));
+            }
+            Msg::AdmissionTick => {
+                self.core.tick = None;
                 return self.drain(ctx);
             }
             other => return Err(unexpected("scheduler", other.name())),
         };
-        let world = Arc::clone(&self.world);
-        let (src, body) = self.inbox.accept(&world, ctx, packet)?;
+        let world = Arc::clone(&self.core.world);
+        let (src, body) = self.core.inbox.accept(&world, ctx, packet)?;
         match body {
             Body::Submit(task) => {
                 ctx.log(
                     "task_arrive",
                     &ArriveLog {
                         task: task.id,
-                        tenant: self.world.name(task.tenant).to_string(),
+                        tenant: world.name(task.tenant).to_string(),
                     },
                 );
-                let now = ctx.now();
-                self.queue.push_back((task, now));
-                if self.queue.len() == 1 {
-                    self.drain(ctx)?;
-                }
-                if let Some((task, _)) = self.queue.back() {
+                if let Some(c) = &self.core.classification
+                    && task.app.is_some()
+                    && task.service_ns >= c.short_job
+                {
+                    self.core.profiled += 1;
                     ctx.log(
-                        "task_queue",
-                        &QueueLog {
-                            task: task.id,
-                            queue_len: self.queue.len(),
-                        },
+                        "profile_start",
+                        &serde_json::json!({ "task": task.id, "app": task.app }),
                     );
+                    return ctx.timer(c.profile_time, Msg::Profiled(task));
                 }
-                Ok(())
+                self.admit(task, 0, ctx)
             }
             Body::Finished { task, slots } => {
-                let server = src;
-                self.cluster.release(server, slots).ok_or_else(|| {
-                    ModelError::Invariant(format!(
-                        "scheduler got a slot release from {}, which it never gave a task",
-                        self.world.name(server)
-                    ))
-                })?;
+                let (pool, busy_s) = self.core.leave(task, src, slots, ctx)?;
+                self.admission.record_busy(pool, busy_s);
                 ctx.log(
                     "slot_release",
                     &ReleaseLog {
                         task,
-                        server: self.world.name(server),
+                        server: world.name(src),
                     },
                 );
-                if let Some((route, bandwidth)) = self.flows.release(&world.network, task) {
-                    ctx.log(
-                        "flow_release",
-                        &FlowLog {
-                            task,
-                            path: self.path_names(&route),
-                            bps: bandwidth.bps(),
-                        },
-                    );
-                    self.notify_switches(ctx, task, &route, bandwidth, false)?;
-                }
+                self.core.profiles.remove(&task);
+                self.core.release_flow(task, ctx)?;
                 self.drain(ctx)
             }
             Body::Report(report) => {
-                self.cluster.record_report(src, report);
+                self.core.cluster.record_report(src, report);
+                if self.cfg.placement == PlacementKind::LeastLoaded {
+                    self.core.version += 1;
+                }
                 Ok(())
             }
+            Body::Rates(rates) => self.core.rates(src, &rates, ctx),
+            Body::Reclassified {
+                task,
+                tolerated,
+                caused,
+            } => {
+                self.core
+                    .reclassified(task, src, &tolerated, &caused, ctx)?;
+                self.drain(ctx)
+            }
+            Body::Migrating(task) => {
+                self.core.migrating(task, src, ctx)?;
+                self.drain(ctx)
+            }
             Body::Killed(task) => {
-                self.cluster.release(src, task.cores).ok_or_else(|| {
-                    ModelError::Invariant(format!(
-                        "scheduler got a kill report from {}, which it never gave a task",
-                        world.name(src)
-                    ))
-                })?;
-                self.killed += 1;
+                let (pool, busy_s) = self.core.leave(task.id, src, task.cores, ctx)?;
+                self.admission.record_busy(pool, busy_s);
+                self.core.killed += 1;
                 ctx.log(
                     "task_killed",
                     &ReleaseLog {
@@ -188,85 +418,517 @@ impl Scheduler {
                         server: world.name(src),
                     },
                 );
-                if let Some((route, bandwidth)) = self.flows.release(&world.network, task.id) {
-                    ctx.log(
-                        "flow_release",
-                        &FlowLog {
-                            task: task.id,
-                            path: self.path_names(&route),
-                            bps: bandwidth.bps(),
-                        },
-                    );
-                    self.notify_switches(ctx, task.id, &route, bandwidth, false)?;
-                }
-                ctx.timer(self.resubmit_delay, Msg::Requeue(task))?;
+                self.core.release_flow(task.id, ctx)?;
+                ctx.timer(self.core.resubmit_delay, Msg::Requeue(task))?;
                 self.drain(ctx)
             }
             other => Err(unexpected("scheduler", other.name())),
         }
     }
 
-    /// Places queued tasks in arrival order until the head finds no server.
+    /// Profiling is done (§2.4): classify the application and admit it.
+    fn profiled(&mut self, task: Task, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let Some(c) = self.core.classification.as_mut() else {
+            return self.admit(task, 0, ctx);
+        };
+        let overhead = c.profile_time;
+        let Some(app) = task.app else {
+            return self.admit(task, overhead, ctx);
+        };
+        let Some(measurement) = c.lab.profile(app, ctx.rng()) else {
+            return self.admit(task, overhead, ctx);
+        };
+        let profile = c.classifier.classify(&measurement);
+        c.lab.grade(app, &profile);
+        ctx.log(
+            "classify",
+            &ClassifyLog {
+                task: task.id,
+                app,
+                best_class: profile.best_class(),
+                demand: arq::app_demand(&profile.tolerated, &profile.caused),
+            },
+        );
+        self.core.profiles.insert(task.id, profile);
+        self.admit(task, overhead, ctx)
+    }
+
+    /// Hands a ready task (with its profile, if it was classified) to the
+    /// admission stage, then places what it can.
+    fn admit(
+        &mut self,
+        task: Task,
+        overhead_ns: u64,
+        ctx: &mut Ctx<'_, Msg>,
+    ) -> Result<(), ModelError> {
+        let now = ctx.now();
+        let pools = self.core.pool_state();
+        let profile = self.core.profiles.get(&task.id);
+        let id = task.id;
+        self.admission
+            .enqueue(task, now, profile, overhead_ns, now, &pools);
+        self.drain(ctx)?;
+        if !self.admission.is_empty() && !self.core.placed.contains_key(&id) {
+            ctx.log(
+                "task_queue",
+                &QueueLog {
+                    task: id,
+                    queue_len: self.admission.len(),
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Lets the admission stage place waiting tasks until none more fits,
+    /// then arms a tick for its next switching time.
     fn drain(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let now = ctx.now();
+        let pools = self.core.pool_state();
+        let core = &mut self.core;
+        let mut place = |task: &Task, arrived: SimTime, scope: Scope<'_>| {
+            core.try_place(task, arrived, scope, ctx)
+        };
+        self.admission.schedule(now, &pools, &mut place)?;
+        if let Some(at) = self.admission.next_wakeup() {
+            // A switching time already past moves its task at the next pass.
+            let at = at.max(now + 1);
+            if self.core.tick.is_none_or(|t| t > at || t <= now) {
+                self.core.tick = Some(at);
+                ctx.timer(at - now, Msg::AdmissionTick)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn finish(&mut self, undelivered: &[Envelope<Msg>], out: &mut Metrics) {
+        let core = &mut self.core;
+        core.inbox.finish(out);
+        core.flows.finish(out);
+        let waiting = undelivered
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.payload,
+                    Msg::Requeue(_) | Msg::Profiled(_) | Msg::Migrated { .. }
+                )
+            })
+            .count() as u64;
+        out.add("tasks_queued_end", self.admission.len() as u64 + waiting);
+        out.add("tasks_requeued", core.killed);
+        out.add("tasks_dispatched", core.dispatched);
+        out.add("apps_profiled", core.profiled);
+        out.add("reclassifications", core.reclassifications);
+        out.add("migrations", core.migrations);
+        out.add("migrations_declined", core.migrations_declined);
+        out.declare_samples("queue_wait_s");
+        for &w in &core.queue_wait_s {
+            out.sample("queue_wait_s", w);
+        }
+        for &us in &core.decision_us {
+            out.wall_sample("sched_decision_us", us);
+        }
+        self.admission.finish(out);
+        core.placement.finish(out);
+        if let Some(c) = &core.classification {
+            c.lab.finish(out);
+            out.add("cf_reconstructions", c.classifier.reconstructions());
+        }
+    }
+}
+
+impl Core {
+    /// Servers per ARQ pool: running something, and with a free slot.
+    fn pool_state(&self) -> PoolState {
+        let mut state = PoolState {
+            busy: vec![0; self.pools],
+            free: vec![0; self.pools],
+        };
+        if self.pools > 1 {
+            for (i, s) in self.cluster.servers().iter().enumerate() {
+                let p = self.pool[i];
+                state.busy[p] += u32::from(s.free < s.slots);
+                state.free[p] += u32::from(s.free > 0);
+            }
+        }
+        state
+    }
+
+    /// The ARQ pool of server `i` from its current interference state.
+    fn refresh_pool(&mut self, i: u32) {
+        self.version += 1;
+        if self.pools <= 1 {
+            return;
+        }
+        let state = self.cluster.interference(i);
+        let q = server_quality(&state.tolerated(), &state.caused());
+        self.pool[i as usize] = band(q, self.pools);
+    }
+
+    /// One placement attempt for `task` on servers of the `allowed` pools.
+    fn try_place(
+        &mut self,
+        task: &Task,
+        arrived: SimTime,
+        scope: Scope<'_>,
+        ctx: &mut Ctx<'_, Msg>,
+    ) -> Result<Attempt, ModelError> {
+        let attempt = (
+            self.version,
+            scope.strict,
+            scope.pools.map(<[usize]>::to_vec).unwrap_or_default(),
+        );
+        if self.no_room.get(&task.id) == Some(&attempt) {
+            return Ok(Attempt::NoRoom);
+        }
+        let started = Instant::now();
+        let pool = &self.pool;
+        let allowed = scope.pools;
+        let in_pools = |i: u32| allowed.is_none_or(|a| a.contains(&pool[i as usize]));
+        let req = Request {
+            task,
+            profile: self.profiles.get(&task.id),
+            allowed: allowed.map(|_| &in_pools as &dyn Fn(u32) -> bool),
+            exclude: None,
+        };
+        let choice = self.placement.place(&req, &self.cluster, ctx.rng());
+        self.decision_us.push(started.elapsed().as_secs_f64() * 1e6);
+        let appropriate = |c: &Choice| {
+            let class = self.cluster.servers()[c.server as usize].class;
+            let speed = req
+                .profile
+                .map_or(1.0, |p| p.speed.get(class).copied().unwrap_or(0.0));
+            c.violation <= 0.0 && speed >= QOS_PERF_NORM * self.strict_speed
+        };
+        let Some(choice) = choice.filter(|c| !scope.strict || appropriate(c)) else {
+            self.no_room.insert(task.id, attempt);
+            return Ok(Attempt::NoRoom);
+        };
+        self.no_room.remove(&task.id);
         let world = Arc::clone(&self.world);
-        while let Some((task, _)) = self.queue.front() {
-            let Some(slot) = self.placement.place(task, &self.cluster, ctx.rng()) else {
-                break;
-            };
-            let server = self.cluster.servers()[slot as usize].id;
-            let flow = match task.flow_bps {
-                0 => None,
-                bps => {
-                    let bandwidth = Bandwidth::from_bps(bps);
-                    match self
-                        .flows
-                        .reserve(&world.network, task.id, server, bandwidth)
-                    {
-                        Some(route) => Some((route, bandwidth)),
-                        None => {
-                            ctx.log(
-                                "flow_refused",
-                                &FlowRefusedLog {
-                                    task: task.id,
-                                    server: world.name(server),
-                                    bps,
-                                },
-                            );
-                            break;
-                        }
+        let server = self.cluster.servers()[choice.server as usize].id;
+        let flow = match task.flow_bps {
+            0 => None,
+            bps => {
+                let bandwidth = Bandwidth::from_bps(bps);
+                match self
+                    .flows
+                    .reserve(&world.network, task.id, server, bandwidth)
+                {
+                    Some(route) => Some((route, bandwidth)),
+                    None => {
+                        ctx.log(
+                            "flow_refused",
+                            &FlowRefusedLog {
+                                task: task.id,
+                                server: world.name(server),
+                                bps,
+                            },
+                        );
+                        return Ok(Attempt::NoRoom);
                     }
                 }
-            };
-            let Some((task, arrived)) = self.queue.pop_front() else {
-                break;
-            };
-            self.cluster.take(slot, task.cores);
-            if let Some((route, bandwidth)) = flow {
-                ctx.log(
-                    "flow_reserve",
-                    &FlowLog {
-                        task: task.id,
-                        path: self.path_names(&route),
-                        bps: bandwidth.bps(),
-                    },
-                );
-                self.notify_switches(ctx, task.id, &route, bandwidth, true)?;
             }
-            let queued = ctx.now() - arrived;
-            self.queue_wait_s.push(queued as f64 / 1e9);
-            self.dispatched += 1;
+        };
+        let pool = self.pool[choice.server as usize];
+        self.occupy(task, choice.server, ctx.now());
+        if let Some((route, bandwidth)) = flow {
             ctx.log(
-                "task_dispatch",
-                &DispatchLog {
+                "flow_reserve",
+                &FlowLog {
                     task: task.id,
-                    server: self.world.name(server),
-                    queued_ns: queued,
+                    path: self.path_names(&route),
+                    bps: bandwidth.bps(),
+                },
+            );
+            self.notify_switches(ctx, task.id, &route, bandwidth, true)?;
+        }
+        let queued = ctx.now() - arrived;
+        self.queue_wait_s.push(queued as f64 / 1e9);
+        self.dispatched += 1;
+        ctx.log(
+            "task_dispatch",
+            &DispatchLog {
+                task: task.id,
+                server: world.name(server),
+                queued_ns: queued,
+                violation: self
+                    .profiles
+                    .contains_key(&task.id)
+                    .then_some(choice.violation),
+            },
+        );
+        self.nic
+            .send(&world, ctx, server, Body::Dispatch(task.clone()))?;
+        Ok(Attempt::Placed { pool })
+    }
+
+    /// Books `task` onto server `i`: slots, memory, interference state.
+    fn occupy(&mut self, task: &Task, i: u32, now: SimTime) {
+        self.cluster.take(i, task.cores, task.memory_mb);
+        if let Some(p) = self.profiles.get(&task.id) {
+            self.cluster
+                .interference_mut(i)
+                .add(task.id, &p.tolerated, &p.caused);
+        }
+        let pool = self.pool[i as usize];
+        self.refresh_pool(i);
+        self.placed.insert(
+            task.id,
+            Placed {
+                server: i,
+                cores: task.cores,
+                memory_mb: task.memory_mb,
+                since: now,
+                pool,
+                migrating_to: None,
+                reclassifying: false,
+                reclassified: 0,
+                rate: 1.0,
+                left_ns: task.service_ns,
+            },
+        );
+    }
+
+    /// Frees what `task` held on server `i` (and any migration target it
+    /// had reserved), recording the busy period for ARQ.
+    fn vacate(&mut self, task: TaskId, i: u32, cores: u32, memory_mb: u64) -> Option<()> {
+        let server = self.cluster.servers()[i as usize].id;
+        self.cluster.release(server, cores, memory_mb)?;
+        self.cluster.interference_mut(i).remove(task);
+        self.refresh_pool(i);
+        Some(())
+    }
+
+    /// `task` left server `src` (finished or killed): return its slots.
+    fn leave(
+        &mut self,
+        task: TaskId,
+        src: ActorId,
+        slots: u32,
+        ctx: &mut Ctx<'_, Msg>,
+    ) -> Result<(usize, f64), ModelError> {
+        let world = Arc::clone(&self.world);
+        let bad = || {
+            ModelError::Invariant(format!(
+                "scheduler got a release of task {task} from {}, which it never gave that task",
+                world.name(src)
+            ))
+        };
+        let i = self.cluster.index_of(src).ok_or_else(bad)?;
+        let placed = self.placed.remove(&task);
+        let memory = placed.as_ref().map_or(0, |p| p.memory_mb);
+        match &placed {
+            Some(p) if p.server == i => {}
+            _ => return Err(bad()),
+        }
+        self.vacate(task, i, slots, memory).ok_or_else(bad)?;
+        let p = placed.ok_or_else(bad)?;
+        if let Some(target) = p.migrating_to {
+            self.vacate(task, target, p.cores, p.memory_mb)
+                .ok_or_else(bad)?;
+        }
+        Ok((p.pool, (ctx.now() - p.since) as f64 / 1e9))
+    }
+
+    fn release_flow(&mut self, task: TaskId, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let world = Arc::clone(&self.world);
+        if let Some((route, bandwidth)) = self.flows.release(&world.network, task) {
+            ctx.log(
+                "flow_release",
+                &FlowLog {
+                    task,
+                    path: self.path_names(&route),
+                    bps: bandwidth.bps(),
+                },
+            );
+            self.notify_switches(ctx, task, &route, bandwidth, false)?;
+        }
+        Ok(())
+    }
+
+    /// Reactive phase detection (§3.4): an application progressing clearly
+    /// below what its classification predicts on this configuration is
+    /// reclassified in vivo.
+    fn rates(
+        &mut self,
+        src: ActorId,
+        rates: &[AppRate],
+        ctx: &mut Ctx<'_, Msg>,
+    ) -> Result<(), ModelError> {
+        let world = Arc::clone(&self.world);
+        for r in rates {
+            let Some(p) = self.placed.get_mut(&r.task) else {
+                continue;
+            };
+            p.rate = f64::from(r.rate_ppm) / 1e6;
+            p.left_ns = r.left_ns;
+            if self.reclassify_below <= 0.0
+                || p.reclassifying
+                || p.migrating_to.is_some()
+                || p.reclassified >= MAX_RECLASSIFICATIONS
+            {
+                continue;
+            }
+            let Some(profile) = self.profiles.get(&r.task) else {
+                continue;
+            };
+            let class = self.cluster.servers()[p.server as usize].class;
+            let expected = profile.speed.get(class).copied().unwrap_or(1.0);
+            if p.rate >= expected * (1.0 - self.reclassify_below) {
+                continue;
+            }
+            p.reclassifying = true;
+            p.reclassified += 1;
+            self.reclassifications += 1;
+            ctx.log(
+                "reclassify",
+                &ReclassifyLog {
+                    task: r.task,
+                    server: world.name(src),
+                    rate: p.rate,
+                    expected,
                 },
             );
             self.nic
-                .send(&self.world, ctx, server, Body::Dispatch(task))?;
+                .send(&world, ctx, src, Body::Reclassify { task: r.task })?;
         }
         Ok(())
+    }
+
+    /// The in-vivo profile is back: update the application's and the
+    /// server's interference state, and migrate the application if another
+    /// server is expected to finish it sooner, migration included (§3.4).
+    fn reclassified(
+        &mut self,
+        task: TaskId,
+        src: ActorId,
+        tolerated: &[u16; SOURCES],
+        caused: &[u16; SOURCES],
+        ctx: &mut Ctx<'_, Msg>,
+    ) -> Result<(), ModelError> {
+        let Some(i) = self.cluster.index_of(src) else {
+            return Ok(());
+        };
+        let Some(p) = self.placed.get_mut(&task) else {
+            return Ok(());
+        };
+        p.reclassifying = false;
+        if p.server != i {
+            return Ok(());
+        }
+        let (rate_now, left_ns) = (p.rate, p.left_ns);
+        let Some(profile) = self.profiles.get_mut(&task) else {
+            return Ok(());
+        };
+        profile.tolerated = std::array::from_fn(|s| f64::from(tolerated[s]) / 100.0);
+        profile.caused = std::array::from_fn(|s| f64::from(caused[s]) / 100.0);
+        let state = self.cluster.interference_mut(i);
+        state.remove(task);
+        state.add(task, &profile.tolerated, &profile.caused);
+        self.refresh_pool(i);
+        let Some(task_view) = self.placed_task(task) else {
+            return Ok(());
+        };
+        let req = Request {
+            task: &task_view,
+            profile: self.profiles.get(&task),
+            allowed: None,
+            exclude: Some(i),
+        };
+        let Some(choice) = self.placement.place(&req, &self.cluster, ctx.rng()) else {
+            self.migrations_declined += 1;
+            return Ok(());
+        };
+        let class = self.cluster.servers()[choice.server as usize].class;
+        let speed = self
+            .profiles
+            .get(&task)
+            .and_then(|p| p.speed.get(class).copied())
+            .unwrap_or(1.0);
+        let rate_new = expected_rate(speed, choice.violation);
+        let left = left_ns as f64;
+        let stay = left / rate_now.max(1e-6);
+        let go = left / rate_new.max(1e-6) + self.migration_time as f64;
+        if go >= stay {
+            self.migrations_declined += 1;
+            return Ok(());
+        }
+        self.cluster
+            .take(choice.server, task_view.cores, task_view.memory_mb);
+        if let Some(pr) = self.profiles.get(&task) {
+            self.cluster
+                .interference_mut(choice.server)
+                .add(task, &pr.tolerated, &pr.caused);
+        }
+        self.refresh_pool(choice.server);
+        if let Some(p) = self.placed.get_mut(&task) {
+            p.migrating_to = Some(choice.server);
+        }
+        let world = Arc::clone(&self.world);
+        let to = self.cluster.servers()[choice.server as usize].id;
+        ctx.log(
+            "migrate_start",
+            &MigrateLog {
+                task,
+                from: world.name(src),
+                to: world.name(to),
+                left_s: left / 1e9,
+                rate_now,
+                rate_expected: rate_new,
+            },
+        );
+        self.nic.send(&world, ctx, src, Body::Migrate { task })
+    }
+
+    /// The cores and memory a placed task holds, as a task for placement.
+    fn placed_task(&self, id: TaskId) -> Option<Task> {
+        let p = self.placed.get(&id)?;
+        Some(Task {
+            id,
+            tenant: ActorId(0),
+            submitted_at: 0,
+            service_ns: p.left_ns,
+            flow_bps: 0,
+            app: None,
+            priority: 0,
+            memory_mb: p.memory_mb,
+            cores: p.cores,
+            first_start: None,
+            total_ns: p.left_ns,
+        })
+    }
+
+    /// The migrating task left `src` with its progress: free that server and
+    /// move the task to the reserved one after the migration time.
+    fn migrating(
+        &mut self,
+        task: Task,
+        src: ActorId,
+        ctx: &mut Ctx<'_, Msg>,
+    ) -> Result<(), ModelError> {
+        let world = Arc::clone(&self.world);
+        let bad = || {
+            ModelError::Invariant(format!(
+                "scheduler got migrating task {} from {}, which it was not moving",
+                task.id,
+                world.name(src)
+            ))
+        };
+        let i = self.cluster.index_of(src).ok_or_else(bad)?;
+        let mut p = self.placed.remove(&task.id).ok_or_else(bad)?;
+        let target = p.migrating_to.take().ok_or_else(bad)?;
+        if p.server != i {
+            return Err(bad());
+        }
+        self.vacate(task.id, i, p.cores, p.memory_mb)
+            .ok_or_else(bad)?;
+        p.server = target;
+        p.since = ctx.now();
+        p.pool = self.pool[target as usize];
+        self.placed.insert(task.id, p);
+        let server = self.cluster.servers()[target as usize].id;
+        ctx.timer(self.migration_time, Msg::Migrated { task, server })
     }
 
     fn path_names(&self, route: &Route) -> Vec<String> {
@@ -301,20 +963,12 @@ impl Scheduler {
         }
         Ok(())
     }
+}
 
-    pub fn finish(&mut self, undelivered: &[Envelope<Msg>], out: &mut Metrics) {
-        self.inbox.finish(out);
-        self.flows.finish(out);
-        let requeueing = undelivered
-            .iter()
-            .filter(|e| matches!(e.payload, Msg::Requeue(_)))
-            .count() as u64;
-        out.add("tasks_queued_end", self.queue.len() as u64 + requeueing);
-        out.add("tasks_requeued", self.killed);
-        out.add("tasks_dispatched", self.dispatched);
-        out.declare_samples("queue_wait_s");
-        for &w in &self.queue_wait_s {
-            out.sample("queue_wait_s", w);
-        }
-    }
+/// ARQ band of a quality `q` in 0–100 over `classes` bands, 0 the highest
+/// (Paragon §4.1).
+fn band(q: f64, classes: usize) -> usize {
+    let width = 100.0 / classes.max(1) as f64;
+    let b = ((100.0 - q.clamp(0.0, 100.0)) / width) as usize;
+    b.min(classes.saturating_sub(1))
 }

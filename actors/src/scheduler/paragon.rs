@@ -1,0 +1,176 @@
+//! Paragon's placement (§3) and its two ablations of §5: `paragon`
+//! (heterogeneity- and interference-aware), `paragon-nh` (interference
+//! only), `paragon-ni` (heterogeneity only).
+//!
+//! A classified application goes through the greedy D1/D2 search of §3.2
+//! (or the hash-sampled statistical selection of §3.3) over the servers
+//! with its cores and memory free; an application that skipped profiling
+//! (a short job, §3.5) goes to a random server among those with the most
+//! free slots and the least interference already caused.
+
+use crate::config::SelectionKind;
+use crate::kernel::{ActorRng, Metrics};
+use crate::sampling::index;
+
+use super::greedy::{Candidate, GreedyParams, select, statistical_select};
+use super::placement::{Choice, ClusterView, Placement, Request};
+
+/// Which of Paragon's two kinds of knowledge the placement uses (§5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Awareness {
+    Full,
+    /// NH: interference only; configurations look all alike.
+    InterferenceOnly,
+    /// NI: heterogeneity only; co-runners are invisible.
+    HeterogeneityOnly,
+}
+
+/// Servers among which a short job is drawn (§3.5).
+pub const SHORT_JOB_POOL: usize = 8;
+
+pub struct ParagonPlacement {
+    awareness: Awareness,
+    selection: SelectionKind,
+    samples: u32,
+    max_steps: u32,
+    placed: u64,
+    backtracked: u64,
+    timeouts: u64,
+    violations: u64,
+    short_jobs: u64,
+    steps: u64,
+}
+
+impl ParagonPlacement {
+    pub fn new(
+        awareness: Awareness,
+        selection: SelectionKind,
+        samples: u32,
+        max_steps: u32,
+    ) -> Self {
+        ParagonPlacement {
+            awareness,
+            selection,
+            samples,
+            max_steps,
+            placed: 0,
+            backtracked: 0,
+            timeouts: 0,
+            violations: 0,
+            short_jobs: 0,
+            steps: 0,
+        }
+    }
+
+    /// §3.5: no profile, so a random server among the ones with the most
+    /// free slots and, among those, the least caused interference.
+    fn short_job(&mut self, fits: &[u32], cluster: &ClusterView, rng: &mut ActorRng) -> Choice {
+        let key = |i: u32| {
+            let s = &cluster.servers()[i as usize];
+            let caused: f64 = cluster.interference(i).caused().iter().sum();
+            (std::cmp::Reverse(s.free), caused)
+        };
+        let mut ranked = fits.to_vec();
+        ranked.sort_by(|&a, &b| {
+            let (ka, kb) = (key(a), key(b));
+            ka.0.cmp(&kb.0).then(ka.1.total_cmp(&kb.1)).then(a.cmp(&b))
+        });
+        ranked.truncate(SHORT_JOB_POOL);
+        self.short_jobs += 1;
+        Choice::clean(ranked[index(rng, ranked.len() as u32) as usize])
+    }
+}
+
+impl Placement for ParagonPlacement {
+    fn place(
+        &mut self,
+        req: &Request<'_>,
+        cluster: &ClusterView,
+        rng: &mut ActorRng,
+    ) -> Option<Choice> {
+        let servers = cluster.servers();
+        let eligible = |i: u32| req.may_use(i) && servers[i as usize].fits(req.task, true);
+        let mut fits: Vec<u32> = cluster
+            .with_free()
+            .iter()
+            .copied()
+            .filter(|&i| eligible(i))
+            .collect();
+        if fits.is_empty() {
+            return None;
+        }
+        let Some(profile) = req.profile else {
+            return Some(self.short_job(&fits, cluster, rng));
+        };
+        self.placed += 1;
+        if self.selection == SelectionKind::Statistical && self.awareness == Awareness::Full {
+            let (server, _quality) = statistical_select(
+                &profile.caused,
+                servers.len() as u32,
+                self.samples,
+                |i| cluster.interference(i).tolerated(),
+                eligible,
+            )?;
+            return Some(Choice::clean(server));
+        }
+        if self.awareness == Awareness::HeterogeneityOnly {
+            // Blind to interference, NI still balances load: among the
+            // servers of the best predicted configuration it takes the least
+            // loaded (the greedy search keeps the first of equals).
+            fits.sort_by(|&a, &b| {
+                let (sa, sb) = (&servers[a as usize], &servers[b as usize]);
+                sa.load().total_cmp(&sb.load()).then(a.cmp(&b))
+            });
+        }
+        let candidates: Vec<Candidate<'_>> = fits
+            .iter()
+            .map(|&i| Candidate {
+                index: i,
+                class: servers[i as usize].class,
+                state: cluster.interference(i),
+            })
+            .collect();
+        let params = GreedyParams {
+            interference: self.awareness != Awareness::HeterogeneityOnly,
+            heterogeneity: self.awareness != Awareness::InterferenceOnly,
+            max_steps: self.max_steps,
+        };
+        let chosen = select(
+            &profile.tolerated,
+            &profile.caused,
+            &profile.speed,
+            &candidates,
+            &params,
+        )?;
+        self.backtracked += u64::from(chosen.backtracked > 0);
+        self.timeouts += u64::from(chosen.timed_out);
+        self.violations += u64::from(chosen.violation > 0.0);
+        self.steps += u64::from(chosen.steps);
+        Some(Choice {
+            server: chosen.index,
+            violation: if self.awareness == Awareness::HeterogeneityOnly {
+                0.0
+            } else {
+                chosen.violation
+            },
+        })
+    }
+
+    fn finish(&self, out: &mut Metrics) {
+        out.add("placements_classified", self.placed);
+        out.add("placements_backtracked", self.backtracked);
+        out.add("placements_timed_out", self.timeouts);
+        out.add("placements_violating", self.violations);
+        out.add("placements_short_job", self.short_jobs);
+        out.add("placement_search_steps", self.steps);
+    }
+}
+
+/// Expected progress rate, relative to alone on its best configuration, of
+/// an application with predicted relative `speed` on a server where the
+/// placement found `violation` points of unmet tolerance: the scheduler's
+/// own estimate (each point past tolerance costs 1 % of time), used to
+/// judge whether a migration pays off (§3.4).
+pub fn expected_rate(speed: f64, violation: f64) -> f64 {
+    speed / (1.0 + violation.max(0.0) / 100.0)
+}
