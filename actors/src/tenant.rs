@@ -35,6 +35,10 @@ pub struct WorkloadTenant {
     /// Response time per acknowledged task with its priority class.
     by_class: Vec<(u8, f64)>,
     waiting_s: Vec<f64>,
+    /// Ideal time of each application submitted and not yet done.
+    ideal: std::collections::BTreeMap<u64, u64>,
+    /// Ideal time over response time, per acknowledged application.
+    perf_response: Vec<f64>,
 }
 
 /// Sample series of response times per priority class (thesis Figure 7.5).
@@ -171,6 +175,8 @@ impl WorkloadTenant {
             submitted: 0,
             done: 0,
             response_s: Vec::new(),
+            ideal: std::collections::BTreeMap::new(),
+            perf_response: Vec::new(),
             by_class: Vec::new(),
             waiting_s: Vec::new(),
         }
@@ -378,6 +384,9 @@ impl WorkloadTenant {
                     total_ns: demand.service_ns,
                 };
                 self.submitted += 1;
+                if task.app.is_some() {
+                    self.ideal.insert(task.id, task.service_ns);
+                }
                 ctx.log(
                     "task_submit",
                     &SubmitLog {
@@ -402,6 +411,10 @@ impl WorkloadTenant {
                 } => {
                     let response = finished_at.saturating_sub(submitted_at);
                     self.by_class.push((priority, response as f64 / 1e9));
+                    if let Some(ideal) = self.ideal.remove(&task) {
+                        self.perf_response
+                            .push(ideal as f64 / response.max(1) as f64);
+                    }
                     self.done(ctx, task, submitted_at, started_at, finished_at)
                 }
                 other => Err(unexpected(self.world.name(ctx.me()), other.name())),
@@ -446,6 +459,12 @@ impl WorkloadTenant {
             if let Some(name) = RESPONSE_BY_CLASS.get(priority as usize) {
                 out.sample(name, r);
             }
+        }
+        if matches!(self.work, Work::Apps(_)) {
+            out.declare_samples("perf_norm_response");
+        }
+        for &p in &self.perf_response {
+            out.sample("perf_norm_response", p);
         }
         out.declare_samples("waiting_s");
         for &r in &self.response_s {

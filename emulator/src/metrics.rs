@@ -116,6 +116,19 @@ pub fn summarize(out: &EngineOutput, horizon: SimTime, interval: SimTime) -> (Me
     let degraded = (!perf.is_empty())
         .then(|| perf.iter().filter(|&&p| p < 0.9).count() as f64 / perf.len() as f64);
     m.insert("degraded_over_10pct_fraction".into(), opt(degraded));
+    let response = merged.samples_of("perf_norm_response");
+    let share_of = |pred: &dyn Fn(f64) -> bool| {
+        (!response.is_empty())
+            .then(|| response.iter().filter(|&&p| pred(p)).count() as f64 / response.len() as f64)
+    };
+    m.insert(
+        "qos_met_response_fraction".into(),
+        opt(share_of(&|p| p >= 0.95)),
+    );
+    m.insert(
+        "degraded_over_10pct_response_fraction".into(),
+        opt(share_of(&|p| p < 0.9)),
+    );
     let classified = merged.counter("apps_classified");
     let share = |hits: f64| (classified > 0).then(|| hits / classified as f64);
     m.insert(

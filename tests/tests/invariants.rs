@@ -152,7 +152,15 @@ fn every_event_kind_is_documented() {
         ],
     )
     .unwrap();
-    for scenario in [quickstart, network] {
+    let paragon_text =
+        std::fs::read_to_string(root().join("scenarios/paragon/local-phases.toml")).unwrap();
+    let paragon = load(
+        "local-phases",
+        &paragon_text,
+        &["scheduler.reclassify_below=0.05".parse().unwrap()],
+    )
+    .unwrap();
+    for scenario in [quickstart, network, paragon] {
         let out = execute(&scenario, &RunOptions::default()).unwrap();
         for file in out.results.paths().filter(|p| p.starts_with("actors/")) {
             let content = out.results.read(file).unwrap().unwrap();
@@ -169,6 +177,14 @@ fn every_event_kind_is_documented() {
         "forward",
         "net_deliver",
         "tenant_stop",
+        "training_set",
+        "profile_start",
+        "classify",
+        "reclassify",
+        "reclassified",
+        "migrate_start",
+        "migrate_out",
+        "migrate_done",
     ] {
         assert!(
             kinds.contains(expected),

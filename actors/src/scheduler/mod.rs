@@ -120,8 +120,11 @@ struct Placed {
     memory_mb: u64,
     since: SimTime,
     pool: usize,
-    /// Slots reserved on the server a migration goes to.
-    migrating_to: Option<u32>,
+    /// Unmet tolerance (score points) the placement saw on the server: the
+    /// scheduler expects `expected_rate(speed, violation)` there.
+    violation: f64,
+    /// Slots reserved on the server a migration goes to, and its violation.
+    migrating_to: Option<(u32, f64)>,
     reclassifying: bool,
     reclassified: u32,
     /// The latest measured rate and work left (from `Rates`).
@@ -631,7 +634,7 @@ impl Core {
             }
         };
         let pool = self.pool[choice.server as usize];
-        self.occupy(task, choice.server, ctx.now());
+        self.occupy(task, choice, ctx.now());
         if let Some((route, bandwidth)) = flow {
             ctx.log(
                 "flow_reserve",
@@ -664,7 +667,8 @@ impl Core {
     }
 
     /// Books `task` onto server `i`: slots, memory, interference state.
-    fn occupy(&mut self, task: &Task, i: u32, now: SimTime) {
+    fn occupy(&mut self, task: &Task, choice: Choice, now: SimTime) {
+        let i = choice.server;
         self.cluster.take(i, task.cores, task.memory_mb);
         if let Some(p) = self.profiles.get(&task.id) {
             self.cluster
@@ -681,6 +685,7 @@ impl Core {
                 memory_mb: task.memory_mb,
                 since: now,
                 pool,
+                violation: choice.violation,
                 migrating_to: None,
                 reclassifying: false,
                 reclassified: 0,
@@ -724,7 +729,7 @@ impl Core {
         }
         self.vacate(task, i, slots, memory).ok_or_else(bad)?;
         let p = placed.ok_or_else(bad)?;
-        if let Some(target) = p.migrating_to {
+        if let Some((target, _)) = p.migrating_to {
             self.vacate(task, target, p.cores, p.memory_mb)
                 .ok_or_else(bad)?;
         }
@@ -774,7 +779,8 @@ impl Core {
                 continue;
             };
             let class = self.cluster.servers()[p.server as usize].class;
-            let expected = profile.speed.get(class).copied().unwrap_or(1.0);
+            let speed = profile.speed.get(class).copied().unwrap_or(1.0);
+            let expected = expected_rate(speed, p.violation);
             if p.rate >= expected * (1.0 - self.reclassify_below) {
                 continue;
             }
@@ -863,7 +869,7 @@ impl Core {
         }
         self.refresh_pool(choice.server);
         if let Some(p) = self.placed.get_mut(&task) {
-            p.migrating_to = Some(choice.server);
+            p.migrating_to = Some((choice.server, choice.violation));
         }
         let world = Arc::clone(&self.world);
         let to = self.cluster.servers()[choice.server as usize].id;
@@ -917,13 +923,14 @@ impl Core {
         };
         let i = self.cluster.index_of(src).ok_or_else(bad)?;
         let mut p = self.placed.remove(&task.id).ok_or_else(bad)?;
-        let target = p.migrating_to.take().ok_or_else(bad)?;
+        let (target, violation) = p.migrating_to.take().ok_or_else(bad)?;
         if p.server != i {
             return Err(bad());
         }
         self.vacate(task.id, i, p.cores, p.memory_mb)
             .ok_or_else(bad)?;
         p.server = target;
+        p.violation = violation;
         p.since = ctx.now();
         p.pool = self.pool[target as usize];
         self.placed.insert(task.id, p);

@@ -1,0 +1,185 @@
+//! The Paragon pipeline end to end (Paragon §2–§5, ARQ): classification
+//! that beats chance, the paper's ordering of schedulers, ARQ's queues,
+//! phase detection with migrations, determinism across partitionings, and
+//! errors on bad scheduler settings.
+
+use std::path::Path;
+
+use dcemu::run::Outcome;
+use dcemu::scenario::{Override, load};
+use dcemu_tests::{kind, log, metric, run_with, scenario};
+
+fn paragon_file(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/paragon")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn run(name: &str, overrides: &[&str], partitions: usize) -> Outcome {
+    run_with(&scenario(name, &paragon_file(name), overrides), partitions)
+}
+
+/// Submitted = completed + running + queued + waiting + in transit.
+fn assert_no_task_lost(o: &Outcome, label: &str) {
+    let m = |k: &str| o.metrics[k].as_u64().unwrap_or_else(|| panic!("no {k}"));
+    let accounted = m("tasks_completed")
+        + m("tasks_running_end")
+        + m("tasks_queued_end")
+        + m("tasks_waiting_wake_end")
+        + m("tasks_in_transit_end");
+    assert_eq!(m("tasks_submitted"), accounted, "{label}: a task was lost");
+}
+
+#[test]
+fn classification_beats_a_random_pick_and_the_column_mean() {
+    let o = run("local-low.toml", &[], 1);
+    let classified = metric(&o, "apps_classified");
+    assert_eq!(classified, 178.0, "every application is classified once");
+    let best = metric(&o, "class_best_config_fraction");
+    let chance = metric(&o, "class_best_config_chance_fraction");
+    assert!(
+        best > 3.0 * chance,
+        "best configuration chosen for {best:.2} of applications, a random pick {chance:.2}"
+    );
+    assert!(metric(&o, "class_within_5pct_fraction") >= best);
+    let err = metric(&o, "class_sensitivity_error_mean");
+    let naive = metric(&o, "class_sensitivity_error_colmean_mean");
+    assert!(
+        err < 0.8 * naive,
+        "sensitivity error {err:.1} points, column mean {naive:.1}"
+    );
+    assert!(metric(&o, "class_sensitivity_error_p90") > err);
+}
+
+#[test]
+fn paragon_orders_above_its_baselines_on_the_ec2_cluster() {
+    // Paragon §6.2, Fig. 13(b): Paragon keeps QoS for far more applications
+    // than the heterogeneity- or interference-oblivious schedulers and the
+    // least-loaded one. A third of the high-load scenario keeps the test short.
+    let sets = ["tenants.0.stop=1700.5s"];
+    let qos = |placement: &str| {
+        let p = format!("scheduler.placement={placement}");
+        let o = run("ec2-high.toml", &[sets[0], &p], 2);
+        assert_no_task_lost(&o, placement);
+        metric(&o, "qos_met_fraction")
+    };
+    let paragon = qos("paragon");
+    let nh = qos("paragon-nh");
+    let ni = qos("paragon-ni");
+    let ll = qos("least-loaded");
+    let shown = format!("paragon {paragon:.3}, NH {nh:.3}, NI {ni:.3}, LL {ll:.3}");
+    assert!(paragon > 2.0 * nh.max(ni).max(ll), "{shown}");
+    assert!(
+        paragon > ll + 0.1,
+        "a wide margin over least-loaded: {shown}"
+    );
+}
+
+#[test]
+fn phase_detection_reclassifies_and_migrates_identically_on_any_partitioning() {
+    let sets = ["scheduler.reclassify_below=0.05"];
+    let one = run("local-phases.toml", &sets, 1);
+    let three = run("local-phases.toml", &sets, 3);
+    assert_eq!(one.digest, three.digest, "partitioning changed the results");
+    assert!(metric(&one, "reclassifications") > 0.0);
+    assert!(metric(&one, "migrations") > 0.0);
+    assert_no_task_lost(&one, "local-phases");
+    let scheduler = log(&one, "scheduler");
+    let started = kind(&scheduler, "migrate_start").len();
+    let done = kind(&scheduler, "migrate_done").len();
+    assert_eq!(done as f64, metric(&one, "migrations"));
+    assert!(done <= started);
+    for line in kind(&scheduler, "migrate_start") {
+        assert!(
+            line["rate_expected"].as_f64().unwrap() > line["rate_now"].as_f64().unwrap(),
+            "a migration is taken only toward a faster server: {line}"
+        );
+    }
+}
+
+#[test]
+fn arq_queues_divert_and_keep_every_task_on_any_partitioning() {
+    let sets = ["scheduler.admission=arq"];
+    let one = run("local-oversubscribed.toml", &sets, 1);
+    let two = run("local-oversubscribed.toml", &sets, 2);
+    assert_eq!(one.digest, two.digest, "partitioning changed the results");
+    assert_no_task_lost(&one, "local-oversubscribed with ARQ");
+    assert!(metric(&one, "arq_diverted_down") > 0.0);
+    assert!(metric(&one, "arq_diverted_up") > 0.0);
+    assert_eq!(metric(&one, "apps_completed"), 178.0);
+    let fifo = run("local-oversubscribed.toml", &[], 1);
+    assert_ne!(
+        one.digest, fifo.digest,
+        "ARQ and FIFO admission decide differently"
+    );
+}
+
+#[test]
+fn the_statistical_selection_and_short_jobs_place_every_application() {
+    let o = run(
+        "local-medium.toml",
+        &["scheduler.selection=statistical", "scheduler.short_job=10m"],
+        1,
+    );
+    assert_no_task_lost(&o, "statistical");
+    assert_eq!(metric(&o, "apps_completed"), 178.0);
+    let short = metric(&o, "placements_short_job");
+    assert!(short > 0.0, "applications under 10 min skip profiling");
+    assert_eq!(
+        metric(&o, "apps_profiled") + short,
+        178.0,
+        "each application is either profiled or placed as a short job"
+    );
+}
+
+#[test]
+fn bad_scheduler_settings_name_the_field() {
+    let text = paragon_file("local-low.toml");
+    let err = |sets: &[&str]| {
+        let overrides: Vec<Override> = sets.iter().map(|s| s.parse().unwrap()).collect();
+        load("local-low.toml", &text, &overrides)
+            .err()
+            .unwrap_or_else(|| panic!("{sets:?} was accepted"))
+            .to_string()
+    };
+    let e = err(&["scheduler.cf_rank=0"]);
+    assert!(
+        e.contains("scheduler.cf_rank") && e.contains("between 1 and 20"),
+        "{e}"
+    );
+    let e = err(&["scheduler.reclassify_below=1.5"]);
+    assert!(e.contains("scheduler.reclassify_below"), "{e}");
+    let e = err(&["scheduler.placement=paragon-xl"]);
+    assert!(
+        e.contains("scheduler.placement") && e.contains("paragon-ni"),
+        "{e}"
+    );
+    let e = err(&["scheduler.admission=lifo"]);
+    assert!(
+        e.contains("scheduler.admission") && e.contains("arq"),
+        "{e}"
+    );
+    let no_catalog = r#"
+[run]
+name = "plain"
+end = "1m"
+
+[scheduler]
+placement = "paragon"
+
+[[server_types]]
+name = "a"
+count = 2
+
+[[tenants]]
+name = "t"
+arrivals = { process = "constant", rate_per_s = 1.0 }
+service = { distribution = "constant", mean = "1s" }
+"#;
+    let e = load("plain.toml", no_catalog, &[]).unwrap_err().to_string();
+    assert!(
+        e.contains("scheduler.placement") && e.contains("[applications]"),
+        "{e}"
+    );
+}
