@@ -185,6 +185,7 @@ fn every_event_kind_is_documented() {
         "migrate_start",
         "migrate_out",
         "migrate_done",
+        "isolate",
     ] {
         assert!(
             kinds.contains(expected),

@@ -244,15 +244,24 @@ impl Admission for ArqAdmission {
                 return None;
             }
             let (task, arrived) = tasks.get(&key)?;
-            // Until its switching time sends it down a queue (the first of
-            // `allowed` is its current one), an application waits for an
-            // appropriate server rather than take a poor one.
+            // In its own queue (the first of `allowed` is its current one) an
+            // application waits for an appropriate server of its pool or of
+            // the empty queues' pools above. Once its switching time has sent
+            // it down, it takes the best server available anywhere, even one
+            // of lower quality than it needs (Paragon §4.2: "assigned to the
+            // best available server" within its QoS window).
             let home = homes.get(&key).copied().unwrap_or(0);
-            let scope = Scope {
-                pools: Some(allowed),
-                strict: allowed.first().is_some_and(|&q| q <= home),
+            let current = allowed.first().copied().unwrap_or(0);
+            let diverted = current > home;
+            let scope = match diverted {
+                false => Scope {
+                    pools: Some(allowed),
+                    strict: true,
+                },
+                true => Scope::ANY,
             };
             match place(task, *arrived, scope) {
+                Ok(Attempt::Placed { .. }) if diverted => Some(current),
                 Ok(Attempt::Placed { pool }) => Some(pool),
                 Ok(Attempt::NoRoom) => None,
                 Err(e) => {

@@ -59,6 +59,9 @@ use paragon::expected_rate;
 /// Times one application is reclassified at most (phase detection, §3.4).
 pub const MAX_RECLASSIFICATIONS: u32 = 3;
 
+/// Most co-runners moved away to isolate one degraded application (§3.4).
+pub const MAX_ISOLATION_MOVES: usize = 4;
+
 pub struct Scheduler {
     cfg: SchedulerConfig,
     admission: Box<dyn Admission>,
@@ -89,6 +92,8 @@ struct Core {
     reclassifications: u64,
     migrations: u64,
     migrations_declined: u64,
+    isolations: u64,
+    short_jobs: u64,
     queue_wait_s: Vec<f64>,
     decision_us: Vec<f64>,
     /// The `AdmissionTick` armed, if any.
@@ -192,6 +197,9 @@ struct ReclassifyLog<'a> {
 #[derive(Serialize)]
 struct MigrateLog<'a> {
     task: u64,
+    /// `faster`: the task itself goes where it should run faster;
+    /// `isolate`: a co-runner moves away from a degraded task.
+    why: &'static str,
     from: &'a str,
     to: &'a str,
     left_s: f64,
@@ -265,6 +273,8 @@ impl Scheduler {
                 reclassifications: 0,
                 migrations: 0,
                 migrations_declined: 0,
+                isolations: 0,
+                short_jobs: 0,
                 queue_wait_s: Vec::new(),
                 decision_us: Vec::new(),
                 tick: None,
@@ -372,6 +382,9 @@ impl Scheduler {
                         &serde_json::json!({ "task": task.id, "app": task.app }),
                     );
                     return ctx.timer(c.profile_time, Msg::Profiled(task));
+                }
+                if self.core.classification.is_some() && task.app.is_some() {
+                    self.core.short_jobs += 1;
                 }
                 self.admit(task, 0, ctx)
             }
@@ -521,9 +534,11 @@ impl Scheduler {
         out.add("tasks_requeued", core.killed);
         out.add("tasks_dispatched", core.dispatched);
         out.add("apps_profiled", core.profiled);
+        out.add("apps_short_jobs", core.short_jobs);
         out.add("reclassifications", core.reclassifications);
         out.add("migrations", core.migrations);
         out.add("migrations_declined", core.migrations_declined);
+        out.add("isolations", core.isolations);
         out.declare_samples("queue_wait_s");
         for &w in &core.queue_wait_s {
             out.sample("queue_wait_s", w);
@@ -842,49 +857,126 @@ impl Core {
             allowed: None,
             exclude: Some(i),
         };
-        let Some(choice) = self.placement.place(&req, &self.cluster, ctx.rng()) else {
-            self.migrations_declined += 1;
-            return Ok(());
-        };
-        let class = self.cluster.servers()[choice.server as usize].class;
-        let speed = self
-            .profiles
-            .get(&task)
-            .and_then(|p| p.speed.get(class).copied())
-            .unwrap_or(1.0);
-        let rate_new = expected_rate(speed, choice.violation);
+        let choice = self.placement.place(&req, &self.cluster, ctx.rng());
+        let rate_new = choice.map_or(0.0, |c| {
+            let class = self.cluster.servers()[c.server as usize].class;
+            let speed = self
+                .profiles
+                .get(&task)
+                .and_then(|p| p.speed.get(class).copied())
+                .unwrap_or(1.0);
+            expected_rate(speed, c.violation)
+        });
         let left = left_ns as f64;
         let stay = left / rate_now.max(1e-6);
         let go = left / rate_new.max(1e-6) + self.migration_time as f64;
-        if go >= stay {
-            self.migrations_declined += 1;
-            return Ok(());
+        match choice {
+            Some(choice) if go < stay => {
+                self.start_migration(task, "faster", src, choice, rate_now, rate_new, ctx)
+            }
+            _ => self.isolate(task, i, ctx),
         }
-        self.cluster
-            .take(choice.server, task_view.cores, task_view.memory_mb);
+    }
+
+    /// Reserves `choice` for `task` and asks `src` to hand the task over.
+    #[allow(clippy::too_many_arguments)]
+    fn start_migration(
+        &mut self,
+        task: TaskId,
+        why: &'static str,
+        src: ActorId,
+        choice: Choice,
+        rate_now: f64,
+        rate_expected: f64,
+        ctx: &mut Ctx<'_, Msg>,
+    ) -> Result<(), ModelError> {
+        let Some(p) = self.placed.get_mut(&task) else {
+            return Ok(());
+        };
+        p.migrating_to = Some((choice.server, choice.violation));
+        let (cores, memory_mb, left_ns) = (p.cores, p.memory_mb, p.left_ns);
+        self.cluster.take(choice.server, cores, memory_mb);
         if let Some(pr) = self.profiles.get(&task) {
             self.cluster
                 .interference_mut(choice.server)
                 .add(task, &pr.tolerated, &pr.caused);
         }
         self.refresh_pool(choice.server);
-        if let Some(p) = self.placed.get_mut(&task) {
-            p.migrating_to = Some((choice.server, choice.violation));
-        }
         let world = Arc::clone(&self.world);
         let to = self.cluster.servers()[choice.server as usize].id;
         ctx.log(
             "migrate_start",
             &MigrateLog {
                 task,
+                why,
                 from: world.name(src),
                 to: world.name(to),
-                left_s: left / 1e9,
+                left_s: left_ns as f64 / 1e9,
                 rate_now,
-                rate_expected: rate_new,
+                rate_expected,
             },
         );
         self.nic.send(&world, ctx, src, Body::Migrate { task })
+    }
+
+    /// No server suits the degraded `task` better: run it in isolation by
+    /// moving its co-runners on server `i` away (§3.4), if every one of
+    /// them has a server that takes it without violating any interference
+    /// constraint; otherwise leave things as they are.
+    fn isolate(&mut self, task: TaskId, i: u32, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let others: Vec<TaskId> = self
+            .placed
+            .iter()
+            .filter(|&(&id, p)| id != task && p.server == i && p.migrating_to.is_none())
+            .map(|(&id, _)| id)
+            .collect();
+        if others.is_empty() || others.len() > MAX_ISOLATION_MOVES {
+            self.migrations_declined += 1;
+            return Ok(());
+        }
+        let mut moves = Vec::with_capacity(others.len());
+        for &other in &others {
+            let Some(view) = self.placed_task(other) else {
+                continue;
+            };
+            let req = Request {
+                task: &view,
+                profile: self.profiles.get(&other),
+                allowed: None,
+                exclude: Some(i),
+            };
+            match self.placement.place(&req, &self.cluster, ctx.rng()) {
+                Some(c)
+                    if c.violation <= 0.0
+                        && !moves
+                            .iter()
+                            .any(|(_, m): &(TaskId, Choice)| m.server == c.server) =>
+                {
+                    moves.push((other, c));
+                }
+                _ => {
+                    self.migrations_declined += 1;
+                    return Ok(());
+                }
+            }
+        }
+        self.isolations += 1;
+        let src = self.cluster.servers()[i as usize].id;
+        ctx.log(
+            "isolate",
+            &serde_json::json!({ "task": task, "moved": moves.len() }),
+        );
+        for (other, choice) in moves {
+            let rate = self.placed.get(&other).map_or(1.0, |p| p.rate);
+            let class = self.cluster.servers()[choice.server as usize].class;
+            let speed = self
+                .profiles
+                .get(&other)
+                .and_then(|p| p.speed.get(class).copied())
+                .unwrap_or(1.0);
+            self.start_migration(other, "isolate", src, choice, rate, speed, ctx)?;
+        }
+        Ok(())
     }
 
     /// The cores and memory a placed task holds, as a task for placement.
