@@ -36,13 +36,7 @@ pub struct Profile {
 impl Profile {
     /// The configuration with the highest predicted speed (first of equals).
     pub fn best_class(&self) -> usize {
-        let mut best = 0;
-        for (c, &s) in self.speed.iter().enumerate() {
-            if s > self.speed[best] {
-                best = c;
-            }
-        }
-        best
+        crate::ground_truth::argmax(&self.speed)
     }
 }
 

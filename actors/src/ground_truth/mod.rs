@@ -276,7 +276,7 @@ impl AppProfile {
 }
 
 /// Index of the largest value, the first of equals (0 for an empty slice).
-fn argmax(v: &[f64]) -> usize {
+pub(crate) fn argmax(v: &[f64]) -> usize {
     let mut best = 0;
     for (i, &x) in v.iter().enumerate() {
         if x > v[best] {

@@ -107,6 +107,25 @@ pub trait Admission: Send {
     fn record_busy(&mut self, _pool: usize, _seconds: f64) {}
 }
 
+/// Places the tasks of `queue` in order, on any server, until one finds no
+/// room (it then blocks the rest); appends those placed to `placed`.
+fn place_in_order(
+    queue: &mut VecDeque<(Task, SimTime)>,
+    place: &mut PlaceFn<'_>,
+    placed: &mut Vec<(TaskId, SimTime)>,
+) -> Result<(), ModelError> {
+    while let Some((task, arrived)) = queue.front() {
+        match place(task, *arrived, Scope::ANY)? {
+            Attempt::Placed { .. } => {
+                placed.push((task.id, *arrived));
+                queue.pop_front();
+            }
+            Attempt::NoRoom => break,
+        }
+    }
+    Ok(())
+}
+
 /// One queue; the head blocks the rest.
 #[derive(Default)]
 pub struct Fifo {
@@ -137,15 +156,7 @@ impl Admission for Fifo {
         place: &mut PlaceFn<'_>,
     ) -> Result<Vec<(TaskId, SimTime)>, ModelError> {
         let mut placed = Vec::new();
-        while let Some((task, arrived)) = self.queue.front() {
-            match place(task, *arrived, Scope::ANY)? {
-                Attempt::Placed { .. } => {
-                    placed.push((task.id, *arrived));
-                    self.queue.pop_front();
-                }
-                Attempt::NoRoom => break,
-            }
-        }
+        place_in_order(&mut self.queue, place, &mut placed)?;
         Ok(placed)
     }
 
@@ -225,15 +236,7 @@ impl Admission for ArqAdmission {
         place: &mut PlaceFn<'_>,
     ) -> Result<Vec<(TaskId, SimTime)>, ModelError> {
         let mut placed = Vec::new();
-        while let Some((task, arrived)) = self.urgent.front() {
-            match place(task, *arrived, Scope::ANY)? {
-                Attempt::Placed { .. } => {
-                    placed.push((task.id, *arrived));
-                    self.urgent.pop_front();
-                }
-                Attempt::NoRoom => break,
-            }
-        }
+        place_in_order(&mut self.urgent, place, &mut placed)?;
         let none_free = vec![0; pools.free.len()];
         self.arq.divert_due(now, &pools.busy, &none_free);
         let mut failure = None;
