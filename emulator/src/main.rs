@@ -262,6 +262,28 @@ fn print_summary(label: &str, s: &Scenario, o: &Outcome, partitions: usize, out:
     if let Some(u) = m("slot_utilization_mean").as_f64() {
         println!("  slots          {:.1} % busy on average", u * 100.0);
     }
+    if let Some(q) = m("qos_met_fraction").as_f64() {
+        println!(
+            "  applications   {} finished; {:.1} % met QoS, {:.1} % degraded by over 10 %, performance {:.2} of ideal on average",
+            n("apps_completed"),
+            q * 100.0,
+            m("degraded_over_10pct_fraction").as_f64().unwrap_or(0.0) * 100.0,
+            m("perf_norm_mean").as_f64().unwrap_or(0.0)
+        );
+    }
+    if n("apps_classified") > 0 {
+        let decision = o
+            .wall_metrics
+            .get("sched_decision_us_mean")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        println!(
+            "  scheduler      {} classified ({:.1} % best configuration), {} migrations; {decision:.1} µs per placement decision (wall)",
+            n("apps_classified"),
+            m("class_best_config_fraction").as_f64().unwrap_or(0.0) * 100.0,
+            n("migrations")
+        );
+    }
     println!("  results        {}", out.display());
     println!("  digest         {}", o.digest);
 }
