@@ -72,13 +72,12 @@ pub trait Admission: Send {
     fn requeue(&mut self, task: Task, arrived: SimTime);
 
     /// Places waiting tasks through `place` until none more can go.
-    /// Returns the tasks placed with the time each first arrived.
     fn schedule(
         &mut self,
         now: SimTime,
         pools: &PoolState,
         place: &mut PlaceFn<'_>,
-    ) -> Result<Vec<(TaskId, SimTime)>, ModelError>;
+    ) -> Result<(), ModelError>;
 
     /// When the stage next wants [`Admission::schedule`] called even if
     /// nothing else happens (an ARQ switching time).
@@ -108,16 +107,14 @@ pub trait Admission: Send {
 }
 
 /// Places the tasks of `queue` in order, on any server, until one finds no
-/// room (it then blocks the rest); appends those placed to `placed`.
+/// room (it then blocks the rest).
 fn place_in_order(
     queue: &mut VecDeque<(Task, SimTime)>,
     place: &mut PlaceFn<'_>,
-    placed: &mut Vec<(TaskId, SimTime)>,
 ) -> Result<(), ModelError> {
     while let Some((task, arrived)) = queue.front() {
         match place(task, *arrived, Scope::ANY)? {
             Attempt::Placed { .. } => {
-                placed.push((task.id, *arrived));
                 queue.pop_front();
             }
             Attempt::NoRoom => break,
@@ -154,10 +151,8 @@ impl Admission for Fifo {
         _: SimTime,
         _: &PoolState,
         place: &mut PlaceFn<'_>,
-    ) -> Result<Vec<(TaskId, SimTime)>, ModelError> {
-        let mut placed = Vec::new();
-        place_in_order(&mut self.queue, place, &mut placed)?;
-        Ok(placed)
+    ) -> Result<(), ModelError> {
+        place_in_order(&mut self.queue, place)
     }
 
     fn next_wakeup(&self) -> Option<SimTime> {
@@ -234,9 +229,8 @@ impl Admission for ArqAdmission {
         now: SimTime,
         pools: &PoolState,
         place: &mut PlaceFn<'_>,
-    ) -> Result<Vec<(TaskId, SimTime)>, ModelError> {
-        let mut placed = Vec::new();
-        place_in_order(&mut self.urgent, place, &mut placed)?;
+    ) -> Result<(), ModelError> {
+        place_in_order(&mut self.urgent, place)?;
         let none_free = vec![0; pools.free.len()];
         self.arq.divert_due(now, &pools.busy, &none_free);
         let mut failure = None;
@@ -275,13 +269,11 @@ impl Admission for ArqAdmission {
         });
         for key in keys {
             self.homes.remove(&key);
-            if let Some((_, arrived)) = self.tasks.remove(&key) {
-                placed.push((key, arrived));
-            }
+            self.tasks.remove(&key);
         }
         match failure {
             Some(e) => Err(e),
-            None => Ok(placed),
+            None => Ok(()),
         }
     }
 
