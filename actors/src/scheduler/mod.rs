@@ -79,6 +79,10 @@ struct Core {
     /// ARQ pool of each server (all 0 without ARQ).
     pool: Vec<usize>,
     pools: usize,
+    /// Per pool, servers running something and servers with a free slot,
+    /// kept up to date by `refresh_pool`, with what each server counts as.
+    pool_counts: PoolState,
+    counted: Vec<(bool, bool)>,
     classification: Option<Classification>,
     profiles: BTreeMap<TaskId, Profile>,
     placed: BTreeMap<TaskId, Placed>,
@@ -246,6 +250,12 @@ impl Scheduler {
         let pools = admission.pools();
         let cluster = ClusterView::new(servers, cfg.contention == Contention::Server);
         let pool = vec![0; servers.len()];
+        let counted: Vec<(bool, bool)> = servers.iter().map(|s| (false, s.slots > 0)).collect();
+        let mut pool_counts = PoolState {
+            busy: vec![0; pools],
+            free: vec![0; pools],
+        };
+        pool_counts.free[0] = counted.iter().filter(|c| c.1).count() as u32;
         Scheduler {
             cfg: cfg.clone(),
             admission,
@@ -259,6 +269,8 @@ impl Scheduler {
                 cluster,
                 pool,
                 pools,
+                pool_counts,
+                counted,
                 flows: FlowTable::default(),
                 resubmit_delay: cfg.resubmit_delay.as_nanos(),
                 reclassify_below: if cfg.detects_phases() {
@@ -558,29 +570,37 @@ impl Scheduler {
 impl Core {
     /// Servers per ARQ pool: running something, and with a free slot.
     fn pool_state(&self) -> PoolState {
-        let mut state = PoolState {
-            busy: vec![0; self.pools],
-            free: vec![0; self.pools],
-        };
-        if self.pools > 1 {
-            for (i, s) in self.cluster.servers().iter().enumerate() {
-                let p = self.pool[i];
-                state.busy[p] += u32::from(s.free < s.slots);
-                state.free[p] += u32::from(s.free > 0);
-            }
+        PoolState {
+            busy: self.pool_counts.busy.clone(),
+            free: self.pool_counts.free.clone(),
         }
-        state
     }
 
-    /// The ARQ pool of server `i` from its current interference state.
+    /// Whether server `i` runs something, and whether it has a free slot.
+    fn occupancy(&self, i: u32) -> (bool, bool) {
+        let s = &self.cluster.servers()[i as usize];
+        (s.free < s.slots, s.free > 0)
+    }
+
+    /// After a change to server `i` (slots, interference state): its ARQ
+    /// pool from its resource quality, and the per-pool counts.
     fn refresh_pool(&mut self, i: u32) {
         self.version += 1;
         if self.pools <= 1 {
             return;
         }
+        let (old_pool, (old_busy, old_free)) = (self.pool[i as usize], self.counted[i as usize]);
+        let counts = &mut self.pool_counts;
+        counts.busy[old_pool] -= u32::from(old_busy);
+        counts.free[old_pool] -= u32::from(old_free);
         let state = self.cluster.interference(i);
         let q = server_quality(&state.tolerated(), &state.caused());
-        self.pool[i as usize] = band(q, self.pools);
+        let pool = band(q, self.pools);
+        let (busy, free) = self.occupancy(i);
+        self.pool[i as usize] = pool;
+        self.counted[i as usize] = (busy, free);
+        self.pool_counts.busy[pool] += u32::from(busy);
+        self.pool_counts.free[pool] += u32::from(free);
     }
 
     /// One placement attempt for `task` on servers of the `allowed` pools.
