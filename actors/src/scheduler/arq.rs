@@ -709,12 +709,6 @@ impl Arq {
     pub fn queue_lengths(&self) -> Vec<usize> {
         self.queues.iter().map(Vec::len).collect()
     }
-
-    /// Every waiting application, queue by queue (top first), each queue in
-    /// arrival order.
-    pub fn waiting(&self) -> impl Iterator<Item = &Waiting> + '_ {
-        self.queues.iter().flat_map(|q| q.iter().map(|e| &e.w))
-    }
 }
 
 #[cfg(test)]
