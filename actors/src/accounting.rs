@@ -11,7 +11,12 @@ pub(crate) fn count_in_transit<'a>(bodies: impl Iterator<Item = &'a Body>, out: 
         .filter(|b| {
             matches!(
                 b,
-                Body::Submit(_) | Body::Dispatch(_) | Body::Killed(_) | Body::Migrating(_)
+                Body::Submit(_)
+                    | Body::Dispatch(_)
+                    | Body::Killed(_)
+                    | Body::Migrating(_)
+                    | Body::Preempt { .. }
+                    | Body::Evicted { .. }
             )
         })
         .count();

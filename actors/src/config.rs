@@ -85,12 +85,22 @@ pub struct TenantConfig {
     /// Service times of plain tasks; exclusive with `applications`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service: Option<ServiceConfig>,
-    /// Draw each task's priority class, execution time and memory from the
+    /// Draw each task's priority class, CPU demand and memory from the
     /// per-priority statistics of the Google trace (thesis Table 5.2), with
     /// normalised memory 1.0 standing for `google_memory_gb`; exclusive with
-    /// `service`, `applications` and `priority`.
+    /// `service`, `applications`, `synthetic` and `priority`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub google_memory_gb: Option<f64>,
+    /// Table 5.2 generator: cores of the reference machine (normalised CPU
+    /// 1.0); a task's work is its CPU demand times this (thesis eq. 6.1).
+    /// Default 8 (type D of Table 7.1); only with `google_memory_gb`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub google_reference_cores: Option<u32>,
+    /// Draw each task from the synthetic generator of thesis Table 9.4
+    /// (W-D, W-E); exclusive with `service`, `applications`,
+    /// `google_memory_gb` and `priority`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub synthetic: Option<SyntheticConfig>,
     /// Submit applications of the `[applications]` catalog instead of plain
     /// tasks: in catalog order (`sequential`) or drawn at random (`random`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -109,6 +119,114 @@ pub struct TenantConfig {
     /// runs, reserved from a core switch to its server (three-tier only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow_bandwidth: Option<Bandwidth>,
+}
+
+/// `tenants.synthetic`: the synthetic Google-like generator of thesis
+/// §9.3.4 (Table 9.4). Classes come in Table 5.2's proportions; a task's
+/// normalised CPU usage, execution time at that usage and normalised memory
+/// usage are exponential with the means below, production classes
+/// (`production_priority` and up) with their own. The defaults are Table 9.4's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyntheticConfig {
+    /// GB that normalised memory usage 1.0 stands for (the reference machine).
+    pub memory_gb: f64,
+    /// Cores of the reference machine: work = CPU usage × execution × this.
+    #[serde(default = "default_reference_cores")]
+    pub reference_cores: u32,
+    #[serde(default = "default_synthetic_usage")]
+    pub cpu_usage: f64,
+    #[serde(default = "default_synthetic_usage")]
+    pub memory_usage: f64,
+    #[serde(default = "default_synthetic_execution")]
+    pub execution: Duration,
+    #[serde(default = "default_production_usage")]
+    pub production_cpu_usage: f64,
+    #[serde(default = "default_production_usage")]
+    pub production_memory_usage: f64,
+    #[serde(default = "default_production_execution")]
+    pub production_execution: Duration,
+    /// Lowest production class (thesis §5.1.1: 9–11).
+    #[serde(default = "default_synthetic_production_priority")]
+    pub production_priority: u8,
+}
+
+fn default_reference_cores() -> u32 {
+    crate::google::REFERENCE_CORES
+}
+fn default_synthetic_usage() -> f64 {
+    0.01
+}
+fn default_production_usage() -> f64 {
+    0.02
+}
+fn default_synthetic_execution() -> Duration {
+    Duration::from_secs(3400)
+}
+fn default_production_execution() -> Duration {
+    Duration::from_secs(27200)
+}
+fn default_synthetic_production_priority() -> u8 {
+    9
+}
+
+impl SyntheticConfig {
+    /// Field problems, relative to `synthetic`.
+    fn problems(&self) -> Vec<Problem> {
+        let mut out = Vec::new();
+        if !(self.memory_gb.is_finite() && self.memory_gb > 0.0) {
+            out.push((
+                "synthetic.memory_gb".into(),
+                format!("must be a positive number of GB, got {}", self.memory_gb),
+            ));
+        }
+        if self.reference_cores == 0 {
+            out.push((
+                "synthetic.reference_cores".into(),
+                "must be at least 1".into(),
+            ));
+        }
+        for (field, u) in [
+            ("synthetic.cpu_usage", self.cpu_usage),
+            ("synthetic.production_cpu_usage", self.production_cpu_usage),
+        ] {
+            if !(u.is_finite() && u > 0.0) {
+                out.push((
+                    field.into(),
+                    format!("must be a positive mean normalised usage, got {u}"),
+                ));
+            }
+        }
+        for (field, u) in [
+            ("synthetic.memory_usage", self.memory_usage),
+            (
+                "synthetic.production_memory_usage",
+                self.production_memory_usage,
+            ),
+        ] {
+            if !(u.is_finite() && u >= 0.0) {
+                out.push((
+                    field.into(),
+                    format!("must be a non-negative mean normalised usage, got {u}"),
+                ));
+            }
+        }
+        for (field, d) in [
+            ("synthetic.execution", self.execution),
+            ("synthetic.production_execution", self.production_execution),
+        ] {
+            if d == Duration::ZERO {
+                out.push((field.into(), "must be greater than 0".into()));
+            }
+        }
+        if self.production_priority > 11 {
+            out.push((
+                "synthetic.production_priority".into(),
+                format!("must be between 0 and 11, got {}", self.production_priority),
+            ));
+        }
+        out
+    }
 }
 
 /// `tenants.applications`: which catalog application each submission runs.
@@ -299,6 +417,40 @@ pub struct SchedulerConfig {
     /// ARQ: order within a queue, `fifo`, `sjf` or `priority` (§4.4).
     #[serde(default)]
     pub arq_order: ArqOrder,
+    /// Slot stages: which running task of the lowest priority a priority
+    /// eviction picks (thesis §6.2.3.3).
+    #[serde(default)]
+    pub eviction: EvictionPolicy,
+    /// Slot stages: a task evicted more than this many times is dropped
+    /// (thesis §7.3.4, `mrs5`); 0 never drops.
+    #[serde(default)]
+    pub eviction_threshold: u32,
+    /// HYBRID: size of the pool of sticky slots (thesis §9.2.1).
+    #[serde(default)]
+    pub sticky_slots: u32,
+    /// Slot stages: the servers' slot counts (thesis Table 8.1).
+    #[serde(default)]
+    pub slot_config: SlotConfig,
+    /// Slot stages: the scheduler's time slot (thesis §6.2.3.2: 1 s).
+    #[serde(default = "default_slot_interval")]
+    pub slot_interval: Duration,
+    /// Lowest priority class of the production group (thesis §5.1.1:
+    /// 9–11 production, 2–8 middle, 0–1 gratis).
+    #[serde(default = "default_production_priority")]
+    pub production_priority: u8,
+    /// Lowest priority class of the middle group.
+    #[serde(default = "default_middle_priority")]
+    pub middle_priority: u8,
+}
+
+fn default_slot_interval() -> Duration {
+    Duration::from_nanos(1_000_000_000)
+}
+fn default_production_priority() -> u8 {
+    9
+}
+fn default_middle_priority() -> u8 {
+    2
 }
 
 fn default_report() -> Duration {
@@ -411,6 +563,13 @@ impl Default for SchedulerConfig {
             arq_classes: default_arq_classes(),
             arq_speed: 0.0,
             arq_order: ArqOrder::default(),
+            eviction: EvictionPolicy::default(),
+            eviction_threshold: 0,
+            sticky_slots: 0,
+            slot_config: SlotConfig::default(),
+            slot_interval: default_slot_interval(),
+            production_priority: default_production_priority(),
+            middle_priority: default_middle_priority(),
         }
     }
 }
@@ -498,7 +657,51 @@ impl SchedulerConfig {
                 format!("must be between 1 and 100, got {}", self.arq_classes),
             );
         }
+        if self.slots.slotted() {
+            if self.slot_interval.as_nanos() == 0 {
+                push("slot_interval", "must be longer than 0s".into());
+            }
+            if self.admission != AdmissionKind::Fifo {
+                push(
+                    "admission",
+                    "the slot stages keep their own priority queue; use admission = \"fifo\""
+                        .into(),
+                );
+            }
+            if self.placement != PlacementKind::Random {
+                push(
+                    "placement",
+                    format!(
+                        "slots = \"{}\" places tasks itself (thesis §6.2.3); use placement = \"random\"",
+                        self.slots.name()
+                    ),
+                );
+            }
+        }
+        if self.middle_priority > self.production_priority {
+            push(
+                "middle_priority",
+                format!(
+                    "must not be above production_priority ({}), got {}",
+                    self.production_priority, self.middle_priority
+                ),
+            );
+        }
+        if self.sticky_slots > 0 && self.slots != SlotPolicy::Hybrid {
+            push("sticky_slots", "only for slots = \"hybrid\"".into());
+        }
         out
+    }
+}
+
+impl SlotPolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            SlotPolicy::None => "none",
+            SlotPolicy::Priority => "priority",
+            SlotPolicy::Wasp => "wasp",
+            SlotPolicy::Hybrid => "hybrid",
+        }
     }
 }
 
@@ -543,6 +746,56 @@ pub enum SlotPolicy {
     /// A task takes as many slots as it has threads; no preemption.
     #[default]
     None,
+    /// Thesis §6.2.3: one slot per task, a central queue by priority then
+    /// first arrival, scheduled every `slot_interval`; a task that finds no
+    /// free slot evicts one of the lowest running priority (`eviction`).
+    Priority,
+    /// Thesis §8.1.2 (WASP): `priority`, with production tasks on the most
+    /// powerful free slot (others on a random one) and production
+    /// evictions freeing the most powerful slot.
+    Wasp,
+    /// Thesis §9.2 (HYBRID): first-arrival order onto `sticky_slots`
+    /// uninterruptible slots (phase I), then WASP on the rest (phase II).
+    Hybrid,
+}
+
+impl SlotPolicy {
+    /// Whether the thesis's slot scheduler runs (one slot per task,
+    /// time-slotted, priority queue).
+    pub fn slotted(self) -> bool {
+        self != SlotPolicy::None
+    }
+}
+
+/// `scheduler.eviction`: which task of the lowest running priority a
+/// priority eviction picks (thesis §6.2.3.3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EvictionPolicy {
+    /// Most recently started.
+    #[default]
+    Mrs,
+    /// Uniformly random.
+    Rnd,
+    /// Least recently started.
+    Lrs,
+}
+
+/// `scheduler.slot_config`: the servers' slot counts (thesis Table 8.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SlotConfig {
+    /// The `slots` of each server type in the scenario.
+    #[default]
+    Scenario,
+    /// CPU-based homogeneous slots: `k` slots per core on the slowest
+    /// servers' CPU capacity, scaled by each server's capacity (SC1–SC4).
+    Sc1,
+    Sc2,
+    Sc3,
+    Sc4,
+    /// Workload-aware slot configuration (thesis §8.1.1, eq. 8.1–8.5).
+    Wasc,
 }
 
 /// `scheduler.selection` (Paragon §3.2, §3.3).
@@ -749,10 +1002,14 @@ impl TenantConfig {
                 "required with process = \"trace\"".into(),
             )),
             (ArrivalProcess::Trace, Some(_)) => {
-                if self.service.is_some() || self.applications.is_some() {
+                if self.service.is_some()
+                    || self.applications.is_some()
+                    || self.google_memory_gb.is_some()
+                    || self.synthetic.is_some()
+                {
                     out.push((
                         "arrivals.trace".into(),
-                        "a trace gives every task's duration and application: remove `service` and `applications`".into(),
+                        "a trace gives every task's duration and application: remove `service`, `applications`, `google_memory_gb` and `synthetic`".into(),
                     ));
                 }
                 if self.count != 1 {
@@ -775,21 +1032,46 @@ impl TenantConfig {
                     format!("must be a positive number of GB, got {gb}"),
                 ));
             }
-            if self.service.is_some() || self.applications.is_some() || self.priority != 0 {
+            if self.service.is_some()
+                || self.applications.is_some()
+                || self.synthetic.is_some()
+                || self.priority != 0
+            {
                 out.push((
                     "google_memory_gb".into(),
-                    "Table 5.2 sets every task's class, time and memory: remove `service`, `applications` and `priority`".into(),
+                    "Table 5.2 sets every task's class, time and memory: remove `service`, `applications`, `synthetic` and `priority`".into(),
+                ));
+            }
+        }
+        match (self.google_reference_cores, self.google_memory_gb) {
+            (Some(0), _) => {
+                out.push(("google_reference_cores".into(), "must be at least 1".into()))
+            }
+            (Some(_), None) => out.push((
+                "google_reference_cores".into(),
+                "only with `google_memory_gb` (the Table 5.2 generator)".into(),
+            )),
+            _ => {}
+        }
+        if let Some(synthetic) = &self.synthetic {
+            out.extend(synthetic.problems());
+            if self.service.is_some() || self.applications.is_some() || self.priority != 0 {
+                out.push((
+                    "synthetic".into(),
+                    "the synthetic generator sets every task's class, time and memory: remove `service`, `applications` and `priority`".into(),
                 ));
             }
         }
         match (&self.service, self.applications) {
-            _ if a.process == ArrivalProcess::Trace || self.google_memory_gb.is_some() => {}
+            _ if a.process == ArrivalProcess::Trace
+                || self.google_memory_gb.is_some()
+                || self.synthetic.is_some() => {}
             (Some(service), None) if service.mean == Duration::ZERO => {
                 out.push(("service.mean".into(), "must be greater than 0".into()));
             }
             (None, None) => out.push((
                 "service".into(),
-                "a tenant submits plain tasks (give `service`) or catalog applications (give `applications`)".into(),
+                "a tenant submits plain tasks (give `service`), catalog applications (`applications`) or generated tasks (`google_memory_gb`, `synthetic`)".into(),
             )),
             (Some(_), Some(_)) => out.push((
                 "applications".into(),

@@ -160,4 +160,11 @@ impl<T> Powered<T> {
     pub fn held(&self) -> &[T] {
         &self.held
     }
+
+    /// Takes back the first held item `pick` chooses (a task preempted
+    /// before its server woke up).
+    pub fn take_held(&mut self, pick: impl Fn(&T) -> bool) -> Option<T> {
+        let at = self.held.iter().position(pick)?;
+        Some(self.held.remove(at))
+    }
 }

@@ -1,13 +1,22 @@
 //! Per-priority statistics of the Google cluster trace (thesis Table 5.2),
-//! as a generator of task demands.
+//! as generators of task demands: the trace's own per-class figures
+//! ([`draw`]) and the synthetic workloads of thesis Table 9.4
+//! ([`Synthetic::draw`], W-D and W-E).
 //!
-//! Each submission draws its priority class in proportion to the class's
-//! share of tasks, then an exponential execution time whose mean is the
-//! class's CPU demand over its CPU usage (the time it takes to consume its
-//! demand at its usage rate), and a memory demand equal to the class's mean
-//! normalised memory usage times the memory of the reference (largest)
-//! machine. Class 7 has no demand figures in the table and is left out; the
-//! classes with "≤ 0.01 %" of tasks are given 0.01 %.
+//! Both draw a task's priority class in proportion to the class's share of
+//! tasks in Table 5.2. Class 7 has no demand figures in the table and is left
+//! out; the classes with "≤ 0.01 %" of tasks are given 0.01 %.
+//!
+//! **Work.** The thesis runs a task until its CPU demand Δ (cpu·s, in units
+//! of the normalised capacity of the largest machine) is consumed at the CPU
+//! rate its slot gets, at most one core's worth (§6.2.4.1, eq. 6.1–6.2): on
+//! the reference machine (normalised capacity 1.0 over `N_c` cores) a task
+//! alone on a core finishes after `Δ · N_c` seconds. That is the work a
+//! [`crate::model::Task`] carries (`service_ns`: time alone on one reference
+//! core of speed 1), so both generators return `Δ · reference_cores`. The
+//! trace's wall durations (demand over recorded usage, 2,305 s for class 0)
+//! are not what the thesis' simulator runs; its class response times
+//! (§7.3, Table 7.2) fit `Δ · N_c`.
 
 use rand::RngCore;
 
@@ -15,7 +24,10 @@ use crate::sampling::{exponential, uniform_open0};
 
 /// One row of Table 5.2: class, share of tasks (%), CPU demand (cpu·s),
 /// memory demand (ram·s), CPU usage, memory usage (both normalised).
-pub const TABLE_5_2: [(u8, f64, f64, f64, f64, f64); 11] = [
+pub type Row = (u8, f64, f64, f64, f64, f64);
+
+/// The rows of Table 5.2 with demand figures (all but class 7).
+pub const TABLE_5_2: [Row; 11] = [
     (0, 23.29, 15.408, 9.1068, 0.0066832, 0.0035707),
     (1, 12.78, 40.758, 33.47, 0.012176, 0.0049097),
     (2, 0.39, 382.12, 204.4, 0.018668, 0.0061447),
@@ -29,35 +41,105 @@ pub const TABLE_5_2: [(u8, f64, f64, f64, f64, f64); 11] = [
     (11, 0.01, 1506.8, 1413.6, 0.010355, 0.014984),
 ];
 
-/// A task drawn from Table 5.2.
+/// Cores of the reference machine (type D of Table 7.1: normalised CPU 1.0
+/// over 8 cores), the default `reference_cores`.
+pub const REFERENCE_CORES: u32 = 8;
+
+/// A task drawn from Table 5.2 or Table 9.4.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GoogleTask {
     pub priority: u8,
-    pub service_s: f64,
+    /// CPU demand Δ, cpu·s of the normalised capacity.
+    pub cpu_demand: f64,
+    /// Work: seconds alone on one reference core of speed 1, `Δ · reference_cores`.
+    pub work_s: f64,
     pub memory_gb: f64,
 }
 
-/// Mean execution time of a class, in seconds: CPU demand / CPU usage.
-pub fn mean_service_s(row: &(u8, f64, f64, f64, f64, f64)) -> f64 {
-    row.2 / row.4
+/// Mean work of a class on one reference core, in seconds: its mean CPU
+/// demand times the reference machine's cores (123 s for class 0 on 8).
+pub fn mean_work_s(row: &Row, reference_cores: u32) -> f64 {
+    row.2 * f64::from(reference_cores)
 }
 
-/// Draws one task; `reference_memory_gb` is the memory normalised usage 1.0 stands for.
-pub fn draw(rng: &mut impl RngCore, reference_memory_gb: f64) -> GoogleTask {
+/// A row of Table 5.2 with probability proportional to its share of tasks.
+fn draw_class(rng: &mut impl RngCore) -> &'static Row {
     let total: f64 = TABLE_5_2.iter().map(|r| r.1).sum();
     let mut pick = uniform_open0(rng) * total;
-    let mut chosen = &TABLE_5_2[TABLE_5_2.len() - 1];
     for row in &TABLE_5_2 {
         if pick <= row.1 {
-            chosen = row;
-            break;
+            return row;
         }
         pick -= row.1;
     }
+    &TABLE_5_2[TABLE_5_2.len() - 1]
+}
+
+/// Draws one task from Table 5.2: its class, a CPU demand Δ exponential with
+/// the class's mean (column "CPU demand"), work `Δ · reference_cores`, and a
+/// memory usage exponential with the class's mean usage, times
+/// `reference_memory_gb` (the memory normalised usage 1.0 stands for). The
+/// table gives only means; the exponential spread is the one the thesis
+/// uses for its synthetic traces (Table 9.4), and without a spread memory
+/// could never run out (§6.2.3.4's memory evictions need some tasks to
+/// use well over their class mean).
+pub fn draw(rng: &mut impl RngCore, reference_memory_gb: f64, reference_cores: u32) -> GoogleTask {
+    let class = draw_class(rng);
+    let cpu_demand = exponential(rng, class.2);
     GoogleTask {
-        priority: chosen.0,
-        service_s: exponential(rng, mean_service_s(chosen)),
-        memory_gb: chosen.5 * reference_memory_gb,
+        priority: class.0,
+        cpu_demand,
+        work_s: cpu_demand * f64::from(reference_cores),
+        memory_gb: exponential(rng, class.5) * reference_memory_gb,
+    }
+}
+
+/// The synthetic generator of thesis §9.3.4 (Table 9.4, workloads W-D and
+/// W-E): classes in Table 5.2's proportions, but usages and execution times
+/// exponential with one mean for production classes and one for the rest.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Synthetic {
+    /// Mean normalised CPU usage of a non-production task.
+    pub cpu_usage: f64,
+    /// Mean normalised memory usage of a non-production task.
+    pub memory_usage: f64,
+    /// Mean execution time of a non-production task at its usage, seconds.
+    pub execution_s: f64,
+    pub production_cpu_usage: f64,
+    pub production_memory_usage: f64,
+    pub production_execution_s: f64,
+    /// Classes at or above this are production.
+    pub production_priority: u8,
+    /// GB that normalised memory usage 1.0 stands for.
+    pub memory_gb: f64,
+    /// Cores of the reference machine.
+    pub reference_cores: u32,
+}
+
+impl Synthetic {
+    /// Draws one task: its class, a CPU usage `u` and an execution time `T`
+    /// at that usage (both exponential with the class group's means), so a
+    /// CPU demand `Δ = u · T` and work `Δ · reference_cores`; and a memory
+    /// usage (exponential) times `memory_gb`.
+    pub fn draw(&self, rng: &mut impl RngCore) -> GoogleTask {
+        let priority = draw_class(rng).0;
+        let (cpu, execution, memory) = if priority >= self.production_priority {
+            (
+                self.production_cpu_usage,
+                self.production_execution_s,
+                self.production_memory_usage,
+            )
+        } else {
+            (self.cpu_usage, self.execution_s, self.memory_usage)
+        };
+        let usage = exponential(rng, cpu);
+        let cpu_demand = usage * exponential(rng, execution);
+        GoogleTask {
+            priority,
+            cpu_demand,
+            work_s: cpu_demand * f64::from(self.reference_cores),
+            memory_gb: exponential(rng, memory) * self.memory_gb,
+        }
     }
 }
 
@@ -66,13 +148,17 @@ mod tests {
     use super::*;
     use crate::kernel::actor_rng;
 
+    fn class(p: u8) -> Row {
+        TABLE_5_2.iter().find(|r| r.0 == p).copied().unwrap()
+    }
+
     #[test]
     fn classes_come_in_the_tables_proportions() {
         let mut rng = actor_rng(1, "google");
         let n = 100_000;
         let mut counts = [0u32; 12];
         for _ in 0..n {
-            counts[draw(&mut rng, 64.0).priority as usize] += 1;
+            counts[draw(&mut rng, 64.0, 8).priority as usize] += 1;
         }
         let share = |p: usize| f64::from(counts[p]) / n as f64 * 100.0;
         assert!((share(4) - 59.94).abs() < 0.6, "{}", share(4));
@@ -82,10 +168,104 @@ mod tests {
     }
 
     #[test]
+    fn work_is_the_cpu_demand_on_one_core_of_the_reference_machine() {
+        let mut rng = actor_rng(2, "google");
+        let (mut sum, mut n, mut all, mut memory0) = (0.0, 0u32, 0.0, 0.0);
+        let draws = 200_000;
+        for _ in 0..draws {
+            let t = draw(&mut rng, 64.0, 8);
+            assert!((t.work_s - 8.0 * t.cpu_demand).abs() < 1e-9 * t.work_s.max(1.0));
+            all += t.work_s;
+            if t.priority == 0 {
+                sum += t.work_s;
+                n += 1;
+                memory0 += t.memory_gb;
+            }
+        }
+        let memory0 = memory0 / f64::from(n);
+        assert!(
+            (memory0 / (0.0035707 * 64.0) - 1.0).abs() < 0.03,
+            "class 0 memory mean {memory0} GB"
+        );
+        let mean0 = sum / f64::from(n);
+        let want = 15.408 * 8.0;
+        assert!(
+            (mean0 / want - 1.0).abs() < 0.03,
+            "class 0 mean {mean0}, want {want}"
+        );
+        // the share-weighted mean of the rows: 43.93 cpu·s, 351 s of work
+        let overall = all / f64::from(draws);
+        assert!(
+            (overall / 351.4 - 1.0).abs() < 0.05,
+            "overall mean {overall}"
+        );
+        let mut rng = actor_rng(2, "google");
+        let on4 = draw(&mut rng, 64.0, 4);
+        let mut rng = actor_rng(2, "google");
+        let on8 = draw(&mut rng, 64.0, 8);
+        assert!((on8.work_s - 2.0 * on4.work_s).abs() < 1e-9 * on8.work_s);
+    }
+
+    #[test]
     fn high_classes_run_longer_and_use_more_memory() {
-        let class = |p: u8| TABLE_5_2.iter().find(|r| r.0 == p).copied().unwrap();
-        assert!((mean_service_s(&class(0)) - 15.408 / 0.0066832).abs() < 1e-9);
-        assert!(mean_service_s(&class(11)) > 50.0 * mean_service_s(&class(0)));
+        assert!((mean_work_s(&class(0), 8) - 123.264).abs() < 1e-9);
+        assert!(mean_work_s(&class(11), 8) > 50.0 * mean_work_s(&class(0), 8));
         assert!(class(11).5 > class(0).5);
+    }
+
+    fn table_9_4() -> Synthetic {
+        Synthetic {
+            cpu_usage: 0.01,
+            memory_usage: 0.01,
+            execution_s: 3400.0,
+            production_cpu_usage: 0.02,
+            production_memory_usage: 0.02,
+            production_execution_s: 27200.0,
+            production_priority: 9,
+            memory_gb: 64.0,
+            reference_cores: 8,
+        }
+    }
+
+    #[test]
+    fn synthetic_tasks_have_the_means_of_table_9_4_by_group() {
+        let g = table_9_4();
+        let mut rng = actor_rng(3, "synthetic");
+        // (count, Σ work, Σ memory) for non-production and production
+        let mut acc = [(0u32, 0.0, 0.0); 2];
+        let mut counts = [0u32; 12];
+        let n = 400_000;
+        for _ in 0..n {
+            let t = g.draw(&mut rng);
+            counts[t.priority as usize] += 1;
+            let a = &mut acc[usize::from(t.priority >= 9)];
+            a.0 += 1;
+            a.1 += t.work_s;
+            a.2 += t.memory_gb;
+        }
+        assert_eq!(counts[7], 0);
+        let share0 = f64::from(counts[0]) / f64::from(n) * 100.0;
+        assert!((share0 - 23.29).abs() < 0.5, "{share0}");
+        let mean = |a: (u32, f64, f64)| (a.1 / f64::from(a.0), a.2 / f64::from(a.0));
+        let (work, memory) = mean(acc[0]);
+        // E[u·T] = E[u]·E[T] for independent draws: 0.01 · 3400 · 8 cores
+        assert!((work / 272.0 - 1.0).abs() < 0.03, "work {work}");
+        assert!((memory / 0.64 - 1.0).abs() < 0.03, "memory {memory}");
+        let (work, memory) = mean(acc[1]);
+        assert!((work / 4352.0 - 1.0).abs() < 0.1, "production work {work}");
+        assert!(
+            (memory / 1.28 - 1.0).abs() < 0.1,
+            "production memory {memory}"
+        );
+    }
+
+    #[test]
+    fn the_production_threshold_moves_classes_between_groups() {
+        let mut g = table_9_4();
+        g.production_priority = 0;
+        let mut rng = actor_rng(4, "synthetic");
+        let n = 50_000;
+        let work: f64 = (0..n).map(|_| g.draw(&mut rng).work_s).sum::<f64>() / f64::from(n);
+        assert!((work / 4352.0 - 1.0).abs() < 0.05, "all production: {work}");
     }
 }

@@ -21,6 +21,7 @@ pub mod sampling;
 pub mod scheduler;
 pub mod server;
 pub mod sharing;
+pub mod slot_plan;
 pub mod switch;
 pub mod tenant;
 pub mod trace;

@@ -18,6 +18,7 @@ use crate::net::Packet;
 use crate::primary::PrimaryTenant;
 use crate::scheduler::{Scheduler, ServerSpec};
 use crate::server::Server;
+use crate::slot_plan;
 use crate::switch::Switch;
 use crate::tenant::WorkloadTenant;
 
@@ -51,6 +52,10 @@ pub struct Task {
     /// Its full work (`service_ns` at submission; `service_ns` shrinks to
     /// what is left when a migrated or resumed task restarts).
     pub total_ns: u64,
+    /// Times it was evicted so far, for any reason (priority or memory;
+    /// thesis §6.2.3), and of those, for a higher priority task.
+    pub evictions: u32,
+    pub priority_evictions: u32,
 }
 
 /// Every event of the model: a packet arriving, or one of an actor's timers.
@@ -88,6 +93,9 @@ pub enum Msg {
     AdmissionTick,
     /// Server timer: the in-vivo reclassification of a task is done (Paragon §3.4).
     Reclassified { task: TaskId },
+    /// Scheduler timer: the start of a time slot, when the slot stages
+    /// schedule their queue (thesis §6.2.3.2).
+    SlotTick,
 }
 
 impl Msg {
@@ -107,6 +115,7 @@ impl Msg {
             Msg::Migrated { .. } => "migrated",
             Msg::AdmissionTick => "admission_tick",
             Msg::Reclassified { .. } => "reclassified",
+            Msg::SlotTick => "slot_tick",
         }
     }
 }
@@ -226,6 +235,8 @@ pub enum BuildError {
     Network(#[from] NetworkError),
     #[error("cannot generate the application catalog: {0}")]
     Catalog(String),
+    #[error("scheduler.slot_config: {0}")]
+    SlotConfig(String),
 }
 
 /// Where each host actor plugs into the network, in id order: the scheduler
@@ -253,6 +264,9 @@ pub struct Model {
     pub actors: Vec<(String, Node)>,
     /// The smallest latency of any message between two actors: the engine's lookahead.
     pub lookahead: SimTime,
+    /// The slot configuration table, when `scheduler.slot_config` computed
+    /// one (thesis Table 8.1).
+    pub slot_table: Option<String>,
 }
 
 /// Builds every actor of the scenario, in id order: the scheduler, the
@@ -281,6 +295,9 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
             server_types.push((class, st));
         }
     }
+    let types: Vec<&ServerTypeConfig> = server_types.iter().map(|(_, st)| *st).collect();
+    let slots = slot_plan::plan(spec.scheduler, &types, spec.tenants, spec.traces)
+        .map_err(BuildError::SlotConfig)?;
     names.extend(network.switches().iter().map(|s| s.name.clone()));
     let switches = network.switches().to_vec();
     let catalog = match spec.applications {
@@ -315,7 +332,7 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
             .map(|s| s.core_speed)
             .fold(1.0, f64::max),
         report_interval: spec.scheduler.report_interval.as_nanos(),
-        max_slots: spec.server_types.iter().map(|s| s.slots).max().unwrap_or(1),
+        max_slots: slots.per_server.iter().copied().max().unwrap_or(1),
         monitor_rates: spec.scheduler.detects_phases(),
         reclassify_time: spec.scheduler.reclassify_time.as_nanos(),
         profile_noise: spec.scheduler.profile_noise,
@@ -325,10 +342,11 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
         .enumerate()
         .map(|(i, (class, st))| ServerSpec {
             id: ActorId((first_server + i) as u32),
-            slots: st.slots,
+            slots: slots.per_server[i],
             cores: st.cores(),
             class: *class,
             memory_mb: st.memory_mb(),
+            core_speed: st.core_speed,
         })
         .collect();
 
@@ -369,6 +387,7 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
         nodes.push(Node::Server(Box::new(Server::new(
             world.clone(),
             st,
+            slots.per_server[i],
             class,
             owned,
         ))));
@@ -379,5 +398,6 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
     Ok(Model {
         actors: names.into_iter().zip(nodes).collect(),
         lookahead: world.network.min_latency(),
+        slot_table: slots.table,
     })
 }

@@ -40,6 +40,12 @@ pub enum Body {
     /// Server → scheduler: this task was killed to make room for the
     /// primary tenant; it needs another slot.
     Killed(Task),
+    /// Scheduler → server: evict `victim` (if it still runs) for a higher
+    /// priority task and run `task` in the slot it frees (thesis §6.2.3.3).
+    Preempt { victim: TaskId, task: Task },
+    /// Server → scheduler: this task was evicted, for a higher priority
+    /// task or for memory (thesis §6.2.3.3–4); it needs another slot.
+    Evicted { task: Task, cause: EvictionCause },
     /// Scheduler → switch: reserve (or release) `bps` on the port toward `peer`
     /// for the flow of `task`.
     Reservation {
@@ -90,6 +96,8 @@ impl Body {
             Body::PrimaryLoad { .. } => "primary_load",
             Body::Reimage => "reimage",
             Body::Killed(_) => "killed",
+            Body::Preempt { .. } => "preempt",
+            Body::Evicted { .. } => "evicted",
             Body::Reservation { reserve: true, .. } => "reserve",
             Body::Reservation { reserve: false, .. } => "release",
             Body::Rates(_) => "rates",
@@ -104,7 +112,12 @@ impl Body {
     /// and dispatches carry a task description; acknowledgements are small.
     pub fn size_bytes(&self) -> u32 {
         match self {
-            Body::Submit(_) | Body::Dispatch(_) | Body::Killed(_) | Body::Migrating(_) => 512,
+            Body::Submit(_)
+            | Body::Dispatch(_)
+            | Body::Killed(_)
+            | Body::Migrating(_)
+            | Body::Evicted { .. } => 512,
+            Body::Preempt { .. } => 576,
             Body::Rates(rates) => 64u32.saturating_add(16u32.saturating_mul(rates.len() as u32)),
             Body::Reclassify { .. } | Body::Migrate { .. } => 64,
             Body::Reclassified { .. } => 128,
@@ -113,6 +126,15 @@ impl Body {
             Body::Done { .. } => 128,
         }
     }
+}
+
+/// Why a server evicted a task (thesis §6.2.3.3–4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EvictionCause {
+    /// For a higher priority task (the scheduler's `Preempt`).
+    Priority,
+    /// Its server ran out of memory (`scheduler.memory_eviction`).
+    Memory,
 }
 
 /// What a server tells the scheduler about itself.

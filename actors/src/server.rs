@@ -28,7 +28,7 @@ use crate::disk::Disk;
 use crate::ground_truth::{SOURCES, Source, interference_factor};
 use crate::kernel::{Ctx, Metrics, ModelError};
 use crate::model::{Msg, Task, TaskId, World, unexpected};
-use crate::net::{AppRate, Body, Inbox, Nic, ServerReport};
+use crate::net::{AppRate, Body, EvictionCause, Inbox, Nic, ServerReport};
 use crate::sampling::{normal, to_nanos, uniform_open0};
 use crate::sharing::CpuShare;
 
@@ -59,6 +59,11 @@ pub struct Server {
     memory_mb: u64,
     allocated: BTreeMap<TaskId, u64>,
     evictions_memory: u64,
+    evictions_priority: u64,
+    /// Response times of completed class-0 tasks that were evicted at
+    /// least once, and of those never evicted (thesis Table 7.2).
+    class0_evicted_s: Vec<f64>,
+    class0_non_evicted_s: Vec<f64>,
     reports: u64,
     /// A `ReportTick` is pending.
     reporting: bool,
@@ -95,6 +100,8 @@ enum Eviction {
     Memory,
     /// Moved to another server by the scheduler (Paragon §3.4).
     Migration,
+    /// Preempted for a higher priority task (thesis §6.2.3.3).
+    Priority,
 }
 
 #[derive(Serialize)]
@@ -160,7 +167,15 @@ pub const QOS_PERF_NORM: f64 = 0.95;
 impl Server {
     /// A server of configuration `cfg` (ground-truth class `class`);
     /// `owned` if a primary tenant runs on it (such a server never sleeps).
-    pub fn new(world: Arc<World>, cfg: &ServerTypeConfig, class: usize, owned: bool) -> Self {
+    /// A server of type `cfg` with `slots` slots (the type's own, or those
+    /// `scheduler.slot_config` gave it).
+    pub fn new(
+        world: Arc<World>,
+        cfg: &ServerTypeConfig,
+        slots: u32,
+        class: usize,
+        owned: bool,
+    ) -> Self {
         let power = cfg.power();
         let device = match world.power.policy {
             PowerPolicy::Sleep if !owned => Device::new(DevState::Sleep, power.sleep_w),
@@ -171,7 +186,7 @@ impl Server {
             nic: Nic::default(),
             inbox: Inbox::default(),
             server_type: cfg.name.clone(),
-            slots: cfg.slots,
+            slots,
             power,
             running: BTreeMap::new(),
             cpu: CpuShare::new(cfg.cores()),
@@ -188,6 +203,9 @@ impl Server {
             memory_mb: cfg.memory_mb(),
             allocated: BTreeMap::new(),
             evictions_memory: 0,
+            evictions_priority: 0,
+            class0_evicted_s: Vec::new(),
+            class0_non_evicted_s: Vec::new(),
             reports: 0,
             reporting: false,
             disk: Disk::new(to_nanos(cfg.disk_gb.unwrap_or(1000.0) * 1024.0)),
@@ -325,6 +343,7 @@ impl Server {
         match msg {
             Msg::Packet(p) => match self.inbox.accept(&self.world, ctx, p)?.1 {
                 Body::Dispatch(task) => self.dispatched(task, ctx),
+                Body::Preempt { victim, task } => self.preempt(victim, task, ctx),
                 Body::PrimaryLoad { cores, reserve } => self.primary_load(cores, reserve, ctx),
                 Body::Reclassify { task } => {
                     ctx.timer(self.world.reclassify_time, Msg::Reclassified { task })
@@ -378,6 +397,43 @@ impl Server {
             Some(task) => self.run_task(task, ctx),
             None => Ok(()),
         }
+    }
+
+    /// Evicts `victim` for the higher priority `task`, which takes its slot
+    /// (thesis §6.2.3.3). The victim may have finished or been evicted for
+    /// memory since the scheduler chose it; its slot is free then anyway.
+    fn preempt(
+        &mut self,
+        victim: TaskId,
+        task: Task,
+        ctx: &mut Ctx<'_, Msg>,
+    ) -> Result<(), ModelError> {
+        if self.running.contains_key(&victim) {
+            self.evict(victim, Eviction::Priority, ctx)?;
+        } else if let Some(mut held) = self.power_state.take_held(|t| t.id == victim) {
+            held.evictions += 1;
+            held.priority_evictions += 1;
+            self.evictions_priority += 1;
+            ctx.log(
+                "evict_priority",
+                &KillLog {
+                    task: victim,
+                    ran_ns: 0,
+                    wasted_s: 0.0,
+                },
+            );
+            let world = Arc::clone(&self.world);
+            self.nic.send(
+                &world,
+                ctx,
+                world.scheduler,
+                Body::Evicted {
+                    task: held,
+                    cause: EvictionCause::Priority,
+                },
+            )?;
+        }
+        self.dispatched(task, ctx)
     }
 
     /// The primary tenant now uses `cores` and wants `reserve` kept free:
@@ -445,8 +501,8 @@ impl Server {
             return Ok(());
         };
         let done = (task.service_ns as f64 - left).max(0.0);
-        let keep_progress =
-            why == Eviction::Migration || (why == Eviction::Memory && self.world.resume);
+        let keep_progress = why == Eviction::Migration
+            || (matches!(why, Eviction::Memory | Eviction::Priority) && self.world.resume);
         let wasted = if keep_progress { 0.0 } else { done / 1e9 };
         if keep_progress {
             task.service_ns = to_nanos(left).max(1);
@@ -467,12 +523,30 @@ impl Server {
                 self.evictions_memory += 1;
                 ctx.log("evict_memory", &log);
             }
+            Eviction::Priority => {
+                self.evictions_priority += 1;
+                ctx.log("evict_priority", &log);
+            }
             Eviction::Migration => ctx.log("migrate_out", &log),
+        }
+        if matches!(why, Eviction::Memory | Eviction::Priority) {
+            task.evictions += 1;
+        }
+        if why == Eviction::Priority {
+            task.priority_evictions += 1;
         }
         let world = Arc::clone(&self.world);
         let body = match why {
             Eviction::Migration => Body::Migrating(task),
-            _ => Body::Killed(task),
+            Eviction::Primary => Body::Killed(task),
+            Eviction::Memory => Body::Evicted {
+                task,
+                cause: EvictionCause::Memory,
+            },
+            Eviction::Priority => Body::Evicted {
+                task,
+                cause: EvictionCause::Priority,
+            },
         };
         self.nic.send(&world, ctx, world.scheduler, body)
     }
@@ -665,6 +739,13 @@ impl Server {
         let now = ctx.now();
         self.allocated.remove(&id);
         self.completed += 1;
+        if task.priority == 0 {
+            let response = (now - task.submitted_at) as f64 / 1e9;
+            match task.evictions {
+                0 => self.class0_non_evicted_s.push(response),
+                _ => self.class0_evicted_s.push(response),
+            }
+        }
         self.busy_ns += u128::from(now - started_at);
         // Paragon §5: performance normalised to running alone on the best
         // configuration, over its whole execution (migrations included).
@@ -763,6 +844,19 @@ impl Server {
         out.add("tasks_completed", self.completed);
         out.add("killed_containers", self.killed);
         out.add("evictions_memory", self.evictions_memory);
+        out.add("evictions_priority", self.evictions_priority);
+        out.add(
+            "evictions_total",
+            self.evictions_memory + self.evictions_priority,
+        );
+        out.declare_samples("response_s_class0_evicted");
+        out.declare_samples("response_s_class0_non_evicted");
+        for &r in &self.class0_evicted_s {
+            out.sample("response_s_class0_evicted", r);
+        }
+        for &r in &self.class0_non_evicted_s {
+            out.sample("response_s_class0_non_evicted", r);
+        }
         out.add("server_reports", self.reports);
         out.add_f64("wasted_cpu_s", self.wasted_s);
         out.add("reimages", self.reimages);

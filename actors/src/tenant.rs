@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use dcemu_topology::SimTime;
+use dcemu_topology::{Duration, SimTime};
 use serde::Serialize;
 
-use crate::config::{AppOrder, ArrivalProcess, ServiceDistribution, TenantConfig};
+use crate::config::{AppOrder, ArrivalProcess, ServiceDistribution, SyntheticConfig, TenantConfig};
 use crate::google;
 use crate::kernel::{Ctx, Metrics, ModelError};
 use crate::model::{Msg, TASK_ID_BLOCK, Task, World, unexpected};
@@ -62,6 +62,56 @@ fn mb(gb: f64) -> u64 {
     to_nanos(gb * 1024.0)
 }
 
+/// What a tenant's submissions run, by precedence: its trace, a Google-like
+/// generator, catalog applications, plain tasks (the scenario's validation
+/// leaves exactly one).
+fn work(cfg: &TenantConfig, trace: Option<Arc<Vec<TraceTask>>>) -> Work {
+    if let Some(rows) = trace {
+        return Work::Trace { rows, next: 0 };
+    }
+    if let Some(memory_gb) = cfg.google_memory_gb {
+        return Work::Google {
+            memory_gb,
+            reference_cores: cfg
+                .google_reference_cores
+                .unwrap_or(google::REFERENCE_CORES),
+        };
+    }
+    if let Some(g) = &cfg.synthetic {
+        return Work::Synthetic(synthetic(g));
+    }
+    match (cfg.applications, &cfg.service) {
+        (Some(order), _) => Work::Apps(order),
+        (None, Some(service)) => Work::Service {
+            distribution: service.distribution,
+            mean_ns: service.mean.as_nanos() as f64,
+            memory_mb: mb(service.memory_gb.unwrap_or(0.0)),
+        },
+        // refused when the scenario loads; a task of 1 s keeps the model total
+        (None, None) => Work::Service {
+            distribution: ServiceDistribution::Constant,
+            mean_ns: 1e9,
+            memory_mb: 0,
+        },
+    }
+}
+
+/// The synthetic generator a tenant's `synthetic` table configures.
+fn synthetic(g: &SyntheticConfig) -> google::Synthetic {
+    let seconds = |d: Duration| d.as_nanos() as f64 / 1e9;
+    google::Synthetic {
+        cpu_usage: g.cpu_usage,
+        memory_usage: g.memory_usage,
+        execution_s: seconds(g.execution),
+        production_cpu_usage: g.production_cpu_usage,
+        production_memory_usage: g.production_memory_usage,
+        production_execution_s: seconds(g.production_execution),
+        production_priority: g.production_priority,
+        memory_gb: g.memory_gb,
+        reference_cores: g.reference_cores,
+    }
+}
+
 /// One submission's demands.
 struct Demand {
     service_ns: u64,
@@ -98,7 +148,12 @@ enum Work {
     /// A catalog application, chosen in this order.
     Apps(AppOrder),
     /// A task drawn from the Google trace's per-priority statistics.
-    Google { memory_gb: f64 },
+    Google {
+        memory_gb: f64,
+        reference_cores: u32,
+    },
+    /// A task from the synthetic Google-like generator (thesis Table 9.4).
+    Synthetic(google::Synthetic),
 }
 
 #[derive(Serialize)]
@@ -149,24 +204,7 @@ impl WorkloadTenant {
                 }
                 _ => None,
             },
-            work: match (trace, cfg.applications, &cfg.service) {
-                (Some(rows), _, _) => Work::Trace { rows, next: 0 },
-                (None, _, _) if cfg.google_memory_gb.is_some() => Work::Google {
-                    memory_gb: cfg.google_memory_gb.unwrap_or(64.0),
-                },
-                (None, Some(order), _) => Work::Apps(order),
-                (None, None, Some(service)) => Work::Service {
-                    distribution: service.distribution,
-                    mean_ns: service.mean.as_nanos() as f64,
-                    memory_mb: mb(service.memory_gb.unwrap_or(0.0)),
-                },
-                // refused when the scenario loads; a task of 1 s keeps the model total
-                (None, None, None) => Work::Service {
-                    distribution: ServiceDistribution::Constant,
-                    mean_ns: 1e9,
-                    memory_mb: 0,
-                },
-            },
+            work: work(cfg, trace),
             start: cfg.start.as_nanos(),
             flow_bps: cfg.flow_bandwidth.map_or(0, |b| b.bps()),
             priority: cfg.priority,
@@ -268,16 +306,15 @@ impl WorkloadTenant {
                 memory_mb,
                 cores: 1,
             }),
-            &mut Work::Google { memory_gb } => {
-                let t = google::draw(ctx.rng(), memory_gb);
-                Ok(Demand {
-                    service_ns: to_nanos(t.service_s * 1e9).max(1),
-                    app: None,
-                    priority: t.priority,
-                    memory_mb: mb(t.memory_gb),
-                    cores: 1,
-                })
-            }
+            &mut Work::Google {
+                memory_gb,
+                reference_cores,
+            } => Ok(Self::generated(google::draw(
+                ctx.rng(),
+                memory_gb,
+                reference_cores,
+            ))),
+            Work::Synthetic(generator) => Ok(Self::generated(generator.draw(ctx.rng()))),
             &mut Work::Apps(order) => {
                 let apps = self.world.catalog.len() as u32;
                 if apps == 0 {
@@ -298,6 +335,17 @@ impl WorkloadTenant {
                     cores: app.cores,
                 })
             }
+        }
+    }
+
+    /// A plain one-core task from a Google-like generator.
+    fn generated(t: google::GoogleTask) -> Demand {
+        Demand {
+            service_ns: to_nanos(t.work_s * 1e9).max(1),
+            app: None,
+            priority: t.priority,
+            memory_mb: mb(t.memory_gb),
+            cores: 1,
         }
     }
 
@@ -382,6 +430,8 @@ impl WorkloadTenant {
                     cores: demand.cores.clamp(1, self.world.max_slots.max(1)),
                     first_start: None,
                     total_ns: demand.service_ns,
+                    evictions: 0,
+                    priority_evictions: 0,
                 };
                 self.submitted += 1;
                 if task.app.is_some() {

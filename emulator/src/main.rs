@@ -284,6 +284,27 @@ fn print_summary(label: &str, s: &Scenario, o: &Outcome, partitions: usize, out:
             n("migrations")
         );
     }
+    if n("evictions_total") > 0 || n("preemptions") > 0 {
+        println!(
+            "  evictions      {} ({} priority, {} memory) of {} tasks, at most {} per task; {:.0} CPU·s wasted; {} dropped; V {}",
+            n("evictions_total"),
+            n("evictions_priority"),
+            n("evictions_memory"),
+            n("evicted_tasks"),
+            n("evictions_per_task_max"),
+            kwh("wasted_cpu_s"),
+            n("tasks_dropped"),
+            m("v_metric")
+                .as_f64()
+                .map_or_else(|| "-".to_string(), |v| format!("{v:.0} s")),
+        );
+    }
+    if let Some(table) = &o.slot_table {
+        println!("  slot configuration (slot_config.md):");
+        for line in table.lines() {
+            println!("    {line}");
+        }
+    }
     println!("  results        {}", out.display());
     println!("  digest         {}", o.digest);
 }

@@ -21,7 +21,13 @@ const ALWAYS: &[&str] = &[
     "apps_completed",
     "apps_qos_met",
     "apps_submitted",
+    "evicted_tasks",
     "evictions_memory",
+    "evictions_per_task_max",
+    "evictions_priority",
+    "evictions_total",
+    "priority_evicted_tasks",
+    "priority_evictions_per_task_max",
     "killed_containers",
     "packets_forwarded",
     "reimages",
@@ -30,6 +36,7 @@ const ALWAYS: &[&str] = &[
     "tasks_acknowledged",
     "tasks_completed",
     "tasks_dispatched",
+    "tasks_dropped",
     "tasks_in_transit_end",
     "tasks_requeued",
     "tasks_queued_end",
@@ -42,6 +49,24 @@ const ALWAYS: &[&str] = &[
 
 /// Step series that appear in every run (see [`Metrics::step`]).
 const ALWAYS_STEPS: &[&str] = &["servers_on", "switches_on"];
+
+/// `a` of the weights `w = K + a` of the V metric (thesis eq. 6.5 asks for
+/// `a > 2` so that class 0 still counts).
+pub const V_WEIGHT_OFFSET: f64 = 3.0;
+
+/// The thesis's V (eq. 6.5): mean over the priority classes that completed
+/// tasks of `(class + a) × R(class)`, independent of how many tasks each
+/// class has.
+fn v_metric(by_class: &serde_json::Map<String, Value>) -> Option<f64> {
+    let terms: Vec<f64> = by_class
+        .iter()
+        .filter_map(|(class, mean)| {
+            let class: f64 = class.parse::<u8>().ok()?.into();
+            Some((class + V_WEIGHT_OFFSET) * mean.as_f64()?)
+        })
+        .collect();
+    (!terms.is_empty()).then(|| terms.iter().sum::<f64>() / terms.len() as f64)
+}
 
 /// Summarises a run over `[0, horizon)` (the run's end), and samples every
 /// step series each `interval` for `timeseries.csv`.
@@ -84,7 +109,20 @@ pub fn summarize(out: &EngineOutput, horizon: SimTime, interval: SimTime) -> (Me
             Some((class.to_string(), opt(mean)))
         })
         .collect();
+    m.insert("v_metric".into(), opt(v_metric(&by_class)));
     m.insert("response_s_by_class".into(), Value::Object(by_class));
+    let per_task = |total: &str, tasks: &str| {
+        let n = merged.counter(tasks);
+        (n > 0).then(|| merged.counter(total) as f64 / n as f64)
+    };
+    m.insert(
+        "evictions_per_evicted_task_mean".into(),
+        opt(per_task("evictions_total", "evicted_tasks")),
+    );
+    m.insert(
+        "priority_evictions_per_evicted_task_mean".into(),
+        opt(per_task("evictions_priority", "priority_evicted_tasks")),
+    );
     let mut series: Vec<(&str, Vec<(SimTime, i64)>)> =
         ALWAYS_STEPS.iter().map(|&n| (n, Vec::new())).collect();
     for (name, changes) in merged.steps() {

@@ -50,6 +50,9 @@ pub struct Outcome {
     /// Means of the wall-clock measurements actors made (e.g.
     /// `sched_decision_us_mean`): for `run.json`, never digested.
     pub wall_metrics: MetricMap,
+    /// The slot configuration `scheduler.slot_config` computed (thesis
+    /// Table 8.1), also written as `slot_config.md`.
+    pub slot_table: Option<String>,
 }
 
 /// Builds the model of `scenario` and runs it to its end.
@@ -85,6 +88,7 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
         },
     };
     let actor_count = model.actors.len();
+    let slot_table = model.slot_table.clone();
     let output = run_threads(
         &config,
         model.actors,
@@ -115,6 +119,12 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
             .into_iter()
             .map(|(name, bytes)| (name, Content::Bytes(bytes))),
     );
+    if let Some(table) = &slot_table {
+        files.push((
+            "slot_config.md".to_string(),
+            Content::Bytes(table.clone().into_bytes()),
+        ));
+    }
     for (tenant, trace) in scenario.tenants.iter().zip(&scenario.traces) {
         if let Some(trace) = trace {
             files.push((
@@ -145,5 +155,6 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
         actors: actor_count,
         wall: started.elapsed(),
         wall_metrics,
+        slot_table,
     })
 }

@@ -53,7 +53,8 @@ fn every_scenario_runs_without_losing_a_task() {
             + m("tasks_running_end")
             + m("tasks_queued_end")
             + m("tasks_waiting_wake_end")
-            + m("tasks_in_transit_end");
+            + m("tasks_in_transit_end")
+            + m("tasks_dropped");
         assert!(submitted > 0, "{label} submits work");
         assert_eq!(
             submitted, accounted,
@@ -63,7 +64,8 @@ fn every_scenario_runs_without_losing_a_task() {
             + m("tasks_running_end")
             + m("tasks_waiting_wake_end")
             + m("killed_containers")
-            + m("evictions_memory");
+            + m("evictions_memory")
+            + m("evictions_priority");
         assert!(
             m("tasks_dispatched") >= reached,
             "{label}: a task reached a server without a dispatch"

@@ -9,7 +9,11 @@
 //!    next and on which servers (Paragon §4);
 //! 3. **placement** (`placement.rs`, `paragon.rs`): `random`,
 //!    `least-loaded`, `paragon`, `paragon-nh`, `paragon-ni`;
-//! 4. **slots**: `none` (a task takes a slot per thread, no preemption).
+//! 4. **slots** (`slots.rs`): `none` (a task takes a slot per thread, no
+//!    preemption), or the thesis's slot stages `priority`, `wasp` and
+//!    `hybrid`, which replace admission and placement with one priority
+//!    queue scheduled every time slot, with priority evictions (thesis
+//!    §6.2.3, §8.1.2, §9.2).
 //!
 //! After placement, reactive phase detection (Paragon §3.4) watches the
 //! progress servers report, reclassifies a lagging application in vivo and
@@ -28,6 +32,8 @@ mod flows;
 pub mod greedy;
 mod paragon;
 mod placement;
+pub mod slots;
+pub mod wasc;
 
 pub use flows::FlowTable;
 pub use paragon::{Awareness, ParagonPlacement};
@@ -46,7 +52,7 @@ use crate::config::{AdmissionKind, ArqOrder, Contention, PlacementKind, Schedule
 use crate::ground_truth::SOURCES;
 use crate::kernel::{ActorId, Ctx, Envelope, Metrics, ModelError};
 use crate::model::{Msg, Task, TaskId, World, unexpected};
-use crate::net::{AppRate, Body, Inbox, Nic};
+use crate::net::{AppRate, Body, EvictionCause, Inbox, Nic};
 use crate::profiling::{Lab, Profile};
 use crate::server::QOS_PERF_NORM;
 
@@ -55,6 +61,7 @@ use arq::{ArqParams, QueueOrder, server_quality};
 use cf::CfParams;
 use classify::Classifier;
 use paragon::expected_rate;
+use slots::{EvictionStats, Returned, SlotAction, SlotServer, SlotStage};
 
 /// Times one application is reclassified at most (phase detection, §3.4).
 pub const MAX_RECLASSIFICATIONS: u32 = 3;
@@ -66,6 +73,12 @@ pub struct Scheduler {
     cfg: SchedulerConfig,
     admission: Box<dyn Admission>,
     core: Core,
+    /// The thesis's slot stage, when `scheduler.slots` is not `none`; it
+    /// then queues and places every task itself.
+    slots: Option<SlotStage>,
+    /// The `SlotTick` armed, if any.
+    slot_tick: Option<SimTime>,
+    evictions: EvictionStats,
 }
 
 /// Everything but the admission stage, so that admission can call back
@@ -163,6 +176,23 @@ struct DispatchLog<'a> {
 }
 
 #[derive(Serialize)]
+struct EvictedLog<'a> {
+    task: u64,
+    server: &'a str,
+    cause: &'static str,
+    evictions: u32,
+}
+
+#[derive(Serialize)]
+struct PreemptLog<'a> {
+    task: u64,
+    priority: u8,
+    victim: u64,
+    victim_priority: u8,
+    server: &'a str,
+}
+
+#[derive(Serialize)]
 struct FlowLog {
     task: u64,
     path: Vec<String>,
@@ -256,9 +286,25 @@ impl Scheduler {
             free: vec![0; pools],
         };
         pool_counts.free[0] = counted.iter().filter(|c| c.1).count() as u32;
+        let slot_stage = cfg.slots.slotted().then(|| {
+            SlotStage::new(
+                cfg,
+                servers
+                    .iter()
+                    .map(|s| SlotServer {
+                        id: s.id,
+                        slots: s.slots,
+                        cpu_per_slot: s.core_speed * f64::from(s.cores) / f64::from(s.slots.max(1)),
+                    })
+                    .collect(),
+            )
+        });
         Scheduler {
             cfg: cfg.clone(),
             admission,
+            slots: slot_stage,
+            slot_tick: None,
+            evictions: EvictionStats::default(),
             core: Core {
                 classification: None,
                 profiles: BTreeMap::new(),
@@ -340,6 +386,23 @@ impl Scheduler {
     pub fn handle(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         let packet = match msg {
             Msg::Packet(packet) => packet,
+            Msg::Requeue(task) if self.slots.is_some() => {
+                ctx.log(
+                    "task_requeue",
+                    &QueueLog {
+                        task: task.id,
+                        queue_len: self.queued() + 1,
+                    },
+                );
+                if let Some(stage) = self.slots.as_mut() {
+                    stage.enqueue(task);
+                }
+                return self.arm_slot_tick(ctx);
+            }
+            Msg::SlotTick => {
+                self.slot_tick = None;
+                return self.slot_pass(ctx);
+            }
             Msg::Requeue(task) => {
                 ctx.log(
                     "task_requeue",
@@ -384,6 +447,10 @@ impl Scheduler {
                         tenant: world.name(task.tenant).to_string(),
                     },
                 );
+                if let Some(stage) = self.slots.as_mut() {
+                    stage.enqueue(task);
+                    return self.arm_slot_tick(ctx);
+                }
                 if let Some(c) = &self.core.classification
                     && task.app.is_some()
                     && task.service_ns >= c.short_job
@@ -399,6 +466,49 @@ impl Scheduler {
                     self.core.short_jobs += 1;
                 }
                 self.admit(task, 0, ctx)
+            }
+            Body::Finished { task, .. } if self.slots.is_some() => {
+                if let Some(stage) = self.slots.as_mut() {
+                    stage.release(task, src);
+                }
+                ctx.log(
+                    "slot_release",
+                    &ReleaseLog {
+                        task,
+                        server: world.name(src),
+                    },
+                );
+                self.arm_slot_tick(ctx)
+            }
+            Body::Evicted { task, cause } => {
+                let priority = cause == EvictionCause::Priority;
+                self.evictions.record(&task, priority);
+                let log = EvictedLog {
+                    task: task.id,
+                    server: world.name(src),
+                    cause: if priority { "priority" } else { "memory" },
+                    evictions: task.evictions,
+                };
+                ctx.log("task_evicted", &log);
+                let Some(stage) = self.slots.as_mut() else {
+                    return self.handle_killed(task, src, ctx);
+                };
+                let returned = stage.evicted(task, src);
+                if returned == Returned::Requeued {
+                    self.core.killed += 1;
+                }
+                if let Returned::Dropped(task) = returned {
+                    ctx.log(
+                        "task_drop",
+                        &EvictedLog {
+                            task: task.id,
+                            server: world.name(src),
+                            cause: log.cause,
+                            evictions: task.evictions,
+                        },
+                    );
+                }
+                self.arm_slot_tick(ctx)
             }
             Body::Finished { task, slots } => {
                 let (pool, busy_s) = self.core.leave(task, src, slots, ctx)?;
@@ -436,9 +546,6 @@ impl Scheduler {
                 self.drain(ctx)
             }
             Body::Killed(task) => {
-                let (pool, busy_s) = self.core.leave(task.id, src, task.cores, ctx)?;
-                self.admission.record_busy(pool, busy_s);
-                self.core.killed += 1;
                 ctx.log(
                     "task_killed",
                     &ReleaseLog {
@@ -446,12 +553,104 @@ impl Scheduler {
                         server: world.name(src),
                     },
                 );
-                self.core.release_flow(task.id, ctx)?;
-                ctx.timer(self.core.resubmit_delay, Msg::Requeue(task))?;
-                self.drain(ctx)
+                self.handle_killed(task, src, ctx)
             }
             other => Err(unexpected("scheduler", other.name())),
         }
+    }
+
+    /// A task a server gave back (killed for its primary tenant, or evicted
+    /// outside the slot stages): it goes back to the queue after
+    /// `resubmit_delay`.
+    fn handle_killed(
+        &mut self,
+        task: Task,
+        src: ActorId,
+        ctx: &mut Ctx<'_, Msg>,
+    ) -> Result<(), ModelError> {
+        self.core.killed += 1;
+        if let Some(stage) = self.slots.as_mut() {
+            stage.release(task.id, src);
+            ctx.timer(self.core.resubmit_delay, Msg::Requeue(task))?;
+            return self.arm_slot_tick(ctx);
+        }
+        let (pool, busy_s) = self.core.leave(task.id, src, task.cores, ctx)?;
+        self.admission.record_busy(pool, busy_s);
+        self.core.release_flow(task.id, ctx)?;
+        ctx.timer(self.core.resubmit_delay, Msg::Requeue(task))?;
+        self.drain(ctx)
+    }
+
+    /// Tasks waiting in whichever queue the pipeline uses.
+    fn queued(&self) -> usize {
+        self.slots
+            .as_ref()
+            .map_or_else(|| self.admission.len(), SlotStage::queued)
+    }
+
+    /// Arms a `SlotTick` at the start of the next time slot, if tasks wait
+    /// and none is armed (thesis §6.2.3.2).
+    fn arm_slot_tick(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let now = ctx.now();
+        if self.slots.as_ref().is_none_or(|s| s.queued() == 0)
+            || self.slot_tick.is_some_and(|t| t > now)
+        {
+            return Ok(());
+        }
+        let slot = self.cfg.slot_interval.as_nanos().max(1);
+        let at = (now / slot + 1) * slot;
+        self.slot_tick = Some(at);
+        ctx.timer(at - now, Msg::SlotTick)
+    }
+
+    /// One time slot: the slot stage schedules its queue; dispatches and
+    /// preemptions go out to the servers.
+    fn slot_pass(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let now = ctx.now();
+        let Some(stage) = self.slots.as_mut() else {
+            return Ok(());
+        };
+        let actions = stage.schedule(now, ctx.rng());
+        let world = Arc::clone(&self.core.world);
+        for action in actions {
+            let (task, server, body) = match action {
+                SlotAction::Dispatch { task, server } => {
+                    (task.clone(), server, Body::Dispatch(task))
+                }
+                SlotAction::Preempt {
+                    victim,
+                    victim_priority,
+                    task,
+                    server,
+                } => {
+                    ctx.log(
+                        "preempt",
+                        &PreemptLog {
+                            task: task.id,
+                            priority: task.priority,
+                            victim,
+                            victim_priority,
+                            server: world.name(server),
+                        },
+                    );
+                    (task.clone(), server, Body::Preempt { victim, task })
+                }
+            };
+            let queued_ns = now.saturating_sub(task.submitted_at);
+            self.core.dispatched += 1;
+            self.core.queue_wait_s.push(queued_ns as f64 / 1e9);
+            ctx.log(
+                "task_dispatch",
+                &DispatchLog {
+                    task: task.id,
+                    server: world.name(server),
+                    queued_ns,
+                    violation: None,
+                },
+            );
+            self.core.nic.send(&world, ctx, server, body)?;
+        }
+        Ok(())
     }
 
     /// Profiling is done (§2.4): classify the application and admit it.
@@ -530,6 +729,7 @@ impl Scheduler {
     }
 
     pub fn finish(&mut self, undelivered: &[Envelope<Msg>], out: &mut Metrics) {
+        let queued = self.queued() as u64;
         let core = &mut self.core;
         core.inbox.finish(out);
         core.flows.finish(out);
@@ -542,7 +742,11 @@ impl Scheduler {
                 )
             })
             .count() as u64;
-        out.add("tasks_queued_end", self.admission.len() as u64 + waiting);
+        out.add("tasks_queued_end", queued + waiting);
+        self.evictions.finish(out);
+        if let Some(stage) = &self.slots {
+            stage.finish(out);
+        }
         out.add("tasks_requeued", core.killed);
         out.add("tasks_dispatched", core.dispatched);
         out.add("apps_profiled", core.profiled);
@@ -1014,6 +1218,8 @@ impl Core {
             cores: p.cores,
             first_start: None,
             total_ns: p.left_ns,
+            evictions: 0,
+            priority_evictions: 0,
         })
     }
 

@@ -54,6 +54,8 @@ pub struct ServerSpec {
     pub cores: u32,
     pub class: usize,
     pub memory_mb: u64,
+    /// Speed of a core relative to the reference core (1.0).
+    pub core_speed: f64,
 }
 
 impl ServerSlots {
@@ -324,6 +326,8 @@ mod tests {
             cores: 1,
             first_start: None,
             total_ns: 1,
+            evictions: 0,
+            priority_evictions: 0,
         }
     }
 
@@ -331,6 +335,7 @@ mod tests {
         slots
             .iter()
             .map(|&(id, slots)| ServerSpec {
+                core_speed: 1.0,
                 id: ActorId(id),
                 slots,
                 cores: slots,
@@ -421,6 +426,7 @@ mod least_loaded_tests {
             .iter()
             .enumerate()
             .map(|(i, &(slots, memory_mb))| ServerSpec {
+                core_speed: 1.0,
                 id: ActorId(i as u32),
                 slots,
                 cores: slots,
@@ -443,6 +449,8 @@ mod least_loaded_tests {
             cores: 1,
             first_start: None,
             total_ns: 1,
+            evictions: 0,
+            priority_evictions: 0,
         };
         let req = Request {
             task: &task,

@@ -244,3 +244,171 @@ fn names_that_would_escape_the_results_directory_are_refused() {
     let e = &errors(MINIMAL, &[set("run.name=../x")])[0];
     assert_eq!(e.field.as_deref(), Some("run.name"));
 }
+
+const GOOGLE: &str = r#"
+[run]
+name = "g"
+end = "10m"
+
+[[server_types]]
+name = "a"
+count = 2
+
+[[tenants]]
+name = "w"
+arrivals = { process = "poisson", rate_per_s = 1.0 }
+google_memory_gb = 64.0
+"#;
+
+fn fields(errs: &[ScenarioError]) -> Vec<String> {
+    errs.iter()
+        .map(|e| e.field.clone().unwrap_or_default())
+        .collect()
+}
+
+#[test]
+fn google_reference_cores_defaults_to_8_and_needs_the_table_5_2_generator() {
+    let s = load("g.toml", GOOGLE, &[]).unwrap();
+    assert_eq!(s.tenants[0].google_reference_cores, None);
+    let s = load(
+        "g.toml",
+        GOOGLE,
+        &[set("tenants.0.google_reference_cores=4")],
+    )
+    .unwrap();
+    assert_eq!(s.tenants[0].google_reference_cores, Some(4));
+    let e = &errors(GOOGLE, &[set("tenants.0.google_reference_cores=0")])[0];
+    assert_eq!(
+        e.field.as_deref(),
+        Some("tenants[0].google_reference_cores")
+    );
+    assert!(e.problem.contains("at least 1"), "{e}");
+    let text = MINIMAL.replace("service = {", "google_reference_cores = 8\nservice = {");
+    let e = &errors(&text, &[])[0];
+    assert_eq!(
+        e.field.as_deref(),
+        Some("tenants[0].google_reference_cores")
+    );
+    assert!(e.problem.contains("only with `google_memory_gb`"), "{e}");
+    assert!(
+        matches!(
+            e.origin,
+            Origin::File {
+                at: Some((13, _)),
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+const SYNTHETIC: &str = r#"
+[run]
+name = "s"
+end = "10m"
+
+[[server_types]]
+name = "a"
+count = 2
+
+[[tenants]]
+name = "w"
+arrivals = { process = "poisson", rate_per_s = 1.0 }
+synthetic = { memory_gb = 64.0 }
+"#;
+
+#[test]
+fn the_synthetic_generator_defaults_to_table_9_4() {
+    let s = load("s.toml", SYNTHETIC, &[]).unwrap();
+    let g = s.tenants[0].synthetic.as_ref().unwrap();
+    assert_eq!(g.reference_cores, 8);
+    assert_eq!((g.cpu_usage, g.memory_usage), (0.01, 0.01));
+    assert_eq!(
+        (g.production_cpu_usage, g.production_memory_usage),
+        (0.02, 0.02)
+    );
+    assert_eq!(g.execution, Duration::from_secs(3400));
+    assert_eq!(g.production_execution, Duration::from_secs(27200));
+    assert_eq!(g.production_priority, 9);
+    let text = s.to_toml();
+    assert_eq!(load("as-run.toml", &text, &[]).unwrap(), s);
+}
+
+#[test]
+fn bad_synthetic_fields_are_named() {
+    let text = SYNTHETIC.replace(
+        "{ memory_gb = 64.0 }",
+        "{ memory_gb = 0.0, reference_cores = 0, cpu_usage = -0.1, memory_usage = -1.0, execution = \"0s\", production_cpu_usage = 0.0, production_execution = \"0s\", production_priority = 12 }",
+    );
+    let errs = errors(&text, &[]);
+    assert_eq!(
+        fields(&errs),
+        [
+            "tenants[0].synthetic.memory_gb",
+            "tenants[0].synthetic.reference_cores",
+            "tenants[0].synthetic.cpu_usage",
+            "tenants[0].synthetic.production_cpu_usage",
+            "tenants[0].synthetic.memory_usage",
+            "tenants[0].synthetic.execution",
+            "tenants[0].synthetic.production_execution",
+            "tenants[0].synthetic.production_priority",
+        ]
+    );
+    assert!(
+        errs.iter().all(|e| matches!(
+            e.origin,
+            Origin::File {
+                at: Some((13, _)),
+                ..
+            }
+        )),
+        "{errs:?}"
+    );
+    let text = SYNTHETIC.replace("{ memory_gb = 64.0 }", "{ cpu_usage = 0.01 }");
+    let e = &errors(&text, &[])[0];
+    assert_eq!(
+        e.field.as_deref(),
+        Some("tenants[0].synthetic.memory_gb"),
+        "{e}"
+    );
+    assert!(e.problem.contains("missing field `memory_gb`"), "{e}");
+    let text = SYNTHETIC.replace("memory_gb = 64.0 }", "memory_gb = 64.0, cpu = 0.1 }");
+    let e = &errors(&text, &[])[0];
+    assert!(e.problem.contains("unknown field `cpu`"), "{e}");
+}
+
+#[test]
+fn generators_exclude_each_other_and_plain_settings() {
+    for (extra, field) in [
+        ("priority = 3", "tenants[0].synthetic"),
+        (
+            "service = { distribution = \"constant\", mean = \"5s\" }",
+            "tenants[0].synthetic",
+        ),
+        ("applications = \"random\"", "tenants[0].synthetic"),
+        ("google_memory_gb = 64.0", "tenants[0].google_memory_gb"),
+        (
+            "google_reference_cores = 8",
+            "tenants[0].google_reference_cores",
+        ),
+    ] {
+        let text = format!("{SYNTHETIC}{extra}\n");
+        let errs = errors(&text, &[]);
+        assert!(
+            fields(&errs).contains(&field.to_string()),
+            "{extra}: {errs:?}"
+        );
+    }
+    let text = GOOGLE.replace(
+        "process = \"poisson\", rate_per_s = 1.0",
+        "process = \"trace\", trace = \"t.csv\"",
+    );
+    let errs = errors(&text, &[]);
+    assert!(
+        errs.iter()
+            .any(|e| e.field.as_deref() == Some("tenants[0].arrivals.trace")
+                && e.problem
+                    .contains("remove `service`, `applications`, `google_memory_gb`")),
+        "{errs:?}"
+    );
+}

@@ -1,0 +1,795 @@
+//! The thesis's slot stages (`scheduler.slots = priority | wasp | hybrid`):
+//! slot-based assignment with a central priority queue, preemptive priority
+//! evictions, workload-aware slot choice and sticky slots.
+//!
+//! - **Slots** (thesis §6.2.3.1): every task takes exactly one slot, whatever
+//!   it uses; a server runs at most its slot count.
+//! - **Queue** (§6.2.3.2, Statement 7.1): by priority, highest first, then by
+//!   first arrival (`Task::submitted_at`, which an evicted task keeps, so it
+//!   goes back in front of the tasks of its class that never ran).
+//! - **Time slots** (§6.2.3.2): the queue is scheduled at the start of each
+//!   `slot_interval` until it is empty or no task at its head can get a slot.
+//! - **Priority evictions** (§6.2.3.3, §7.3.1): a task that finds no free
+//!   slot evicts one running task of the lowest running priority, if that is
+//!   strictly below its own, chosen by `mrs` (most recently started), `rnd`
+//!   or `lrs` (least recently started); it takes the freed slot at once.
+//! - **WASP** (§8.1.2): production tasks take the most powerful free slot
+//!   (most CPU per slot), the others a random one; a production task's
+//!   eviction frees the most powerful slot held by the lowest priority.
+//!   Figure 8.2's pseudo-code swaps the two eviction branches; we follow the
+//!   text of §8.1.2 and §9.2.2, which agree with each other.
+//! - **HYBRID** (§9.2): phase I takes the queue in first-arrival order onto
+//!   a fixed pool of sticky slots (labels, not machines: the task still takes
+//!   a free slot somewhere), non-preemptively, and those tasks can never be
+//!   priority-evicted; phase II is WASP on the other slots. With no sticky
+//!   slots, phase I does nothing and HYBRID is WASP decision for decision.
+//!
+//! This is the scheduler's view: slots it gave out, freed when the server's
+//! `Finished` or `Evicted` arrives (a server may free a slot earlier; never
+//! later), so a server is never sent more tasks than it has slots.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
+
+use dcemu_topology::SimTime;
+use rand::RngCore;
+
+use crate::config::{EvictionPolicy, SchedulerConfig, SlotPolicy};
+use crate::kernel::{ActorId, Metrics};
+use crate::model::{Task, TaskId};
+use crate::sampling::index;
+
+/// One server as the slot stage sees it.
+#[derive(Clone, Debug)]
+pub struct SlotServer {
+    pub id: ActorId,
+    pub slots: u32,
+    /// CPU a slot gets when the server is full: `core_speed × cores / slots`.
+    pub cpu_per_slot: f64,
+}
+
+/// What a scheduling pass decided.
+#[derive(Debug, PartialEq)]
+pub enum SlotAction {
+    /// Run `task` in a free slot of `server`.
+    Dispatch { task: Task, server: ActorId },
+    /// Evict `victim` from `server` and run `task` in its slot.
+    Preempt {
+        victim: TaskId,
+        victim_priority: u8,
+        task: Task,
+        server: ActorId,
+    },
+}
+
+/// A task evicted more than `eviction_threshold` times leaves (§7.3.4).
+#[derive(Debug, PartialEq)]
+pub enum Returned {
+    Requeued,
+    Dropped(Task),
+}
+
+/// Servers of equal CPU per slot, with a Fenwick tree over their free slots
+/// so that a uniformly random free slot is found in O(log n).
+#[derive(Clone, Debug)]
+struct Level {
+    servers: Vec<u32>,
+    free: Fenwick,
+}
+
+#[derive(Clone, Debug)]
+struct Running {
+    server: u32,
+    priority: u8,
+    /// When its current execution started: MRS evicts the youngest
+    /// execution, the least work lost (thesis §6.2.3.3). (Keeping the first
+    /// start across evictions instead, as Statement 7.3's wording could
+    /// suggest, makes LRS evict just-restarted tasks and waste less than
+    /// RND, against Table 7.2.)
+    started: SimTime,
+    level: u16,
+    sticky: bool,
+}
+
+/// The slot stage: queue, slot accounting and eviction indexes.
+pub struct SlotStage {
+    policy: SlotPolicy,
+    eviction: EvictionPolicy,
+    threshold: u32,
+    production: u8,
+    servers: Vec<SlotServer>,
+    index_of: BTreeMap<ActorId, u32>,
+    /// Level of each server; levels are ordered most powerful first.
+    level_of: Vec<u16>,
+    levels: Vec<Level>,
+    /// Free slots of each server (the Fenwick trees hold the same counts).
+    free: Vec<u32>,
+    free_total: u32,
+    slots_total: u32,
+    sticky_cap: u32,
+    sticky_used: u32,
+    regular_used: u32,
+    tasks: BTreeMap<TaskId, Task>,
+    by_priority: BTreeSet<(Reverse<u8>, SimTime, TaskId)>,
+    by_arrival: BTreeSet<(SimTime, TaskId)>,
+    running: BTreeMap<TaskId, Running>,
+    /// Evictable (non-sticky) running tasks by priority and start.
+    by_start: BTreeSet<(u8, SimTime, TaskId)>,
+    /// The same, by priority, level and start.
+    by_power: BTreeSet<(u8, u16, SimTime, TaskId)>,
+    /// Running tasks per priority among `by_start`, for `rnd`.
+    evictable_at: [u32; 256],
+    /// Victims whose `Preempt` is on its way: their slot already went to
+    /// the evictor, so their `Finished` or `Evicted` frees nothing.
+    preempted: BTreeSet<TaskId>,
+    preemptions: u64,
+    sticky_starts: u64,
+    dropped: u64,
+}
+
+/// Per-task eviction statistics (thesis Table 7.3, Table 9.1), from the
+/// evicted tasks that come back to the scheduler: each carries its counts.
+#[derive(Clone, Debug, Default)]
+pub struct EvictionStats {
+    evicted_tasks: u64,
+    max_evictions: u32,
+    priority_evicted_tasks: u64,
+    max_priority_evictions: u32,
+}
+
+impl EvictionStats {
+    /// Records a task just evicted (its counters include this eviction).
+    pub fn record(&mut self, task: &Task, priority: bool) {
+        if task.evictions == 1 {
+            self.evicted_tasks += 1;
+        }
+        if priority && task.priority_evictions == 1 {
+            self.priority_evicted_tasks += 1;
+        }
+        self.max_evictions = self.max_evictions.max(task.evictions);
+        self.max_priority_evictions = self.max_priority_evictions.max(task.priority_evictions);
+    }
+
+    pub fn finish(&self, out: &mut Metrics) {
+        out.add("evicted_tasks", self.evicted_tasks);
+        out.add("priority_evicted_tasks", self.priority_evicted_tasks);
+        out.add("evictions_per_task_max", u64::from(self.max_evictions));
+        out.add(
+            "priority_evictions_per_task_max",
+            u64::from(self.max_priority_evictions),
+        );
+    }
+}
+
+impl SlotStage {
+    pub fn new(cfg: &SchedulerConfig, servers: Vec<SlotServer>) -> Self {
+        let mut powers: Vec<f64> = servers.iter().map(|s| s.cpu_per_slot).collect();
+        powers.sort_by(|a, b| b.total_cmp(a));
+        powers.dedup();
+        let level_of: Vec<u16> = servers
+            .iter()
+            .map(|s| {
+                powers
+                    .iter()
+                    .position(|p| p.total_cmp(&s.cpu_per_slot).is_eq())
+                    .unwrap_or(0) as u16
+            })
+            .collect();
+        let mut levels: Vec<Level> = (0..powers.len())
+            .map(|_| Level {
+                servers: Vec::new(),
+                free: Fenwick::default(),
+            })
+            .collect();
+        for (i, &l) in level_of.iter().enumerate() {
+            levels[l as usize].servers.push(i as u32);
+        }
+        for level in &mut levels {
+            let counts: Vec<u32> = level
+                .servers
+                .iter()
+                .map(|&s| servers[s as usize].slots)
+                .collect();
+            level.free = Fenwick::from_counts(&counts);
+        }
+        let free: Vec<u32> = servers.iter().map(|s| s.slots).collect();
+        let slots_total: u32 = free.iter().sum();
+        SlotStage {
+            policy: cfg.slots,
+            eviction: cfg.eviction,
+            threshold: cfg.eviction_threshold,
+            production: cfg.production_priority,
+            index_of: servers
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.id, i as u32))
+                .collect(),
+            servers,
+            level_of,
+            levels,
+            free_total: slots_total,
+            free,
+            slots_total,
+            sticky_cap: if cfg.slots == SlotPolicy::Hybrid {
+                cfg.sticky_slots.min(slots_total)
+            } else {
+                0
+            },
+            sticky_used: 0,
+            regular_used: 0,
+            tasks: BTreeMap::new(),
+            by_priority: BTreeSet::new(),
+            by_arrival: BTreeSet::new(),
+            running: BTreeMap::new(),
+            by_start: BTreeSet::new(),
+            by_power: BTreeSet::new(),
+            evictable_at: [0; 256],
+            preempted: BTreeSet::new(),
+            preemptions: 0,
+            sticky_starts: 0,
+            dropped: 0,
+        }
+    }
+
+    pub fn queued(&self) -> usize {
+        self.tasks.len()
+    }
+
+    pub fn slots_total(&self) -> u32 {
+        self.slots_total
+    }
+
+    /// Puts a task in the central queue at its first arrival.
+    pub fn enqueue(&mut self, task: Task) {
+        self.by_priority
+            .insert((Reverse(task.priority), task.submitted_at, task.id));
+        self.by_arrival.insert((task.submitted_at, task.id));
+        self.tasks.insert(task.id, task);
+    }
+
+    /// A task left `server` (finished, killed or evicted there): its slot is
+    /// free again, unless it had been preempted and the slot already went to
+    /// its evictor.
+    pub fn release(&mut self, task: TaskId, server: ActorId) {
+        if self.preempted.remove(&task) {
+            return;
+        }
+        let Some(r) = self.running.remove(&task) else {
+            return;
+        };
+        if self.index_of.get(&server) != Some(&r.server) {
+            // Not where we sent it: nothing of ours to free.
+            self.running.insert(task, r);
+            return;
+        }
+        self.unindex(task, &r);
+        if r.sticky {
+            self.sticky_used -= 1;
+        } else {
+            self.regular_used -= 1;
+        }
+        self.free_slot(r.server, 1);
+    }
+
+    /// An evicted task came back: requeue it, or drop it past the
+    /// eviction threshold (thesis §7.3.4).
+    pub fn evicted(&mut self, task: Task, server: ActorId) -> Returned {
+        self.release(task.id, server);
+        if self.threshold > 0 && task.evictions > self.threshold {
+            self.dropped += 1;
+            return Returned::Dropped(task);
+        }
+        self.enqueue(task);
+        Returned::Requeued
+    }
+
+    /// One time slot's pass over the queue (thesis §6.2.3.2, §9.2).
+    pub fn schedule(&mut self, now: SimTime, rng: &mut impl RngCore) -> Vec<SlotAction> {
+        let mut out = Vec::new();
+        while self.sticky_used < self.sticky_cap && self.free_total > 0 {
+            let Some(&(_, id)) = self.by_arrival.first() else {
+                break;
+            };
+            let Some(task) = self.take(id) else { break };
+            let server = self.random_free(rng);
+            self.sticky_used += 1;
+            self.sticky_starts += 1;
+            out.push(self.start(task, server, now, true, true));
+        }
+        let regular_cap = self.slots_total - self.sticky_cap;
+        while let Some(&(_, _, id)) = self.by_priority.first() {
+            let Some(priority) = self.tasks.get(&id).map(|t| t.priority) else {
+                break;
+            };
+            if self.regular_used < regular_cap && self.free_total > 0 {
+                let server = self.choose_free(priority, rng);
+                let Some(task) = self.take(id) else { break };
+                self.regular_used += 1;
+                out.push(self.start(task, server, now, false, true));
+                continue;
+            }
+            let Some(victim) = self.victim(priority, rng) else {
+                break;
+            };
+            let Some(task) = self.take(id) else { break };
+            let Some(v) = self.running.remove(&victim) else {
+                break;
+            };
+            self.unindex(victim, &v);
+            self.preempted.insert(victim);
+            self.preemptions += 1;
+            let server = v.server;
+            match self.start(task, server, now, false, false) {
+                SlotAction::Dispatch { task, server } => out.push(SlotAction::Preempt {
+                    victim,
+                    victim_priority: v.priority,
+                    task,
+                    server,
+                }),
+                other => out.push(other),
+            }
+        }
+        out
+    }
+
+    /// The running task a task of `priority` evicts, if any runs at a
+    /// strictly lower priority (thesis §6.2.3.3, §8.1.2).
+    fn victim(&self, priority: u8, rng: &mut impl RngCore) -> Option<TaskId> {
+        let &(lowest, _, _) = self.by_start.first()?;
+        if lowest >= priority {
+            return None;
+        }
+        let wasp = matches!(self.policy, SlotPolicy::Wasp | SlotPolicy::Hybrid);
+        if wasp && priority >= self.production {
+            let &(_, level, _, _) = self
+                .by_power
+                .range((lowest, 0, 0, 0)..=(lowest, u16::MAX, SimTime::MAX, TaskId::MAX))
+                .next()?;
+            let mut range = self
+                .by_power
+                .range((lowest, level, 0, 0)..=(lowest, level, SimTime::MAX, TaskId::MAX));
+            return match self.eviction {
+                EvictionPolicy::Mrs => range.next_back().map(|k| k.3),
+                EvictionPolicy::Lrs => range.next().map(|k| k.3),
+                EvictionPolicy::Rnd => {
+                    let n = range.clone().count() as u32;
+                    range.nth(index(rng, n) as usize).map(|k| k.3)
+                }
+            };
+        }
+        let mut range = self
+            .by_start
+            .range((lowest, 0, 0)..=(lowest, SimTime::MAX, TaskId::MAX));
+        match self.eviction {
+            EvictionPolicy::Mrs => range.next_back().map(|k| k.2),
+            EvictionPolicy::Lrs => range.next().map(|k| k.2),
+            EvictionPolicy::Rnd => {
+                let n = self.evictable_at[lowest as usize];
+                range.nth(index(rng, n) as usize).map(|k| k.2)
+            }
+        }
+    }
+
+    /// A free slot for a task of `priority`: WASP gives production the most
+    /// powerful one; everything else takes a uniformly random free slot.
+    fn choose_free(&mut self, priority: u8, rng: &mut impl RngCore) -> u32 {
+        let wasp = matches!(self.policy, SlotPolicy::Wasp | SlotPolicy::Hybrid);
+        if wasp && priority >= self.production {
+            for level in &self.levels {
+                let n = level.free.total();
+                if n > 0 {
+                    let k = index(rng, n);
+                    return level.servers[level.free.find(k)];
+                }
+            }
+        }
+        self.random_free(rng)
+    }
+
+    fn random_free(&mut self, rng: &mut impl RngCore) -> u32 {
+        let mut k = index(rng, self.free_total.max(1));
+        for level in &self.levels {
+            let n = level.free.total();
+            if k < n {
+                return level.servers[level.free.find(k)];
+            }
+            k -= n;
+        }
+        self.levels
+            .iter()
+            .find(|l| l.free.total() > 0)
+            .map_or(0, |l| l.servers[l.free.find(0)])
+    }
+
+    fn take(&mut self, id: TaskId) -> Option<Task> {
+        let task = self.tasks.remove(&id)?;
+        self.by_priority
+            .remove(&(Reverse(task.priority), task.submitted_at, id));
+        self.by_arrival.remove(&(task.submitted_at, id));
+        Some(task)
+    }
+
+    /// Starts `task` on `server`, in a free slot (`take`) or in the slot of
+    /// the task it preempts.
+    fn start(
+        &mut self,
+        task: Task,
+        server: u32,
+        now: SimTime,
+        sticky: bool,
+        take: bool,
+    ) -> SlotAction {
+        let level = self.level_of[server as usize];
+        if take {
+            self.take_slot(server);
+        }
+        let r = Running {
+            server,
+            priority: task.priority,
+            started: now,
+            level,
+            sticky,
+        };
+        if !sticky {
+            self.by_start.insert((r.priority, r.started, task.id));
+            self.by_power
+                .insert((r.priority, level, r.started, task.id));
+            self.evictable_at[r.priority as usize] += 1;
+        }
+        self.running.insert(task.id, r);
+        SlotAction::Dispatch {
+            task,
+            server: self.servers[server as usize].id,
+        }
+    }
+
+    fn unindex(&mut self, id: TaskId, r: &Running) {
+        if !r.sticky {
+            self.by_start.remove(&(r.priority, r.started, id));
+            self.by_power.remove(&(r.priority, r.level, r.started, id));
+            self.evictable_at[r.priority as usize] -= 1;
+        }
+    }
+
+    fn take_slot(&mut self, server: u32) {
+        self.free[server as usize] -= 1;
+        self.free_total -= 1;
+        let level = &mut self.levels[self.level_of[server as usize] as usize];
+        let pos = level.servers.binary_search(&server).unwrap_or(0);
+        level.free.add(pos, -1);
+    }
+
+    fn free_slot(&mut self, server: u32, n: u32) {
+        self.free[server as usize] += n;
+        self.free_total += n;
+        let level = &mut self.levels[self.level_of[server as usize] as usize];
+        let pos = level.servers.binary_search(&server).unwrap_or(0);
+        level.free.add(pos, n as i64);
+    }
+
+    pub fn finish(&self, out: &mut Metrics) {
+        out.add("preemptions", self.preemptions);
+        out.add("sticky_starts", self.sticky_starts);
+        out.add("tasks_dropped", self.dropped);
+    }
+}
+
+/// A Fenwick (binary indexed) tree of non-negative counts.
+#[derive(Clone, Debug, Default)]
+struct Fenwick {
+    tree: Vec<i64>,
+    total: i64,
+}
+
+impl Fenwick {
+    fn from_counts(counts: &[u32]) -> Self {
+        let mut f = Fenwick {
+            tree: vec![0; counts.len() + 1],
+            total: 0,
+        };
+        for (i, &c) in counts.iter().enumerate() {
+            f.add(i, i64::from(c));
+        }
+        f
+    }
+
+    fn total(&self) -> u32 {
+        self.total.max(0) as u32
+    }
+
+    fn add(&mut self, pos: usize, delta: i64) {
+        self.total += delta;
+        let mut i = pos + 1;
+        while i < self.tree.len() {
+            self.tree[i] += delta;
+            i += i & i.wrapping_neg();
+        }
+    }
+
+    /// The position holding the `k`-th unit (0-based) of the counts.
+    fn find(&self, k: u32) -> usize {
+        let n = self.tree.len() - 1;
+        let mut pos = 0;
+        let mut rest = i64::from(k);
+        let mut step = n.next_power_of_two();
+        while step > 0 {
+            let next = pos + step;
+            if next <= n && self.tree[next] <= rest {
+                pos = next;
+                rest -= self.tree[next];
+            }
+            step >>= 1;
+        }
+        pos.min(n.saturating_sub(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::actor_rng;
+
+    fn task(id: TaskId, priority: u8, arrived: SimTime) -> Task {
+        Task {
+            id,
+            tenant: ActorId(1),
+            submitted_at: arrived,
+            service_ns: 1_000_000_000,
+            flow_bps: 0,
+            app: None,
+            priority,
+            memory_mb: 0,
+            cores: 1,
+            first_start: None,
+            total_ns: 1_000_000_000,
+            evictions: 0,
+            priority_evictions: 0,
+        }
+    }
+
+    fn stage(policy: SlotPolicy, eviction: EvictionPolicy, servers: &[(u32, f64)]) -> SlotStage {
+        let cfg = SchedulerConfig {
+            slots: policy,
+            eviction,
+            sticky_slots: 2,
+            ..SchedulerConfig::default()
+        };
+        let servers = servers
+            .iter()
+            .enumerate()
+            .map(|(i, &(slots, cpu))| SlotServer {
+                id: ActorId(10 + i as u32),
+                slots,
+                cpu_per_slot: cpu,
+            })
+            .collect();
+        SlotStage::new(&cfg, servers)
+    }
+
+    /// Fills the stage with class-0 tasks started at times 1, 2, 3, ... and
+    /// returns the id of each start time's task.
+    fn fill(s: &mut SlotStage, n: u64, rng: &mut impl RngCore) {
+        for i in 0..n {
+            s.enqueue(task(i, 0, i));
+            let out = s.schedule(i + 1, rng);
+            assert_eq!(out.len(), 1);
+        }
+    }
+
+    fn victim_of(actions: &[SlotAction]) -> Option<TaskId> {
+        actions.iter().find_map(|a| match a {
+            SlotAction::Preempt { victim, .. } => Some(*victim),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn mrs_evicts_the_youngest_lrs_the_oldest_of_the_lowest_class() {
+        let mut rng = actor_rng(1, "t");
+        for (policy, expected) in [(EvictionPolicy::Mrs, 3), (EvictionPolicy::Lrs, 0)] {
+            let mut s = stage(SlotPolicy::Priority, policy, &[(2, 0.5), (2, 0.5)]);
+            fill(&mut s, 4, &mut rng);
+            s.enqueue(task(100, 4, 50));
+            let out = s.schedule(60, &mut rng);
+            assert_eq!(victim_of(&out), Some(expected), "{policy:?}");
+        }
+    }
+
+    #[test]
+    fn the_victim_is_always_of_the_lowest_running_priority() {
+        let mut rng = actor_rng(2, "t");
+        let mut s = stage(SlotPolicy::Priority, EvictionPolicy::Mrs, &[(3, 0.5)]);
+        for (id, p) in [(0, 1), (1, 0), (2, 4)] {
+            s.enqueue(task(id, p, id));
+            s.schedule(id + 1, &mut rng);
+        }
+        s.enqueue(task(9, 9, 10));
+        assert_eq!(victim_of(&s.schedule(20, &mut rng)), Some(1));
+        s.enqueue(task(10, 9, 11));
+        assert_eq!(victim_of(&s.schedule(21, &mut rng)), Some(0));
+        // Only class 4 and two class 9 tasks run now: a class-4 task
+        // cannot evict anyone, and waits.
+        s.enqueue(task(11, 4, 12));
+        assert!(s.schedule(22, &mut rng).is_empty());
+        assert_eq!(s.queued(), 1);
+    }
+
+    #[test]
+    fn rnd_picks_among_the_lowest_class_only() {
+        let mut rng = actor_rng(3, "t");
+        let mut seen = BTreeSet::new();
+        for round in 0..40 {
+            let mut s = stage(SlotPolicy::Priority, EvictionPolicy::Rnd, &[(4, 0.5)]);
+            fill(&mut s, 3, &mut rng);
+            s.enqueue(task(3, 2, 3));
+            s.schedule(4, &mut rng);
+            s.enqueue(task(100, 9, 50 + round));
+            let v = victim_of(&s.schedule(60, &mut rng)).unwrap();
+            assert!(v < 3, "never the class-2 task");
+            seen.insert(v);
+        }
+        assert_eq!(seen.len(), 3, "all three class-0 tasks get picked");
+    }
+
+    #[test]
+    fn the_queue_runs_by_priority_then_first_arrival() {
+        let mut rng = actor_rng(4, "t");
+        let mut s = stage(SlotPolicy::Priority, EvictionPolicy::Mrs, &[(1, 0.5)]);
+        s.enqueue(task(1, 0, 30));
+        s.enqueue(task(2, 0, 10));
+        s.enqueue(task(3, 0, 20));
+        let order: Vec<TaskId> = (0..3)
+            .map(|i| {
+                let out = s.schedule(100 + i, &mut rng);
+                let SlotAction::Dispatch { task, server } = &out[0] else {
+                    panic!("{out:?}")
+                };
+                s.release(task.id, *server);
+                task.id
+            })
+            .collect();
+        assert_eq!(order, vec![2, 3, 1], "an evicted task keeps its place");
+    }
+
+    #[test]
+    fn wasp_sends_production_to_the_most_powerful_slots() {
+        let mut rng = actor_rng(5, "t");
+        let mut s = stage(
+            SlotPolicy::Wasp,
+            EvictionPolicy::Mrs,
+            &[(4, 0.02), (2, 0.04)],
+        );
+        for id in 0..2 {
+            s.enqueue(task(id, 9, id));
+        }
+        let out = s.schedule(5, &mut rng);
+        for a in &out {
+            let SlotAction::Dispatch { server, .. } = a else {
+                panic!()
+            };
+            assert_eq!(*server, ActorId(11));
+        }
+        // Fill the rest with class 0, then a production task evicts one of
+        // the class-0 tasks on the powerful server... none runs there, so
+        // it evicts the youngest on the other server.
+        for id in 10..14 {
+            s.enqueue(task(id, 0, id));
+        }
+        s.schedule(20, &mut rng);
+        s.enqueue(task(50, 10, 30));
+        let out = s.schedule(40, &mut rng);
+        assert!(matches!(
+            out[0],
+            SlotAction::Preempt {
+                server: ActorId(10),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn sticky_tasks_are_never_priority_evicted() {
+        let mut rng = actor_rng(6, "t");
+        // Four slots, two of them sticky: phase I takes the two earliest
+        // arrivals whatever their class.
+        let mut s = stage(SlotPolicy::Hybrid, EvictionPolicy::Mrs, &[(4, 0.5)]);
+        for id in 0..4 {
+            s.enqueue(task(id, 0, id));
+        }
+        let out = s.schedule(10, &mut rng);
+        assert_eq!(out.len(), 4);
+        for round in 0..10 {
+            s.enqueue(task(100 + round, 9, 20 + round));
+            let out = s.schedule(30 + round, &mut rng);
+            if round < 2 {
+                let v = victim_of(&out).unwrap();
+                assert!(v >= 2, "evicted sticky task {v}");
+            } else {
+                assert!(out.is_empty(), "only sticky class-0 tasks are left");
+            }
+        }
+    }
+
+    #[test]
+    fn all_slots_sticky_is_non_preemptive_first_come_first_served() {
+        let mut rng = actor_rng(7, "t");
+        let cfg = SchedulerConfig {
+            slots: SlotPolicy::Hybrid,
+            sticky_slots: 2,
+            ..SchedulerConfig::default()
+        };
+        let mut s = SlotStage::new(
+            &cfg,
+            vec![SlotServer {
+                id: ActorId(3),
+                slots: 2,
+                cpu_per_slot: 0.5,
+            }],
+        );
+        s.enqueue(task(1, 0, 5));
+        s.enqueue(task(2, 11, 6));
+        s.enqueue(task(3, 11, 7));
+        s.enqueue(task(4, 0, 1));
+        let out = s.schedule(10, &mut rng);
+        let ids: Vec<TaskId> = out
+            .iter()
+            .map(|a| match a {
+                SlotAction::Dispatch { task, .. } => task.id,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(ids, vec![4, 1], "first arrivals first, no preemption");
+        assert!(s.schedule(11, &mut rng).is_empty());
+    }
+
+    #[test]
+    fn a_task_evicted_past_the_threshold_is_dropped() {
+        let cfg = SchedulerConfig {
+            slots: SlotPolicy::Priority,
+            eviction_threshold: 2,
+            ..SchedulerConfig::default()
+        };
+        let mut s = SlotStage::new(
+            &cfg,
+            vec![SlotServer {
+                id: ActorId(3),
+                slots: 1,
+                cpu_per_slot: 0.5,
+            }],
+        );
+        let mut t = task(1, 0, 0);
+        t.evictions = 2;
+        assert_eq!(s.evicted(t.clone(), ActorId(3)), Returned::Requeued);
+        let mut rng = actor_rng(8, "t");
+        s.schedule(1, &mut rng);
+        t.evictions = 3;
+        assert_eq!(s.evicted(t.clone(), ActorId(3)), Returned::Dropped(t));
+        assert_eq!(s.queued(), 0);
+    }
+
+    #[test]
+    fn a_preempted_victims_late_release_frees_nothing() {
+        let mut rng = actor_rng(9, "t");
+        let mut s = stage(SlotPolicy::Priority, EvictionPolicy::Mrs, &[(1, 0.5)]);
+        s.enqueue(task(1, 0, 0));
+        s.schedule(1, &mut rng);
+        s.enqueue(task(2, 5, 1));
+        assert_eq!(victim_of(&s.schedule(2, &mut rng)), Some(1));
+        // The victim finished before the preemption reached its server.
+        s.release(1, ActorId(10));
+        s.enqueue(task(3, 0, 2));
+        assert!(s.schedule(3, &mut rng).is_empty(), "task 2 holds the slot");
+        s.release(2, ActorId(10));
+        assert_eq!(s.schedule(4, &mut rng).len(), 1);
+    }
+
+    #[test]
+    fn fenwick_finds_the_kth_unit() {
+        let mut f = Fenwick::from_counts(&[2, 0, 3, 1]);
+        let found: Vec<usize> = (0..6).map(|k| f.find(k)).collect();
+        assert_eq!(found, vec![0, 0, 2, 2, 2, 3]);
+        f.add(0, -2);
+        assert_eq!(f.total(), 4);
+        assert_eq!(f.find(0), 2);
+    }
+}

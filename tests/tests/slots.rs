@@ -1,0 +1,220 @@
+//! The thesis's slot stages end to end on the 125-server Google cluster
+//! (thesis §6–§9): the eviction policies' orderings of Statements 7.2 and
+//! 7.4, HYBRID against WASP (Table 9.1), zero sticky slots as WASP, slot
+//! configurations, memory evictions next to priority evictions, dropping,
+//! determinism across partitionings and errors on bad settings.
+
+use std::path::Path;
+
+use dcemu::run::Outcome;
+use dcemu_tests::{metric, run_with, scenario};
+use sha2::{Digest, Sha256};
+
+fn thesis_file(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/thesis")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn run(overrides: &[&str], partitions: usize) -> Outcome {
+    let s = scenario(
+        "google-15h.toml",
+        &thesis_file("google-15h.toml"),
+        overrides,
+    );
+    run_with(&s, partitions)
+}
+
+/// Submitted = completed + running + queued + waiting + in transit + dropped.
+fn assert_no_task_lost(o: &Outcome, label: &str) {
+    let m = |k: &str| o.metrics[k].as_u64().unwrap_or_else(|| panic!("no {k}"));
+    let accounted = m("tasks_completed")
+        + m("tasks_running_end")
+        + m("tasks_queued_end")
+        + m("tasks_waiting_wake_end")
+        + m("tasks_in_transit_end")
+        + m("tasks_dropped");
+    assert_eq!(m("tasks_submitted"), accounted, "{label}: a task was lost");
+}
+
+/// Digest of every result file but the scenario text (which names the
+/// policy, so differs between two spellings of the same configuration).
+fn outcome_digest(o: &Outcome) -> String {
+    let mut h = Sha256::new();
+    for path in o.results.paths().filter(|p| *p != "scenario.toml") {
+        h.update(path.as_bytes());
+        h.update(o.results.read(path).unwrap().unwrap_or_default());
+    }
+    format!("{:x}", h.finalize())
+}
+
+#[test]
+fn eviction_policies_order_as_the_thesis_states() {
+    // Statements 7.2 and 7.4, Table 7.3 (non-resume): MRS wastes least and
+    // evicts least, but spreads its evictions over the most tasks.
+    let runs: Vec<(&str, Outcome)> = ["mrs", "rnd", "lrs"]
+        .into_iter()
+        .map(|e| (e, run(&[&format!("scheduler.eviction={e}")], 1)))
+        .collect();
+    for (label, o) in &runs {
+        assert_no_task_lost(o, label);
+    }
+    let m = |i: usize, k: &str| metric(&runs[i].1, k);
+    for k in ["wasted_cpu_s", "evictions_total"] {
+        assert!(
+            m(0, k) < m(1, k) && m(1, k) < m(2, k),
+            "{k}: MRS {} RND {} LRS {}",
+            m(0, k),
+            m(1, k),
+            m(2, k)
+        );
+    }
+    let k = "evicted_tasks";
+    assert!(
+        m(0, k) > m(1, k) && m(1, k) > m(2, k),
+        "{k}: MRS {} RND {} LRS {}",
+        m(0, k),
+        m(1, k),
+        m(2, k)
+    );
+    assert!(m(0, "evictions_per_task_max") < m(2, "evictions_per_task_max"));
+}
+
+#[test]
+fn resuming_makes_the_number_of_evictions_nearly_equal() {
+    // Statement 7.4's check: without wasted work the policies only reorder
+    // executions, so they evict about as often.
+    let ne: Vec<f64> = ["mrs", "rnd", "lrs"]
+        .into_iter()
+        .map(|e| {
+            let o = run(
+                &[&format!("scheduler.eviction={e}"), "scheduler.resume=true"],
+                1,
+            );
+            assert_eq!(metric(&o, "wasted_cpu_s"), 0.0, "{e}: nothing is wasted");
+            metric(&o, "evictions_total")
+        })
+        .collect();
+    let (lo, hi) = ne
+        .iter()
+        .fold((f64::MAX, 0.0_f64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    assert!(lo > 0.0 && hi / lo < 1.05, "NE with resume: {ne:?}");
+}
+
+#[test]
+fn sticky_slots_cut_repetitive_evictions_against_wasp() {
+    // Table 9.1: HYBRID with 200 sticky slots against WASP, both on WASC.
+    let wasp = run(&["scheduler.slots=wasp", "scheduler.slot_config=wasc"], 1);
+    let hybrid = run(
+        &[
+            "scheduler.slots=hybrid",
+            "scheduler.slot_config=wasc",
+            "scheduler.sticky_slots=200",
+        ],
+        1,
+    );
+    assert_no_task_lost(&wasp, "wasp");
+    assert_no_task_lost(&hybrid, "hybrid");
+    assert!(metric(&hybrid, "sticky_starts") > 0.0);
+    for k in [
+        "evictions_priority",
+        "wasted_cpu_s",
+        "priority_evictions_per_task_max",
+        "response_s_class0_evicted_mean",
+    ] {
+        assert!(
+            metric(&hybrid, k) < metric(&wasp, k),
+            "{k}: HYBRID {} WASP {}",
+            metric(&hybrid, k),
+            metric(&wasp, k)
+        );
+    }
+}
+
+#[test]
+fn zero_sticky_slots_is_wasp_and_partitioning_changes_nothing() {
+    let sets = ["scheduler.slot_config=wasc", "run.end=4h"];
+    let wasp = run(&[&sets[..], &["scheduler.slots=wasp"]].concat(), 1);
+    let hybrid0 = run(
+        &[
+            &sets[..],
+            &["scheduler.slots=hybrid", "scheduler.sticky_slots=0"],
+        ]
+        .concat(),
+        1,
+    );
+    assert!(metric(&wasp, "evictions_priority") > 0.0);
+    assert_eq!(outcome_digest(&wasp), outcome_digest(&hybrid0));
+    let split = run(&[&sets[..], &["scheduler.slots=wasp"]].concat(), 3);
+    assert_eq!(wasp.digest, split.digest, "1 vs 3 partitions");
+}
+
+#[test]
+fn slot_configurations_follow_table_8_1() {
+    let slots = |set: &str| {
+        let o = run(&[set, "run.end=10m"], 1);
+        (metric(&o, "slots_total"), o.slot_table.clone())
+    };
+    let (own, table) = slots("scheduler.slot_config=scenario");
+    assert_eq!(own, 2128.0);
+    assert!(table.is_none());
+    assert_eq!(slots("scheduler.slot_config=sc1").0, 1064.0);
+    assert_eq!(slots("scheduler.slot_config=sc2").0, 2128.0);
+    assert_eq!(slots("scheduler.slot_config=sc4").0, 4256.0);
+    let (wasc, table) = slots("scheduler.slot_config=wasc");
+    assert_eq!(wasc, 3072.0, "Table 8.1's WASC total");
+    let table = table.expect("WASC prints its table");
+    assert!(table.contains("powerful"), "{table}");
+}
+
+#[test]
+fn memory_evictions_work_next_to_priority_evictions() {
+    // §6.4.4: with 32 slots per A-C server memory runs out at times; both
+    // kinds of eviction happen, nothing is lost, and LPF (several low
+    // priority tasks for one) evicts for memory more often than LSF.
+    let sets = ["scheduler.slot_config=sc4"];
+    let lsf = run(&[&sets[..], &["scheduler.memory_eviction=lsf"]].concat(), 1);
+    let lpf = run(&[&sets[..], &["scheduler.memory_eviction=lpf"]].concat(), 1);
+    for (label, o) in [("lsf", &lsf), ("lpf", &lpf)] {
+        assert_no_task_lost(o, label);
+        assert!(metric(o, "evictions_memory") > 0.0, "{label}");
+        assert!(metric(o, "evictions_priority") > 0.0, "{label}");
+        assert_eq!(
+            metric(o, "evictions_total"),
+            metric(o, "evictions_memory") + metric(o, "evictions_priority")
+        );
+    }
+    assert!(metric(&lpf, "evictions_memory") > metric(&lsf, "evictions_memory"));
+}
+
+#[test]
+fn an_eviction_threshold_drops_repeatedly_evicted_tasks() {
+    // §7.3.4: `lrs2` drops a task at its third eviction.
+    let o = run(
+        &["scheduler.eviction=lrs", "scheduler.eviction_threshold=2"],
+        1,
+    );
+    assert_no_task_lost(&o, "lrs2");
+    assert!(metric(&o, "tasks_dropped") > 0.0);
+    assert!(metric(&o, "evictions_per_task_max") <= 3.0);
+}
+
+#[test]
+fn bad_slot_settings_are_refused_with_the_field_named() {
+    let text = thesis_file("google-15h.toml");
+    for (set, needle) in [
+        ("scheduler.placement=paragon", "scheduler.placement"),
+        ("scheduler.admission=arq", "scheduler.admission"),
+        ("scheduler.sticky_slots=5", "scheduler.sticky_slots"),
+        ("scheduler.slot_interval=0s", "scheduler.slot_interval"),
+        ("scheduler.eviction=oldest", "scheduler.eviction"),
+    ] {
+        let overrides = [set.parse().unwrap()];
+        let err = dcemu::scenario::load("google-15h.toml", &text, &overrides)
+            .err()
+            .unwrap_or_else(|| panic!("{set} was accepted"))
+            .to_string();
+        assert!(err.contains(needle), "{set}: {err}");
+    }
+}
