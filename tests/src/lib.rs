@@ -29,6 +29,23 @@ pub fn run_text(label: &str, text: &str, overrides: &[&str]) -> Outcome {
     run_with(&scenario(label, text, overrides), 1)
 }
 
+/// The task ledger balances: submitted = completed + running + queued +
+/// waiting for a wake-up + in transit + dropped.
+pub fn assert_no_task_lost(o: &Outcome, label: &str) {
+    let m = |k: &str| {
+        o.metrics[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{label}: no {k}"))
+    };
+    let accounted = m("tasks_completed")
+        + m("tasks_running_end")
+        + m("tasks_queued_end")
+        + m("tasks_waiting_wake_end")
+        + m("tasks_in_transit_end")
+        + m("tasks_dropped");
+    assert_eq!(m("tasks_submitted"), accounted, "{label}: a task was lost");
+}
+
 /// A numeric metric of a run.
 pub fn metric(o: &Outcome, key: &str) -> f64 {
     o.metrics[key]

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use dcemu::run::Outcome;
 use dcemu::scenario::{Override, load};
-use dcemu_tests::{kind, log, metric, run_with, scenario};
+use dcemu_tests::{assert_no_task_lost, kind, log, metric, run_with, scenario};
 
 fn paragon_file(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -18,17 +18,6 @@ fn paragon_file(name: &str) -> String {
 
 fn run(name: &str, overrides: &[&str], partitions: usize) -> Outcome {
     run_with(&scenario(name, &paragon_file(name), overrides), partitions)
-}
-
-/// Submitted = completed + running + queued + waiting + in transit.
-fn assert_no_task_lost(o: &Outcome, label: &str) {
-    let m = |k: &str| o.metrics[k].as_u64().unwrap_or_else(|| panic!("no {k}"));
-    let accounted = m("tasks_completed")
-        + m("tasks_running_end")
-        + m("tasks_queued_end")
-        + m("tasks_waiting_wake_end")
-        + m("tasks_in_transit_end");
-    assert_eq!(m("tasks_submitted"), accounted, "{label}: a task was lost");
 }
 
 #[test]

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use dcemu::run::Outcome;
-use dcemu_tests::{metric, run_with, scenario};
+use dcemu_tests::{assert_no_task_lost, metric, run_with, scenario};
 use sha2::{Digest, Sha256};
 
 fn thesis_file(name: &str) -> String {
@@ -24,18 +24,6 @@ fn run(overrides: &[&str], partitions: usize) -> Outcome {
         overrides,
     );
     run_with(&s, partitions)
-}
-
-/// Submitted = completed + running + queued + waiting + in transit + dropped.
-fn assert_no_task_lost(o: &Outcome, label: &str) {
-    let m = |k: &str| o.metrics[k].as_u64().unwrap_or_else(|| panic!("no {k}"));
-    let accounted = m("tasks_completed")
-        + m("tasks_running_end")
-        + m("tasks_queued_end")
-        + m("tasks_waiting_wake_end")
-        + m("tasks_in_transit_end")
-        + m("tasks_dropped");
-    assert_eq!(m("tasks_submitted"), accounted, "{label}: a task was lost");
 }
 
 /// Digest of every result file but the scenario text (which names the
