@@ -206,3 +206,56 @@ fn bad_slot_settings_are_refused_with_the_field_named() {
         assert!(err.contains(needle), "{set}: {err}");
     }
 }
+
+#[test]
+fn a_multi_core_task_takes_one_slot_under_the_slot_stages() {
+    // Thesis §6.2.3.1: one slot per task whatever it asks for; a trace row
+    // with cpu = 3 must not overfill a 2-slot server.
+    let dir = tempfile::tempdir().unwrap();
+    let trace =
+        "arrival_s,priority,cpu,memory_gb,duration_s\n0,0,3,0,100\n0,0,3,0,100\n1,5,3,0,10\n";
+    std::fs::write(dir.path().join("t.csv"), trace).unwrap();
+    let text = r#"
+[run]
+name = "one-slot"
+end = "10m"
+
+[scheduler]
+slots = "priority"
+
+[[server_types]]
+name = "a"
+count = 1
+cores = 4
+slots = 2
+
+[[tenants]]
+name = "t"
+arrivals = { process = "trace", trace = "t.csv" }
+"#;
+    let path = dir.path().join("s.toml");
+    std::fs::write(&path, text).unwrap();
+    let label = path.display().to_string();
+    let o = run_with(&scenario(&label, text, &[]), 1);
+    assert_no_task_lost(&o, "one-slot");
+    assert_eq!(metric(&o, "tasks_completed"), 3.0);
+    assert_eq!(
+        metric(&o, "evictions_priority"),
+        1.0,
+        "the class-5 row evicts"
+    );
+}
+
+#[test]
+fn flows_are_refused_under_the_slot_stages() {
+    let text = thesis_file("google-15h.toml");
+    let overrides = ["tenants.0.flow_bandwidth=1Gbps".parse().unwrap()];
+    let err = dcemu::scenario::load("google-15h.toml", &text, &overrides)
+        .err()
+        .expect("accepted")
+        .to_string();
+    assert!(
+        err.contains("tenants[0].flow_bandwidth") && err.contains("reserves no bandwidth"),
+        "{err}"
+    );
+}

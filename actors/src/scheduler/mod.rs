@@ -448,6 +448,10 @@ impl Scheduler {
                     },
                 );
                 if let Some(stage) = self.slots.as_mut() {
+                    // One slot per task, and so at most one core (thesis
+                    // §6.2.3.1), whatever it asked for.
+                    let mut task = task;
+                    task.cores = 1;
                     stage.enqueue(task);
                     return self.arm_slot_tick(ctx);
                 }
