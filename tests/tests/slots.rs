@@ -252,7 +252,7 @@ fn flows_are_refused_under_the_slot_stages() {
     let overrides = ["tenants.0.flow_bandwidth=1Gbps".parse().unwrap()];
     let err = dcemu::scenario::load("google-15h.toml", &text, &overrides)
         .err()
-        .expect("accepted")
+        .unwrap_or_else(|| panic!("flows were accepted"))
         .to_string();
     assert!(
         err.contains("tenants[0].flow_bandwidth") && err.contains("reserves no bandwidth"),
