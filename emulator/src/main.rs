@@ -293,7 +293,7 @@ fn print_summary(label: &str, s: &Scenario, o: &Outcome, partitions: usize, out:
             n("evicted_tasks"),
             n("evictions_per_task_max"),
             kwh("wasted_cpu_s"),
-            n("tasks_dropped"),
+            n("dropped_tasks"),
             m("v_metric")
                 .as_f64()
                 .map_or_else(|| "-".to_string(), |v| format!("{v:.0} s")),

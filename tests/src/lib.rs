@@ -42,7 +42,7 @@ pub fn assert_no_task_lost(o: &Outcome, label: &str) {
         + m("tasks_queued_end")
         + m("tasks_waiting_wake_end")
         + m("tasks_in_transit_end")
-        + m("tasks_dropped");
+        + m("dropped_tasks");
     assert_eq!(m("tasks_submitted"), accounted, "{label}: a task was lost");
 }
 

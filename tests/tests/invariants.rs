@@ -54,7 +54,7 @@ fn every_scenario_runs_without_losing_a_task() {
             + m("tasks_queued_end")
             + m("tasks_waiting_wake_end")
             + m("tasks_in_transit_end")
-            + m("tasks_dropped");
+            + m("dropped_tasks");
         assert!(submitted > 0, "{label} submits work");
         assert_eq!(
             submitted, accounted,

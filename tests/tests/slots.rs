@@ -184,7 +184,7 @@ fn an_eviction_threshold_drops_repeatedly_evicted_tasks() {
         1,
     );
     assert_no_task_lost(&o, "lrs2");
-    assert!(metric(&o, "tasks_dropped") > 0.0);
+    assert!(metric(&o, "dropped_tasks") > 0.0);
     assert!(metric(&o, "evictions_per_task_max") <= 3.0);
 }
 

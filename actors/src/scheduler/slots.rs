@@ -470,7 +470,7 @@ impl SlotStage {
     pub fn finish(&self, out: &mut Metrics) {
         out.add("preemptions", self.preemptions);
         out.add("sticky_starts", self.sticky_starts);
-        out.add("tasks_dropped", self.dropped);
+        out.add("dropped_tasks", self.dropped);
     }
 }
 
