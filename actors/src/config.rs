@@ -101,6 +101,13 @@ pub struct TenantConfig {
     /// `google_memory_gb` and `priority`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub synthetic: Option<SyntheticConfig>,
+    /// Each arrival is one MapReduce-like job of Table 5.2 tasks with CPU
+    /// requirements and flow sizes (thesis §4.2.1–4.2.2,
+    /// [`crate::google::MapReduce`]); exclusive with `service`,
+    /// `applications`, `google_memory_gb`, `synthetic`, `priority`,
+    /// `flow_bandwidth` and trace arrivals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mapreduce: Option<MapReduceConfig>,
     /// Submit applications of the `[applications]` catalog instead of plain
     /// tasks: in catalog order (`sequential`) or drawn at random (`random`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -226,6 +233,67 @@ impl SyntheticConfig {
             ));
         }
         out
+    }
+}
+
+/// `tenants.mapreduce`: MapReduce-like jobs (thesis §4.2.1–4.2.2). Each
+/// arrival of the tenant's process is one job of `K ≥ 1` tasks submitted at
+/// once, `K` geometric with mean `tasks_per_job`; every task is drawn from
+/// Table 5.2 as with `google_memory_gb`, with a CPU requirement and two flow
+/// sizes (see [`crate::google::MapReduce`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MapReduceConfig {
+    /// GB that normalised memory usage 1.0 stands for (the reference machine).
+    pub memory_gb: f64,
+    /// Cores of the reference machine: work = CPU demand × this.
+    #[serde(default = "default_reference_cores")]
+    pub reference_cores: u32,
+    /// Mean tasks per job, 1 to 10,000.
+    #[serde(default = "default_tasks_per_job")]
+    pub tasks_per_job: f64,
+}
+
+fn default_tasks_per_job() -> f64 {
+    10.0
+}
+
+impl MapReduceConfig {
+    /// Field problems, relative to `mapreduce`.
+    fn problems(&self) -> Vec<Problem> {
+        let mut out = Vec::new();
+        if !(self.memory_gb.is_finite() && self.memory_gb > 0.0) {
+            out.push((
+                "mapreduce.memory_gb".into(),
+                format!("must be a positive number of GB, got {}", self.memory_gb),
+            ));
+        }
+        if self.reference_cores == 0 {
+            out.push((
+                "mapreduce.reference_cores".into(),
+                "must be at least 1".into(),
+            ));
+        }
+        let max = crate::google::MAX_TASKS_PER_JOB;
+        if !(self.tasks_per_job >= 1.0 && self.tasks_per_job <= max) {
+            out.push((
+                "mapreduce.tasks_per_job".into(),
+                format!(
+                    "must be a mean number of tasks between 1 and {max}, got {}",
+                    self.tasks_per_job
+                ),
+            ));
+        }
+        out
+    }
+
+    /// The generator this configures.
+    pub fn generator(&self) -> crate::google::MapReduce {
+        crate::google::MapReduce {
+            memory_gb: self.memory_gb,
+            reference_cores: self.reference_cores,
+            tasks_per_job: self.tasks_per_job,
+        }
     }
 }
 
@@ -441,6 +509,9 @@ pub struct SchedulerConfig {
     /// Lowest priority class of the middle group.
     #[serde(default = "default_middle_priority")]
     pub middle_priority: u8,
+    /// BEPS: the dimension its queue is sorted by (thesis §3.3.1).
+    #[serde(default)]
+    pub sort_by: SortKey,
 }
 
 fn default_slot_interval() -> Duration {
@@ -570,6 +641,7 @@ impl Default for SchedulerConfig {
             slot_interval: default_slot_interval(),
             production_priority: default_production_priority(),
             middle_priority: default_middle_priority(),
+            sort_by: SortKey::default(),
         }
     }
 }
@@ -676,6 +748,24 @@ impl SchedulerConfig {
                         self.slots.name()
                     ),
                 );
+            }
+        }
+        if self.placement.energy_aware() {
+            if self.admission != AdmissionKind::Fifo {
+                push(
+                    "admission",
+                    "energy-aware placements queue tasks themselves; use admission = \"fifo\""
+                        .into(),
+                );
+            }
+            if self.slots.slotted() {
+                push(
+                    "slots",
+                    "energy-aware placements admit by CPU, memory and bandwidth; use slots = \"none\"".into(),
+                );
+            }
+            if self.slot_interval.as_nanos() == 0 {
+                push("slot_interval", "must be longer than 0s".into());
             }
         }
         if self.middle_priority > self.production_priority {
@@ -825,6 +915,50 @@ pub enum PlacementKind {
     ParagonNh,
     /// Heterogeneity-aware only: no view of interference (NI).
     ParagonNi,
+    /// GEMS (thesis §4.3): each time slot, tasks by memory ascending take
+    /// the minimum-energy path from a core switch to a server (eq. 4.4),
+    /// then the minimum-energy path to their master's server.
+    Gems,
+    /// GEMS with servers and switches idling instead of sleeping (§4.4.1).
+    GemsNosleep,
+    /// GEMS on server energy alone, with random paths (§4.4.2).
+    GemsNonetwork,
+    /// Best Energy Path Scheduling (thesis §3.3.1).
+    Beps,
+    /// Best Resource Fit Scheduling with the dot-product fit (§3.3.2).
+    BrfsDot,
+    /// Best Resource Fit Scheduling with the norm-based fit (§3.3.2).
+    BrfsNorm,
+    /// Round Robin Scheduling with best energy paths (§3.3.3).
+    Rrs,
+}
+
+impl PlacementKind {
+    /// Whether this is one of the thesis's energy-aware placements, which
+    /// admit by CPU, memory and bandwidth and reserve network paths.
+    pub fn energy_aware(self) -> bool {
+        matches!(
+            self,
+            PlacementKind::Gems
+                | PlacementKind::GemsNosleep
+                | PlacementKind::GemsNonetwork
+                | PlacementKind::Beps
+                | PlacementKind::BrfsDot
+                | PlacementKind::BrfsNorm
+                | PlacementKind::Rrs
+        )
+    }
+}
+
+/// `scheduler.sort_by`: the task dimension BEPS sorts its queue by,
+/// ascending (thesis §3.3.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SortKey {
+    #[default]
+    Memory,
+    Cpu,
+    Network,
 }
 
 fn one() -> u32 {
@@ -1006,10 +1140,11 @@ impl TenantConfig {
                     || self.applications.is_some()
                     || self.google_memory_gb.is_some()
                     || self.synthetic.is_some()
+                    || self.mapreduce.is_some()
                 {
                     out.push((
                         "arrivals.trace".into(),
-                        "a trace gives every task's duration and application: remove `service`, `applications`, `google_memory_gb` and `synthetic`".into(),
+                        "a trace gives every task's duration and application: remove `service`, `applications`, `google_memory_gb`, `synthetic` and `mapreduce`".into(),
                     ));
                 }
                 if self.count != 1 {
@@ -1062,16 +1197,37 @@ impl TenantConfig {
                 ));
             }
         }
+        if let Some(mapreduce) = &self.mapreduce {
+            out.extend(mapreduce.problems());
+            if self.service.is_some()
+                || self.applications.is_some()
+                || self.google_memory_gb.is_some()
+                || self.synthetic.is_some()
+                || self.priority != 0
+            {
+                out.push((
+                    "mapreduce".into(),
+                    "a job's tasks draw their class, work and memory from Table 5.2: remove `service`, `applications`, `google_memory_gb`, `synthetic` and `priority`".into(),
+                ));
+            }
+            if self.flow_bandwidth.is_some() {
+                out.push((
+                    "flow_bandwidth".into(),
+                    "a job's tasks carry their own flow sizes (thesis §4.2.2): remove `flow_bandwidth`".into(),
+                ));
+            }
+        }
         match (&self.service, self.applications) {
             _ if a.process == ArrivalProcess::Trace
                 || self.google_memory_gb.is_some()
-                || self.synthetic.is_some() => {}
+                || self.synthetic.is_some()
+                || self.mapreduce.is_some() => {}
             (Some(service), None) if service.mean == Duration::ZERO => {
                 out.push(("service.mean".into(), "must be greater than 0".into()));
             }
             (None, None) => out.push((
                 "service".into(),
-                "a tenant submits plain tasks (give `service`), catalog applications (`applications`) or generated tasks (`google_memory_gb`, `synthetic`)".into(),
+                "a tenant submits plain tasks (give `service`), catalog applications (`applications`) or generated tasks (`google_memory_gb`, `synthetic`, `mapreduce`)".into(),
             )),
             (Some(_), Some(_)) => out.push((
                 "applications".into(),

@@ -68,6 +68,31 @@ impl Device {
         self.meter.set(now, watts);
     }
 
+    /// Energy drawn in `[0, end)`, joules.
+    pub fn joules(&self, end: SimTime) -> f64 {
+        self.meter.joules_at(end)
+    }
+
+    /// Time spent powered (not asleep) in `[0, end)`, in seconds.
+    pub fn powered_s(&self, end: SimTime) -> f64 {
+        let mut since: Option<SimTime> = None;
+        let mut total: u128 = 0;
+        for &(t, d) in &self.transitions {
+            match (d > 0, since) {
+                (true, None) => since = Some(t.min(end)),
+                (false, Some(s)) => {
+                    total += u128::from(t.min(end).saturating_sub(s));
+                    since = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(s) = since {
+            total += u128::from(end.saturating_sub(s));
+        }
+        total as f64 / 1e9
+    }
+
     /// Adds energy (J), wake-ups and on/off history under the given metric names.
     pub fn report(
         &self,

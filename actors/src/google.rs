@@ -1,9 +1,11 @@
 //! Per-priority statistics of the Google cluster trace (thesis Table 5.2),
 //! as generators of task demands: the trace's own per-class figures
-//! ([`draw`]) and the synthetic workloads of thesis Table 9.4
-//! ([`Synthetic::draw`], W-D and W-E).
+//! ([`draw`]), the synthetic workloads of thesis Table 9.4
+//! ([`Synthetic::draw`], W-D and W-E), and jobs of such tasks with CPU
+//! requirements and flow sizes, the MapReduce-like workload of thesis §4
+//! ([`MapReduce`]).
 //!
-//! Both draw a task's priority class in proportion to the class's share of
+//! All draw a task's priority class in proportion to the class's share of
 //! tasks in Table 5.2. Class 7 has no demand figures in the table and is left
 //! out; the classes with "≤ 0.01 %" of tasks are given 0.01 %.
 //!
@@ -20,6 +22,7 @@
 
 use rand::RngCore;
 
+use crate::flow_sizes;
 use crate::sampling::{exponential, uniform_open0};
 
 /// One row of Table 5.2: class, share of tasks (%), CPU demand (cpu·s),
@@ -84,13 +87,106 @@ fn draw_class(rng: &mut impl RngCore) -> &'static Row {
 /// could never run out (§6.2.3.4's memory evictions need some tasks to
 /// use well over their class mean).
 pub fn draw(rng: &mut impl RngCore, reference_memory_gb: f64, reference_cores: u32) -> GoogleTask {
+    draw_with_row(rng, reference_memory_gb, reference_cores).1
+}
+
+/// [`draw`], with the row of the class drawn.
+fn draw_with_row(
+    rng: &mut impl RngCore,
+    reference_memory_gb: f64,
+    reference_cores: u32,
+) -> (&'static Row, GoogleTask) {
     let class = draw_class(rng);
     let cpu_demand = exponential(rng, class.2);
-    GoogleTask {
+    let task = GoogleTask {
         priority: class.0,
         cpu_demand,
         work_s: cpu_demand * f64::from(reference_cores),
         memory_gb: exponential(rng, class.5) * reference_memory_gb,
+    };
+    (class, task)
+}
+
+/// Smallest normalised CPU requirement a [`MapReduce`] task declares: an
+/// exponential draw can come arbitrarily close to 0, and a requirement of
+/// nothing would let a placement stack tasks on a server without bound.
+pub const MIN_CPU_USAGE: f64 = 1e-4;
+
+/// Most tasks one job may average (`tasks_per_job`): a job's tasks are
+/// submitted in one handler call.
+pub const MAX_TASKS_PER_JOB: f64 = 10_000.0;
+
+/// MapReduce-like jobs (thesis §4.2.1–4.2.2): each arrival is a job of `K`
+/// tasks that arrive together, the first being the job's master.
+///
+/// `K` is geometric on 1, 2, … with mean `tasks_per_job` (`P(K > k) =
+/// q^k`, `q = 1 − 1/tasks_per_job`). The thesis's trace does not say how
+/// many tasks its jobs have (§4.2.1); the geometric is the maximum-entropy
+/// choice for a given mean and has the long right tail of real job sizes
+/// (most jobs small, a few large).
+///
+/// Every task is a [`draw`] of Table 5.2 (class, CPU demand Δ, work
+/// `Δ · reference_cores`, memory), plus
+/// - a CPU requirement: the normalised CPU usage it declares (§3.2's
+///   `α^c`, §4.2.5), exponential with the class's mean usage (Table 5.2
+///   column "CPU usage") and clamped to `[MIN_CPU_USAGE, 1]`;
+/// - two flow sizes drawn independently from [`flow_sizes`] (§4.2.2):
+///   its traffic with the outside world (reserved from a core switch) and
+///   with its master (reserved from the master's server); the master's
+///   internal flow is 0, it is the other end.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MapReduce {
+    /// GB that normalised memory usage 1.0 stands for.
+    pub memory_gb: f64,
+    /// Cores of the reference machine (normalised CPU 1.0).
+    pub reference_cores: u32,
+    /// Mean tasks per job, at least 1.
+    pub tasks_per_job: f64,
+}
+
+/// One task of a [`MapReduce`] job.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JobTask {
+    pub task: GoogleTask,
+    /// Normalised CPU requirement, in `[MIN_CPU_USAGE, 1]`.
+    pub cpu_usage: f64,
+    /// Flow size of its traffic with the outside world, bytes.
+    pub external_bytes: u64,
+    /// Flow size of its traffic with the job's master, bytes (0 for the master).
+    pub internal_bytes: u64,
+}
+
+impl MapReduce {
+    /// Tasks in the next job: geometric on 1, 2, … with mean `tasks_per_job`.
+    pub fn job_size(&self, rng: &mut impl RngCore) -> u32 {
+        let mean = self.tasks_per_job.min(MAX_TASKS_PER_JOB);
+        if mean.is_nan() || mean <= 1.0 {
+            return 1;
+        }
+        let q = 1.0 - 1.0 / mean;
+        // P(floor(ln U / ln q) >= j) = P(U <= q^j) = q^j
+        let extra = libm::floor(libm::log(uniform_open0(rng)) / libm::log(q));
+        1 + extra.min(f64::from(u32::MAX - 1)) as u32
+    }
+
+    /// One task of a job; `master` is the job's first.
+    pub fn draw_task(&self, rng: &mut impl RngCore, master: bool) -> JobTask {
+        let (class, task) = draw_with_row(rng, self.memory_gb, self.reference_cores);
+        let cpu_usage = exponential(rng, class.4).clamp(MIN_CPU_USAGE, 1.0);
+        let external_bytes = flow_sizes::draw(rng);
+        let internal_bytes = if master { 0 } else { flow_sizes::draw(rng) };
+        JobTask {
+            task,
+            cpu_usage,
+            external_bytes,
+            internal_bytes,
+        }
+    }
+
+    /// The tasks of the next job, master first.
+    pub fn draw_job(&self, rng: &mut impl RngCore) -> Vec<JobTask> {
+        let k = self.job_size(rng);
+        (0..k).map(|i| self.draw_task(rng, i == 0)).collect()
     }
 }
 
@@ -267,5 +363,90 @@ mod tests {
         let n = 50_000;
         let work: f64 = (0..n).map(|_| g.draw(&mut rng).work_s).sum::<f64>() / f64::from(n);
         assert!((work / 4352.0 - 1.0).abs() < 0.05, "all production: {work}");
+    }
+
+    fn mapreduce(tasks_per_job: f64) -> MapReduce {
+        MapReduce {
+            memory_gb: 64.0,
+            reference_cores: 8,
+            tasks_per_job,
+        }
+    }
+
+    #[test]
+    fn job_sizes_are_geometric_with_the_requested_mean() {
+        let g = mapreduce(10.0);
+        let mut rng = actor_rng(5, "mapreduce");
+        let n = 200_000u32;
+        let sizes: Vec<u32> = (0..n).map(|_| g.job_size(&mut rng)).collect();
+        assert!(sizes.iter().all(|&k| k >= 1));
+        let mean = sizes.iter().map(|&k| f64::from(k)).sum::<f64>() / f64::from(n);
+        assert!((mean / 10.0 - 1.0).abs() < 0.02, "mean {mean}");
+        // P(K = 1) = 1 / mean, P(K > 10) = 0.9^10
+        let share =
+            |f: &dyn Fn(u32) -> bool| sizes.iter().filter(|&&k| f(k)).count() as f64 / f64::from(n);
+        assert!((share(&|k| k == 1) - 0.1).abs() < 0.005);
+        assert!((share(&|k| k > 10) - libm::pow(0.9, 10.0)).abs() < 0.005);
+        let one = mapreduce(1.0);
+        assert!((0..1000).all(|_| one.job_size(&mut rng) == 1));
+    }
+
+    #[test]
+    fn a_job_has_one_master_first_and_every_task_a_requirement_and_flows() {
+        let g = mapreduce(6.0);
+        let mut rng = actor_rng(6, "mapreduce");
+        let mut tasks = 0;
+        for _ in 0..5_000 {
+            let job = g.draw_job(&mut rng);
+            assert!(!job.is_empty());
+            assert_eq!(job[0].internal_bytes, 0, "the master is the other end");
+            for t in &job {
+                assert!((MIN_CPU_USAGE..=1.0).contains(&t.cpu_usage), "{t:?}");
+                assert!((100..=100_000_000).contains(&t.external_bytes), "{t:?}");
+                assert!(
+                    (t.task.work_s - 8.0 * t.task.cpu_demand).abs() <= 1e-9 * t.task.work_s,
+                    "work is Δ · reference_cores as draw() makes it"
+                );
+            }
+            for t in &job[1..] {
+                assert!((100..=100_000_000).contains(&t.internal_bytes), "{t:?}");
+            }
+            tasks += job.len();
+        }
+        assert!((tasks as f64 / 5_000.0 / 6.0 - 1.0).abs() < 0.05, "{tasks}");
+    }
+
+    #[test]
+    fn cpu_requirements_have_the_class_mean_usage() {
+        let g = mapreduce(10.0);
+        let mut rng = actor_rng(7, "mapreduce");
+        // (count, Σ usage) per class
+        let mut acc = [(0u32, 0.0); 12];
+        for _ in 0..300_000 {
+            let t = g.draw_task(&mut rng, false);
+            let a = &mut acc[t.task.priority as usize];
+            a.0 += 1;
+            a.1 += t.cpu_usage;
+        }
+        for p in [0u8, 1, 4] {
+            let (n, sum) = acc[p as usize];
+            let mean = sum / f64::from(n);
+            let want = class(p).4;
+            // the clamp at 1e-4 lifts the mean by under 0.05 %
+            assert!(
+                (mean / want - 1.0).abs() < 0.03,
+                "class {p}: mean usage {mean}, want {want}"
+            );
+        }
+    }
+
+    #[test]
+    fn job_tasks_draw_like_the_table_5_2_generator() {
+        // the task part of a job's task is exactly draw()'s, from the same stream
+        let g = mapreduce(3.0);
+        let mut a = actor_rng(8, "mapreduce");
+        let mut b = actor_rng(8, "mapreduce");
+        let t = g.draw_task(&mut a, true);
+        assert_eq!(t.task, draw(&mut b, 64.0, 8));
     }
 }

@@ -10,6 +10,7 @@ mod accounting;
 pub mod config;
 pub mod device;
 pub mod disk;
+pub mod flow_sizes;
 pub mod google;
 pub mod ground_truth;
 pub mod kernel;

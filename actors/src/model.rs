@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use dcemu_topology::{Attach, Network, NetworkError, PowerConfig, SimTime, TopologyConfig};
+use dcemu_topology::{
+    Attach, Network, NetworkError, PowerConfig, PowerPolicy, SimTime, TopologyConfig,
+};
 
 use crate::ground_truth::{AppProfile, CatalogSpec, generate};
 use crate::kernel::actor_rng;
@@ -11,7 +13,8 @@ use crate::trace::TraceTask;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{
-    MemoryEviction, PrimaryTenantConfig, SchedulerConfig, ServerTypeConfig, TenantConfig,
+    MemoryEviction, PlacementKind, PrimaryTenantConfig, SchedulerConfig, ServerTypeConfig,
+    TenantConfig,
 };
 use crate::kernel::{Actor, ActorId, Ctx, Envelope, Metrics, ModelError};
 use crate::net::Packet;
@@ -56,6 +59,28 @@ pub struct Task {
     /// thesis §6.2.3), and of those, for a higher priority task.
     pub evictions: u32,
     pub priority_evictions: u32,
+    /// CPU the task asks for, in millionths of the reference machine's
+    /// normalised capacity (thesis §3.1, §4.2.1: 1.0 = type D); 0 when it
+    /// declares none. Energy-aware placements admit a task on a server only
+    /// while the requirements there sum to at most its capacity.
+    pub cpu_ppm: u32,
+    /// The MapReduce-like job it belongs to (thesis §4.2.2), if any.
+    pub job: Option<JobRef>,
+}
+
+/// A task's place in a MapReduce-like job (thesis §4.2.2): the job's tasks
+/// arrive together, one of them is the master, and each task talks to the
+/// outside world (from a core switch) and to its master while it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRef {
+    /// The job: its master task's id.
+    pub id: TaskId,
+    pub master: bool,
+    /// Flow sizes of its traffic with the outside world and with its
+    /// master, bytes; a placement turns them into bandwidth by dividing by
+    /// the task's shortest execution time on the chosen server.
+    pub external_bytes: u64,
+    pub internal_bytes: u64,
 }
 
 /// Every event of the model: a packet arriving, or one of an actor's timers.
@@ -321,7 +346,14 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
         names: names.clone(),
         network,
         scheduler: ActorId(0),
-        power: spec.power.clone(),
+        power: {
+            // GEMS(noSleep) (thesis §4.4.1): idle instead of sleep.
+            let mut power = spec.power.clone();
+            if spec.scheduler.placement == PlacementKind::GemsNosleep {
+                power.policy = PowerPolicy::Idle;
+            }
+            power
+        },
         packet_logs: spec.packet_logs,
         catalog,
         memory_eviction: spec.scheduler.memory_eviction,
@@ -347,6 +379,8 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
             class: *class,
             memory_mb: st.memory_mb(),
             core_speed: st.core_speed,
+            idle_w: st.power().idle_w,
+            peak_w: st.power().peak(),
         })
         .collect();
 

@@ -52,6 +52,12 @@ pub struct Server {
     reserve_cores: u32,
     /// Cores in use (primary and secondary) integrated over time.
     busy_cores: EnergyMeter,
+    /// Memory allocated to tasks, MB, integrated over time.
+    memory_in_use: EnergyMeter,
+    /// When each task held for the wake-up reached the server, and how
+    /// long every started task waited for a wake-up (thesis §4.2.5, T_wu).
+    held_since: BTreeMap<TaskId, SimTime>,
+    wake_wait_s: Vec<f64>,
     killed: u64,
     wasted_s: f64,
     reimages: u64,
@@ -197,6 +203,9 @@ impl Server {
             primary_cores: 0,
             reserve_cores: 0,
             busy_cores: EnergyMeter::new(0, 0.0),
+            memory_in_use: EnergyMeter::new(0, 0.0),
+            held_since: BTreeMap::new(),
+            wake_wait_s: Vec::new(),
             killed: 0,
             wasted_s: 0.0,
             reimages: 0,
@@ -393,9 +402,13 @@ impl Server {
             ctx.timer(self.world.report_interval, Msg::ReportTick)?;
         }
         let wake = self.world.power.server_wake.as_nanos();
+        let id = task.id;
         match self.power_state.admit(ctx, task, self.power.peak(), wake)? {
             Some(task) => self.run_task(task, ctx),
-            None => Ok(()),
+            None => {
+                self.held_since.insert(id, ctx.now());
+                Ok(())
+            }
         }
     }
 
@@ -411,6 +424,7 @@ impl Server {
         if self.running.contains_key(&victim) {
             self.evict(victim, Eviction::Priority, ctx)?;
         } else if let Some(mut held) = self.power_state.take_held(|t| t.id == victim) {
+            self.held_since.remove(&victim);
             held.evictions += 1;
             held.priority_evictions += 1;
             self.evictions_priority += 1;
@@ -627,6 +641,8 @@ impl Server {
 
     fn run_task(&mut self, mut task: Task, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         let id = task.id;
+        let since = self.held_since.remove(&id).unwrap_or(ctx.now());
+        self.wake_wait_s.push((ctx.now() - since) as f64 / 1e9);
         task.first_start.get_or_insert(ctx.now());
         self.allocate(&task, ctx)?;
         self.cpu
@@ -816,6 +832,8 @@ impl Server {
         };
         let busy = secondary + self.primary_cores;
         self.busy_cores.set(now, f64::from(busy));
+        let used: u64 = self.allocated.values().sum();
+        self.memory_in_use.set(now, used as f64);
         if busy > 0 {
             let u_cpu = f64::from(busy) / f64::from(self.cores_total.max(1));
             let used: u64 = self.allocated.values().sum();
@@ -863,6 +881,14 @@ impl Server {
         out.add("replicas_lost_reimage", self.replicas_lost);
         out.add("cores_total", u64::from(self.cores_total));
         out.add_f64("cpu_busy_core_s", self.busy_cores.joules_at(end));
+        out.declare_samples("wake_wait_s");
+        for &w in &self.wake_wait_s {
+            out.sample("wake_wait_s", w);
+        }
+        let on_s = self.power_state.device.powered_s(end);
+        out.add_f64("on_core_s", f64::from(self.cores_total) * on_s);
+        out.add_f64("memory_used_mb_s", self.memory_in_use.joules_at(end));
+        out.add_f64("on_memory_mb_s", self.memory_mb as f64 * on_s);
         out.add("apps_completed", self.apps_completed);
         out.add("apps_qos_met", self.apps_qos_met);
         out.declare_samples("perf_norm");

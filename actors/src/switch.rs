@@ -18,7 +18,7 @@
 
 use std::sync::Arc;
 
-use dcemu_topology::{PowerPolicy, SimTime, SwitchInfo, SwitchPower};
+use dcemu_topology::{PowerPolicy, SimTime, SwitchInfo, SwitchPower, Tier};
 use serde::Serialize;
 
 use crate::accounting::count_in_transit;
@@ -29,6 +29,7 @@ use crate::net::{Body, Packet};
 
 pub struct Switch {
     world: Arc<World>,
+    tier: Tier,
     power: SwitchPower,
     /// When each egress port (in `Network::ports` order) finishes its queue.
     busy_until: Vec<SimTime>,
@@ -66,6 +67,7 @@ impl Switch {
         };
         Switch {
             world,
+            tier: info.tier,
             power: info.power,
             busy_until: vec![0; ports],
             reserved: vec![0; ports],
@@ -236,6 +238,12 @@ impl Switch {
             self.reserved.iter().filter(|&&r| r > 0).count() as u64,
         );
         count_in_transit(self.power_state.held().iter().map(|p| &p.body), out);
+        let by_tier = match self.tier {
+            Tier::Core => "energy_j_switch_core",
+            Tier::Aggregation => "energy_j_switch_aggregation",
+            Tier::Access => "energy_j_switch_access",
+        };
+        out.add_f64(by_tier, self.power_state.device.joules(end));
         self.power_state.device.report(
             end,
             out,

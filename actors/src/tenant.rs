@@ -1,5 +1,7 @@
 //! Workload tenants: submit tasks from a generator and record how long each
-//! took, as the user of the cluster experiences it.
+//! took, as the user of the cluster experiences it. A `mapreduce` tenant
+//! submits a whole job per arrival (thesis §4.2.2): its tasks in one go,
+//! master first, all at the arrival instant.
 
 use std::sync::Arc;
 
@@ -9,7 +11,7 @@ use serde::Serialize;
 use crate::config::{AppOrder, ArrivalProcess, ServiceDistribution, SyntheticConfig, TenantConfig};
 use crate::google;
 use crate::kernel::{Ctx, Metrics, ModelError};
-use crate::model::{Msg, TASK_ID_BLOCK, Task, World, unexpected};
+use crate::model::{JobRef, Msg, TASK_ID_BLOCK, Task, World, unexpected};
 use crate::net::{Body, Inbox, Nic};
 use crate::sampling::{exponential, index, normal, to_nanos};
 use crate::trace::{AppRef, TraceTask};
@@ -30,6 +32,8 @@ pub struct WorkloadTenant {
     priority: u8,
     first_id: u64,
     submitted: u64,
+    /// Jobs submitted (`mapreduce` tenants).
+    jobs: u64,
     done: u64,
     response_s: Vec<f64>,
     /// Response time per acknowledged task with its priority class.
@@ -79,6 +83,9 @@ fn work(cfg: &TenantConfig, trace: Option<Arc<Vec<TraceTask>>>) -> Work {
     }
     if let Some(g) = &cfg.synthetic {
         return Work::Synthetic(synthetic(g));
+    }
+    if let Some(g) = &cfg.mapreduce {
+        return Work::MapReduce(g.generator());
     }
     match (cfg.applications, &cfg.service) {
         (Some(order), _) => Work::Apps(order),
@@ -154,6 +161,8 @@ enum Work {
     },
     /// A task from the synthetic Google-like generator (thesis Table 9.4).
     Synthetic(google::Synthetic),
+    /// A MapReduce-like job of Table 5.2 tasks per arrival (thesis §4.2.2).
+    MapReduce(google::MapReduce),
 }
 
 #[derive(Serialize)]
@@ -162,6 +171,18 @@ struct SubmitLog {
     service_ns: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     app: Option<u32>,
+    /// The job of a `mapreduce` task: its master's id (the task's own for
+    /// the master).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    job: Option<u64>,
+    /// Its CPU requirement, millionths of the reference machine (when it
+    /// declares one).
+    #[serde(skip_serializing_if = "is_zero")]
+    cpu_ppm: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 #[derive(Serialize)]
@@ -211,6 +232,7 @@ impl WorkloadTenant {
             stop: cfg.stop.map_or(run_end, |d| d.as_nanos()),
             first_id: ordinal * TASK_ID_BLOCK,
             submitted: 0,
+            jobs: 0,
             done: 0,
             response_s: Vec::new(),
             ideal: std::collections::BTreeMap::new(),
@@ -315,6 +337,9 @@ impl WorkloadTenant {
                 reference_cores,
             ))),
             Work::Synthetic(generator) => Ok(Self::generated(generator.draw(ctx.rng()))),
+            Work::MapReduce(_) => Err(ModelError::Invariant(
+                "a mapreduce tenant submits whole jobs, not single tasks".into(),
+            )),
             &mut Work::Apps(order) => {
                 let apps = self.world.catalog.len() as u32;
                 if apps == 0 {
@@ -411,43 +436,14 @@ impl WorkloadTenant {
                     );
                     return Ok(());
                 }
-                if self.submitted >= TASK_ID_BLOCK {
-                    return Err(ModelError::Invariant(format!(
-                        "{} submitted {TASK_ID_BLOCK} tasks, the most one tenant can number",
-                        self.world.name(ctx.me())
-                    )));
+                if let Work::MapReduce(generator) = self.work {
+                    self.submit_job(ctx, &generator)?;
+                } else {
+                    self.check_ids(ctx, 1)?;
+                    let demand = self.next_work(ctx)?;
+                    let task = self.task(ctx, &demand);
+                    self.submit(ctx, task)?;
                 }
-                let demand = self.next_work(ctx)?;
-                let task = Task {
-                    id: self.first_id + self.submitted,
-                    tenant: ctx.me(),
-                    submitted_at: ctx.now(),
-                    service_ns: demand.service_ns,
-                    flow_bps: self.flow_bps,
-                    app: demand.app,
-                    priority: demand.priority,
-                    memory_mb: demand.memory_mb,
-                    cores: demand.cores.clamp(1, self.world.max_slots.max(1)),
-                    first_start: None,
-                    total_ns: demand.service_ns,
-                    evictions: 0,
-                    priority_evictions: 0,
-                };
-                self.submitted += 1;
-                if task.app.is_some() {
-                    self.ideal.insert(task.id, task.service_ns);
-                }
-                ctx.log(
-                    "task_submit",
-                    &SubmitLog {
-                        task: task.id,
-                        service_ns: task.service_ns,
-                        app: task.app,
-                    },
-                );
-                let world = Arc::clone(&self.world);
-                self.nic
-                    .send(&world, ctx, world.scheduler, Body::Submit(task))?;
                 let gap = self.gap(ctx);
                 self.arm(ctx, gap)
             }
@@ -471,6 +467,84 @@ impl WorkloadTenant {
             },
             other => Err(unexpected(self.world.name(ctx.me()), other.name())),
         }
+    }
+
+    /// Refuses to number `more` tasks past the tenant's block of ids.
+    fn check_ids(&self, ctx: &Ctx<'_, Msg>, more: u64) -> Result<(), ModelError> {
+        if self.submitted.saturating_add(more) > TASK_ID_BLOCK {
+            return Err(ModelError::Invariant(format!(
+                "{} would submit more than {TASK_ID_BLOCK} tasks, the most one tenant can number",
+                self.world.name(ctx.me())
+            )));
+        }
+        Ok(())
+    }
+
+    /// The next task, numbered, with `demand` and no job.
+    fn task(&self, ctx: &Ctx<'_, Msg>, demand: &Demand) -> Task {
+        Task {
+            id: self.first_id + self.submitted,
+            tenant: ctx.me(),
+            submitted_at: ctx.now(),
+            service_ns: demand.service_ns,
+            flow_bps: self.flow_bps,
+            app: demand.app,
+            priority: demand.priority,
+            memory_mb: demand.memory_mb,
+            cores: demand.cores.clamp(1, self.world.max_slots.max(1)),
+            first_start: None,
+            total_ns: demand.service_ns,
+            evictions: 0,
+            priority_evictions: 0,
+            cpu_ppm: 0,
+            job: None,
+        }
+    }
+
+    /// Logs `task` and sends it to the scheduler.
+    fn submit(&mut self, ctx: &mut Ctx<'_, Msg>, task: Task) -> Result<(), ModelError> {
+        self.submitted += 1;
+        if task.app.is_some() {
+            self.ideal.insert(task.id, task.service_ns);
+        }
+        ctx.log(
+            "task_submit",
+            &SubmitLog {
+                task: task.id,
+                service_ns: task.service_ns,
+                app: task.app,
+                job: task.job.map(|j| j.id),
+                cpu_ppm: task.cpu_ppm,
+            },
+        );
+        let world = Arc::clone(&self.world);
+        self.nic
+            .send(&world, ctx, world.scheduler, Body::Submit(task))
+    }
+
+    /// One MapReduce-like job (thesis §4.2.2): all its tasks now, in order,
+    /// the master first; the job is named by the master's task id.
+    fn submit_job(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        generator: &google::MapReduce,
+    ) -> Result<(), ModelError> {
+        let tasks = generator.draw_job(ctx.rng());
+        self.check_ids(ctx, tasks.len() as u64)?;
+        let job = self.first_id + self.submitted;
+        for (i, t) in tasks.into_iter().enumerate() {
+            let mut task = self.task(ctx, &Self::generated(t.task));
+            task.cpu_ppm = libm::round(t.cpu_usage * 1e6) as u32;
+            task.job = Some(JobRef {
+                id: job,
+                master: i == 0,
+                external_bytes: t.external_bytes,
+                internal_bytes: t.internal_bytes,
+            });
+            self.submit(ctx, task)?;
+        }
+        self.jobs += 1;
+        Ok(())
     }
 
     fn done(
@@ -502,6 +576,9 @@ impl WorkloadTenant {
         out.add("tasks_submitted", self.submitted);
         if matches!(self.work, Work::Apps(_)) {
             out.add("apps_submitted", self.submitted);
+        }
+        if matches!(self.work, Work::MapReduce(_)) {
+            out.add("jobs_submitted", self.jobs);
         }
         out.add("tasks_acknowledged", self.done);
         out.declare_samples("response_s");

@@ -147,6 +147,18 @@ pub fn summarize(out: &EngineOutput, horizon: SimTime, interval: SimTime) -> (Me
     let core_capacity = merged.counter("cores_total") as f64 * seconds(horizon);
     let cpu = (core_capacity > 0.0).then(|| merged.sum("cpu_busy_core_s") / core_capacity);
     m.insert("utilization_cpu_mean".into(), opt(cpu));
+    let ratio = |num: &str, den: &str| {
+        let d = merged.sum(den);
+        (d > 0.0).then(|| merged.sum(num) / d)
+    };
+    m.insert(
+        "utilization_cpu_on_mean".into(),
+        opt(ratio("cpu_busy_core_s", "on_core_s")),
+    );
+    m.insert(
+        "utilization_mem_on_mean".into(),
+        opt(ratio("memory_used_mb_s", "on_memory_mb_s")),
+    );
     let apps = merged.counter("apps_completed");
     let qos = (apps > 0).then(|| merged.counter("apps_qos_met") as f64 / apps as f64);
     m.insert("qos_met_fraction".into(), opt(qos));
@@ -185,6 +197,10 @@ pub fn summarize(out: &EngineOutput, horizon: SimTime, interval: SimTime) -> (Me
     let network_j = merged.sum("energy_j_network");
     m.insert("energy_kwh_server".into(), finite(server_j / 3.6e6));
     m.insert("energy_kwh_network".into(), finite(network_j / 3.6e6));
+    for tier in ["core", "aggregation", "access"] {
+        let j = merged.sum(&format!("energy_j_switch_{tier}"));
+        m.insert(format!("energy_kwh_network_{tier}"), finite(j / 3.6e6));
+    }
     m.insert(
         "energy_kwh_total".into(),
         finite((server_j + network_j) / 3.6e6),

@@ -191,6 +191,12 @@ impl Scenario {
         for (field, p) in self.scheduler.problems() {
             push(format!("scheduler.{field}"), p);
         }
+        if self.scheduler.placement.energy_aware() && self.topology.kind == TopologyKind::Flat {
+            push(
+                "scheduler.placement".into(),
+                "energy-aware placements choose paths through switches: they need topology.kind = \"three-tier\"".into(),
+            );
+        }
         if self.scheduler.classifies() && self.applications.is_none() {
             push(
                 "scheduler.placement".into(),

@@ -28,6 +28,7 @@ pub mod admission;
 pub mod arq;
 pub mod cf;
 mod classify;
+pub mod energy;
 mod flows;
 pub mod greedy;
 mod paragon;
@@ -45,7 +46,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use dcemu_topology::{Bandwidth, Route, SimTime};
+use dcemu_topology::{Bandwidth, PowerPolicy, Route, SimTime};
 use serde::Serialize;
 
 use crate::config::{AdmissionKind, ArqOrder, Contention, PlacementKind, SchedulerConfig};
@@ -60,6 +61,7 @@ use admission::{Admission, ArqAdmission, Attempt, Fifo, PoolState, Scope};
 use arq::{ArqParams, QueueOrder, server_quality};
 use cf::CfParams;
 use classify::Classifier;
+use energy::{EnergyServer, EnergyStage, Flow};
 use paragon::expected_rate;
 use slots::{EvictionStats, Returned, SlotAction, SlotServer, SlotStage};
 
@@ -76,7 +78,10 @@ pub struct Scheduler {
     /// The thesis's slot stage, when `scheduler.slots` is not `none`; it
     /// then queues and places every task itself.
     slots: Option<SlotStage>,
-    /// The `SlotTick` armed, if any.
+    /// The thesis's energy-aware placements over the network, when
+    /// `scheduler.placement` is one; they then queue and place every task.
+    energy: Option<EnergyStage>,
+    /// The `SlotTick` armed, if any (slot and energy stages).
     slot_tick: Option<SimTime>,
     evictions: EvictionStats,
 }
@@ -264,6 +269,8 @@ impl Scheduler {
                 cfg.samples,
                 cfg.max_steps,
             )),
+            // The energy stage places; this one is never asked.
+            _ => Box::new(RandomPlacement),
         };
         let admission: Box<dyn Admission> = match cfg.admission {
             AdmissionKind::Fifo => Box::new(Fifo::default()),
@@ -299,10 +306,34 @@ impl Scheduler {
                     .collect(),
             )
         });
+        let energy = cfg.placement.energy_aware().then(|| {
+            EnergyStage::new(
+                cfg,
+                &world.network,
+                servers
+                    .iter()
+                    .map(|s| EnergyServer {
+                        id: s.id,
+                        slots: s.slots,
+                        cores: s.cores,
+                        core_speed: s.core_speed,
+                        memory_mb: s.memory_mb,
+                        idle_w: s.idle_w,
+                        peak_w: s.peak_w,
+                    })
+                    .collect(),
+                world.power.policy == PowerPolicy::Sleep,
+                (
+                    world.power.server_wake.as_nanos(),
+                    world.power.switch_wake.as_nanos(),
+                ),
+            )
+        });
         Scheduler {
             cfg: cfg.clone(),
             admission,
             slots: slot_stage,
+            energy,
             slot_tick: None,
             evictions: EvictionStats::default(),
             core: Core {
@@ -386,6 +417,12 @@ impl Scheduler {
     pub fn handle(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         let packet = match msg {
             Msg::Packet(packet) => packet,
+            Msg::Requeue(task) if self.energy.is_some() => {
+                if let Some(stage) = self.energy.as_mut() {
+                    stage.enqueue(task);
+                }
+                return self.arm_slot_tick(ctx);
+            }
             Msg::Requeue(task) if self.slots.is_some() => {
                 ctx.log(
                     "task_requeue",
@@ -401,6 +438,9 @@ impl Scheduler {
             }
             Msg::SlotTick => {
                 self.slot_tick = None;
+                if self.energy.is_some() {
+                    return self.energy_pass(ctx);
+                }
                 return self.slot_pass(ctx);
             }
             Msg::Requeue(task) => {
@@ -447,6 +487,10 @@ impl Scheduler {
                         tenant: world.name(task.tenant).to_string(),
                     },
                 );
+                if let Some(stage) = self.energy.as_mut() {
+                    stage.enqueue(task);
+                    return self.arm_slot_tick(ctx);
+                }
                 if let Some(stage) = self.slots.as_mut() {
                     // One slot per task, and so at most one core (thesis
                     // §6.2.3.1), whatever it asked for.
@@ -470,6 +514,17 @@ impl Scheduler {
                     self.core.short_jobs += 1;
                 }
                 self.admit(task, 0, ctx)
+            }
+            Body::Finished { task, .. } if self.energy.is_some() => {
+                ctx.log(
+                    "slot_release",
+                    &ReleaseLog {
+                        task,
+                        server: world.name(src),
+                    },
+                );
+                self.energy_release(task, src, ctx)?;
+                self.arm_slot_tick(ctx)
             }
             Body::Finished { task, .. } if self.slots.is_some() => {
                 if let Some(stage) = self.slots.as_mut() {
@@ -573,6 +628,11 @@ impl Scheduler {
         ctx: &mut Ctx<'_, Msg>,
     ) -> Result<(), ModelError> {
         self.core.killed += 1;
+        if self.energy.is_some() {
+            self.energy_release(task.id, src, ctx)?;
+            ctx.timer(self.core.resubmit_delay, Msg::Requeue(task))?;
+            return self.arm_slot_tick(ctx);
+        }
         if let Some(stage) = self.slots.as_mut() {
             stage.release(task.id, src);
             ctx.timer(self.core.resubmit_delay, Msg::Requeue(task))?;
@@ -587,6 +647,9 @@ impl Scheduler {
 
     /// Tasks waiting in whichever queue the pipeline uses.
     fn queued(&self) -> usize {
+        if let Some(e) = &self.energy {
+            return e.queued();
+        }
         self.slots
             .as_ref()
             .map_or_else(|| self.admission.len(), SlotStage::queued)
@@ -596,9 +659,8 @@ impl Scheduler {
     /// and none is armed (thesis §6.2.3.2).
     fn arm_slot_tick(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         let now = ctx.now();
-        if self.slots.as_ref().is_none_or(|s| s.queued() == 0)
-            || self.slot_tick.is_some_and(|t| t > now)
-        {
+        let staged = self.slots.is_some() || self.energy.is_some();
+        if !staged || self.queued() == 0 || self.slot_tick.is_some_and(|t| t > now) {
             return Ok(());
         }
         let slot = self.cfg.slot_interval.as_nanos().max(1);
@@ -653,6 +715,55 @@ impl Scheduler {
                 },
             );
             self.core.nic.send(&world, ctx, server, body)?;
+        }
+        Ok(())
+    }
+
+    /// One time slot of an energy-aware placement (thesis Figures 3.3, 3.4,
+    /// 4.1): reservations go to the switches, tasks to their servers.
+    fn energy_pass(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let now = ctx.now();
+        let world = Arc::clone(&self.core.world);
+        let Some(stage) = self.energy.as_mut() else {
+            return Ok(());
+        };
+        let placed = stage.schedule(&world.network, ctx.rng());
+        for p in placed {
+            for f in &p.flows {
+                self.core.flow_notice(ctx, f, true)?;
+            }
+            let queued_ns = now.saturating_sub(p.task.submitted_at);
+            self.core.dispatched += 1;
+            self.core.queue_wait_s.push(queued_ns as f64 / 1e9);
+            ctx.log(
+                "task_dispatch",
+                &DispatchLog {
+                    task: p.task.id,
+                    server: world.name(p.server),
+                    queued_ns,
+                    violation: None,
+                },
+            );
+            self.core
+                .nic
+                .send(&world, ctx, p.server, Body::Dispatch(p.task))?;
+        }
+        Ok(())
+    }
+
+    /// A task left its server under an energy-aware placement: free its
+    /// share of the server and its flows.
+    fn energy_release(
+        &mut self,
+        task: TaskId,
+        src: ActorId,
+        ctx: &mut Ctx<'_, Msg>,
+    ) -> Result<(), ModelError> {
+        let Some(stage) = self.energy.as_mut() else {
+            return Ok(());
+        };
+        for f in stage.release(task, src) {
+            self.core.flow_notice(ctx, &f, false)?;
         }
         Ok(())
     }
@@ -749,6 +860,9 @@ impl Scheduler {
         out.add("tasks_queued_end", queued + waiting);
         self.evictions.finish(out);
         if let Some(stage) = &self.slots {
+            stage.finish(out);
+        }
+        if let Some(stage) = &self.energy {
             stage.finish(out);
         }
         out.add("tasks_requeued", core.killed);
@@ -1224,6 +1338,8 @@ impl Core {
             total_ns: p.left_ns,
             evictions: 0,
             priority_evictions: 0,
+            cpu_ppm: 0,
+            job: None,
         })
     }
 
@@ -1270,6 +1386,29 @@ impl Core {
 
     /// Tells every switch on `route` to reserve (or release) `bandwidth` on
     /// its port toward the next node.
+    /// Logs a flow reserved or released by the energy stage and tells the
+    /// switches on its path.
+    fn flow_notice(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        f: &Flow,
+        reserve: bool,
+    ) -> Result<(), ModelError> {
+        ctx.log(
+            if reserve {
+                "flow_reserve"
+            } else {
+                "flow_release"
+            },
+            &FlowLog {
+                task: f.task,
+                path: self.path_names(&f.route),
+                bps: f.bandwidth.bps(),
+            },
+        );
+        self.notify_switches(ctx, f.task, &f.route, f.bandwidth, reserve)
+    }
+
     fn notify_switches(
         &mut self,
         ctx: &mut Ctx<'_, Msg>,

@@ -56,6 +56,10 @@ pub struct ServerSpec {
     pub memory_mb: u64,
     /// Speed of a core relative to the reference core (1.0).
     pub core_speed: f64,
+    /// Power at idle and at peak (thesis Table 3.1), for energy-aware
+    /// placements.
+    pub idle_w: f64,
+    pub peak_w: f64,
 }
 
 impl ServerSlots {
@@ -328,6 +332,8 @@ mod tests {
             total_ns: 1,
             evictions: 0,
             priority_evictions: 0,
+            cpu_ppm: 0,
+            job: None,
         }
     }
 
@@ -336,6 +342,8 @@ mod tests {
             .iter()
             .map(|&(id, slots)| ServerSpec {
                 core_speed: 1.0,
+                idle_w: 100.0,
+                peak_w: 200.0,
                 id: ActorId(id),
                 slots,
                 cores: slots,
@@ -427,6 +435,8 @@ mod least_loaded_tests {
             .enumerate()
             .map(|(i, &(slots, memory_mb))| ServerSpec {
                 core_speed: 1.0,
+                idle_w: 100.0,
+                peak_w: 200.0,
                 id: ActorId(i as u32),
                 slots,
                 cores: slots,
@@ -451,6 +461,8 @@ mod least_loaded_tests {
             total_ns: 1,
             evictions: 0,
             priority_evictions: 0,
+            cpu_ppm: 0,
+            job: None,
         };
         let req = Request {
             task: &task,

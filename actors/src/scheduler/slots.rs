@@ -544,6 +544,8 @@ mod tests {
             total_ns: 1_000_000_000,
             evictions: 0,
             priority_evictions: 0,
+            cpu_ppm: 0,
+            job: None,
         }
     }
 

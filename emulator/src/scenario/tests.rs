@@ -412,3 +412,187 @@ fn generators_exclude_each_other_and_plain_settings() {
         "{errs:?}"
     );
 }
+
+const MAPREDUCE: &str = r#"
+[run]
+name = "mr"
+end = "10m"
+
+[[server_types]]
+name = "a"
+count = 4
+slots = 64
+cores = 8
+
+[[tenants]]
+name = "w"
+arrivals = { process = "poisson", rate_per_s = 0.5 }
+mapreduce = { memory_gb = 64.0 }
+"#;
+
+#[test]
+fn the_mapreduce_generator_has_defaults_and_round_trips() {
+    let s = load("mr.toml", MAPREDUCE, &[]).unwrap();
+    let g = s.tenants[0].mapreduce.as_ref().unwrap();
+    assert_eq!((g.memory_gb, g.reference_cores), (64.0, 8));
+    assert_eq!(g.tasks_per_job, 10.0);
+    let s = load(
+        "mr.toml",
+        MAPREDUCE,
+        &[set("tenants.0.mapreduce.tasks_per_job=2.5")],
+    )
+    .unwrap();
+    assert_eq!(s.tenants[0].mapreduce.as_ref().unwrap().tasks_per_job, 2.5);
+    assert_eq!(load("as-run.toml", &s.to_toml(), &[]).unwrap(), s);
+}
+
+#[test]
+fn bad_mapreduce_fields_are_named() {
+    let text = MAPREDUCE.replace(
+        "{ memory_gb = 64.0 }",
+        "{ memory_gb = -1.0, reference_cores = 0, tasks_per_job = 0.5 }",
+    );
+    let errs = errors(&text, &[]);
+    assert_eq!(
+        fields(&errs),
+        [
+            "tenants[0].mapreduce.memory_gb",
+            "tenants[0].mapreduce.reference_cores",
+            "tenants[0].mapreduce.tasks_per_job",
+        ]
+    );
+    assert!(
+        errs.iter().all(|e| matches!(
+            e.origin,
+            Origin::File {
+                at: Some((15, _)),
+                ..
+            }
+        )),
+        "{errs:?}"
+    );
+    assert!(
+        errs[2].problem.contains("between 1 and 10000"),
+        "{}",
+        errs[2]
+    );
+    for flag in [
+        "tenants.0.mapreduce.tasks_per_job=20000",
+        "tenants.0.mapreduce.tasks_per_job=nan",
+    ] {
+        let e = &errors(MAPREDUCE, &[set(flag)])[0];
+        assert_eq!(
+            e.field.as_deref(),
+            Some("tenants[0].mapreduce.tasks_per_job"),
+            "{e}"
+        );
+    }
+    let text = MAPREDUCE.replace("{ memory_gb = 64.0 }", "{ tasks_per_job = 3.0 }");
+    let e = &errors(&text, &[])[0];
+    assert_eq!(e.field.as_deref(), Some("tenants[0].mapreduce.memory_gb"));
+    assert!(e.problem.contains("missing field `memory_gb`"), "{e}");
+    let text = MAPREDUCE.replace("memory_gb = 64.0 }", "memory_gb = 64.0, tasks = 3 }");
+    let e = &errors(&text, &[])[0];
+    assert!(e.problem.contains("unknown field `tasks`"), "{e}");
+}
+
+#[test]
+fn mapreduce_excludes_other_work_flows_and_traces() {
+    for (extra, field) in [
+        ("priority = 3", "tenants[0].mapreduce"),
+        (
+            "service = { distribution = \"constant\", mean = \"5s\" }",
+            "tenants[0].mapreduce",
+        ),
+        ("applications = \"random\"", "tenants[0].mapreduce"),
+        ("google_memory_gb = 64.0", "tenants[0].mapreduce"),
+        ("synthetic = { memory_gb = 64.0 }", "tenants[0].mapreduce"),
+        ("flow_bandwidth = \"10Mbps\"", "tenants[0].flow_bandwidth"),
+    ] {
+        let text = format!("{MAPREDUCE}{extra}\n");
+        let errs = errors(&text, &[]);
+        assert!(
+            fields(&errs).contains(&field.to_string()),
+            "{extra}: {errs:?}"
+        );
+    }
+    let e = errors(
+        MAPREDUCE,
+        &[
+            set("tenants.0.mapreduce.memory_gb=64"),
+            set("tenants.0.priority=2"),
+        ],
+    );
+    assert!(
+        e.iter().any(|e| e
+            .problem
+            .contains("draw their class, work and memory from Table 5.2")),
+        "{e:?}"
+    );
+    let text = MAPREDUCE.replace(
+        "process = \"poisson\", rate_per_s = 0.5",
+        "process = \"trace\", trace = \"t.csv\"",
+    );
+    let errs = errors(&text, &[]);
+    assert!(
+        errs.iter()
+            .any(|e| e.field.as_deref() == Some("tenants[0].arrivals.trace")
+                && e.problem.contains("`mapreduce`")),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn a_mapreduce_tenant_submits_whole_jobs_master_first() {
+    let s = load("mr.toml", MAPREDUCE, &[set("run.end=30m")]).unwrap();
+    let out = crate::run::execute(&s, &crate::run::RunOptions::default()).unwrap();
+    let log = out
+        .results
+        .read("actors/tenant-w-0.jsonl")
+        .unwrap()
+        .unwrap();
+    let submits: Vec<serde_json::Value> = std::str::from_utf8(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["kind"] == "task_submit")
+        .collect();
+    assert!(!submits.is_empty());
+    // (job id, arrival instant, tasks)
+    let mut jobs: Vec<(u64, u64, u64)> = Vec::new();
+    let mut usage = 0.0;
+    for (i, v) in submits.iter().enumerate() {
+        let task = v["task"].as_u64().unwrap();
+        assert_eq!(task, i as u64, "tasks are numbered in submission order");
+        let job = v["job"].as_u64().expect("every task names its job");
+        let t = v["t_ns"].as_u64().unwrap();
+        let cpu_ppm = v["cpu_ppm"].as_u64().expect("every task has a requirement");
+        assert!((100..=1_000_000).contains(&cpu_ppm), "{v}");
+        usage += cpu_ppm as f64 / 1e6;
+        match jobs.last_mut() {
+            Some((id, at, n)) if *id == job => {
+                assert_eq!(*at, t, "a job's tasks arrive together: {v}");
+                *n += 1;
+            }
+            _ => {
+                assert_eq!(job, task, "the master comes first and names the job: {v}");
+                assert!(jobs.iter().all(|j| j.0 != job), "job {job} split");
+                jobs.push((job, t, 1));
+            }
+        }
+    }
+    assert_eq!(out.metrics["jobs_submitted"], jobs.len() as u64);
+    assert_eq!(out.metrics["tasks_submitted"], submits.len() as u64);
+    assert!(jobs.len() > 500, "{}", jobs.len());
+    let per_job = submits.len() as f64 / jobs.len() as f64;
+    assert!(
+        (per_job / 10.0 - 1.0).abs() < 0.2,
+        "{per_job} tasks per job"
+    );
+    // Table 5.2's usages weighted by class share: 0.0152
+    let usage = usage / submits.len() as f64;
+    assert!(
+        (usage / 0.01516 - 1.0).abs() < 0.1,
+        "mean requirement {usage}"
+    );
+}

@@ -1,0 +1,1178 @@
+//! The thesis's energy-aware placements over the three-tier network
+//! (`scheduler.placement = gems | gems-nosleep | gems-nonetwork | beps |
+//! brfs-dot | brfs-norm | rrs`), chapters 3 and 4.
+//!
+//! Every time slot (`scheduler.slot_interval`) the queued tasks are taken in
+//! the policy's order. A task fits a server only while the CPU and memory
+//! its co-runners ask for, plus its own, stay within the server's capacity,
+//! and only along a path whose links have its bandwidth free (§4.2.2); a
+//! task that fits nowhere waits for the next slot. A task's bandwidth is a
+//! flow size divided by its shortest execution time on the chosen server
+//! (its work spread over every core of that server).
+//!
+//! - **GEMS** (§4.3). Phase I: tasks by memory ascending; each takes the path
+//!   from a core switch to a server of least estimated energy, eq. 4.4: every
+//!   node on it costs `(P_peak·T_wu + P_idle·T_x) / (N + 1)`, where `T_wu` is
+//!   the node's wake-up if it sleeps (else 0), `T_x` the task's execution
+//!   time on that server with its co-runners (processor sharing, eq. 6.2)
+//!   and `N` the tasks already using the node. Phase II: each worker takes
+//!   the least-energy path to its master's server (switches only).
+//!   `gems-nosleep` is the same with servers and switches idling instead of
+//!   sleeping (the run's power policy becomes `idle`); `gems-nonetwork`
+//!   costs the server alone and takes random feasible paths (§4.4.2).
+//! - **BEPS** (§3.3.1): tasks sorted by `scheduler.sort_by`; the path of least
+//!   added energy, where a node already on adds nothing and a sleeping or
+//!   idle node adds its wake-up energy and its idle power over `T_x`: tasks
+//!   pack onto what is on.
+//! - **BRFS** (§3.3.2): the server of best fit first (`dot`: smallest dot
+//!   product of the requirement with the residual capacity, as Figure 3.4's
+//!   `min b`; `norm`: smallest squared distance between them), then the
+//!   BEPS path to it.
+//! - **RRS** (§3.3.3): the next server in round-robin order that fits, then
+//!   the BEPS path to it.
+//!
+//! Chapter 3 derives bandwidth from memory (§3.4); here every policy uses the
+//! tasks' own flows, so that they are compared on the same workload.
+//!
+//! The stage is the network's controller: it keeps the one ledger of
+//! reservations and tells the switches on every reserved path, which keeps
+//! them on; a reservation is released when its task finishes.
+
+use std::collections::BTreeMap;
+
+use std::collections::BTreeSet;
+
+use dcemu_topology::{Bandwidth, Network, Route, SimTime, Tier};
+use rand::RngCore;
+
+use crate::config::{PlacementKind, SchedulerConfig, SortKey};
+use crate::kernel::{ActorId, Metrics};
+use crate::model::{Task, TaskId};
+use crate::sampling::index;
+
+/// One server as the energy stage sees it.
+#[derive(Clone, Debug)]
+pub struct EnergyServer {
+    pub id: ActorId,
+    /// Tasks it can hold at most (its slots; a task takes one here).
+    pub slots: u32,
+    pub cores: u32,
+    pub core_speed: f64,
+    pub memory_mb: u64,
+    pub idle_w: f64,
+    pub peak_w: f64,
+}
+
+/// A placement decided in one time slot: the task, its server, and the
+/// flows to reserve (its own, and those of workers whose master it is or
+/// whose master only now got a server).
+#[derive(Debug)]
+pub struct Placed {
+    pub task: Task,
+    pub server: ActorId,
+    pub flows: Vec<Flow>,
+}
+
+/// A reservation of `bandwidth` along `route` for `task`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Flow {
+    pub task: TaskId,
+    pub route: Route,
+    pub bandwidth: Bandwidth,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Costing {
+    /// eq. 4.4: wake-up and idle energy shared over the node's tasks.
+    Shared,
+    /// GEMS on servers only; paths at random.
+    ServerOnly,
+    /// Chapter 3: the energy a node adds, nothing if it is already on.
+    Marginal,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Choice {
+    Path,
+    FitDot,
+    FitNorm,
+    RoundRobin,
+}
+
+#[derive(Clone, Debug)]
+struct ServerState {
+    spec: EnergyServer,
+    /// Normalised CPU capacity (1.0: the most powerful server).
+    capacity: f64,
+    access: u32,
+    /// The link from its access switch down to it.
+    down: usize,
+    /// Aggregation switches above its access switch with the link down
+    /// from each, and the core switches above each with their links.
+    uppers: Vec<Upper>,
+    /// Servers of one kind under switches of one pod are interchangeable
+    /// while they and their access switch carry nothing.
+    group: (usize, u32),
+    cpu_used: f64,
+    memory_used: u64,
+    tasks: u32,
+}
+
+#[derive(Clone, Debug)]
+struct Upper {
+    agg: u32,
+    link: usize,
+    cores: Vec<(u32, usize)>,
+}
+
+/// Free bandwidth on every directed link, by link id, and capacity.
+#[derive(Clone, Debug, Default)]
+struct Links {
+    id: BTreeMap<(u32, u32), usize>,
+    free: Vec<u64>,
+    capacity: Vec<u64>,
+}
+
+impl Links {
+    fn new(net: &Network) -> Self {
+        let mut links = Links::default();
+        let nodes = net.hosts() + net.switches().len() as u32;
+        for node in 0..nodes {
+            for port in net.ports(node) {
+                links.id.insert((node, port.peer), links.free.len());
+                links.free.push(port.bandwidth.bps());
+                links.capacity.push(port.bandwidth.bps());
+            }
+        }
+        links
+    }
+
+    fn of(&self, from: u32, to: u32) -> Option<usize> {
+        self.id.get(&(from, to)).copied()
+    }
+
+    fn fits(&self, link: usize, bw: u64) -> bool {
+        self.free.get(link).is_some_and(|&f| f >= bw)
+    }
+
+    fn route(&self, route: &Route) -> Option<Vec<usize>> {
+        route
+            .nodes()
+            .windows(2)
+            .map(|w| self.of(w[0], w[1]))
+            .collect()
+    }
+}
+
+#[derive(Clone, Debug)]
+struct SwitchState {
+    on_w: f64,
+    idle_w: f64,
+    flows: u32,
+}
+
+#[derive(Clone, Debug)]
+struct Running {
+    server: u32,
+    cpu: f64,
+    memory_mb: u64,
+    job: Option<TaskId>,
+    master: bool,
+    /// Its worst-case execution time estimate and bandwidths, kept for
+    /// phase II when its master is placed later.
+    t_x: f64,
+    work_ns: u64,
+    internal_bytes: u64,
+    flows: Vec<Flow>,
+}
+
+/// The energy stage: queue, capacity and bandwidth ledgers, node states.
+pub struct EnergyStage {
+    costing: Costing,
+    choice: Choice,
+    sort_by: Option<SortKey>,
+    sleeps: bool,
+    server_wake_s: f64,
+    switch_wake_s: f64,
+    servers: Vec<ServerState>,
+    index_of: BTreeMap<ActorId, u32>,
+    /// Switch states by node id minus `switch_base`.
+    switches: Vec<SwitchState>,
+    switch_base: u32,
+    links: Links,
+    /// Servers worth evaluating: every server in use or under a switch in
+    /// use, and of the others the lowest-numbered of each group.
+    warm: BTreeSet<u32>,
+    cold: BTreeMap<(usize, u32), BTreeSet<u32>>,
+    is_cold: Vec<bool>,
+    under_access: BTreeMap<u32, Vec<u32>>,
+    queue: Vec<Task>,
+    running: BTreeMap<TaskId, Running>,
+    /// Server of each job's master while it runs, and workers placed
+    /// before it that still wait for their internal flow.
+    masters: BTreeMap<TaskId, u32>,
+    waiting_for_master: BTreeMap<TaskId, Vec<TaskId>>,
+    next_rr: usize,
+    placed: u64,
+    woken: u64,
+    internal_flows: u64,
+    internal_refused: u64,
+    /// Placements put off to the next slot: nothing fit.
+    deferred: u64,
+    booked: u64,
+}
+
+impl EnergyStage {
+    /// `sleeps`: whether idle servers and switches sleep (the run's power
+    /// policy); `wake`: server and switch wake-up times.
+    pub fn new(
+        cfg: &SchedulerConfig,
+        net: &Network,
+        servers: Vec<EnergyServer>,
+        sleeps: bool,
+        wake: (SimTime, SimTime),
+    ) -> Self {
+        let strongest = servers
+            .iter()
+            .map(|s| s.core_speed * f64::from(s.cores))
+            .fold(0.0, f64::max)
+            .max(f64::MIN_POSITIVE);
+        let switch_base = net.switches().iter().map(|s| s.id).min().unwrap_or(0);
+        let span = net
+            .switches()
+            .iter()
+            .map(|s| s.id - switch_base + 1)
+            .max()
+            .unwrap_or(0);
+        let mut switches = vec![
+            SwitchState {
+                on_w: 0.0,
+                idle_w: 0.0,
+                flows: 0,
+            };
+            span as usize
+        ];
+        for sw in net.switches() {
+            switches[(sw.id - switch_base) as usize] = SwitchState {
+                on_w: sw.power.on_w,
+                idle_w: sw.power.idle_w,
+                flows: 0,
+            };
+        }
+        let links = Links::new(net);
+        let tier_of = |node: u32| net.switches().iter().find(|s| s.id == node).map(|s| s.tier);
+        let peers_in = |node: u32, tier: Tier| -> Vec<u32> {
+            net.ports(node)
+                .iter()
+                .map(|p| p.peer)
+                .filter(|&p| tier_of(p) == Some(tier))
+                .collect()
+        };
+        let pod_of = |node: u32| {
+            net.switches()
+                .iter()
+                .find(|s| s.id == node)
+                .and_then(|s| s.pod)
+                .unwrap_or(node)
+        };
+        let mut kinds: Vec<(u32, u64, u64, u64, u64, u64)> = Vec::new();
+        let states: Vec<ServerState> = servers
+            .into_iter()
+            .map(|spec| {
+                let access = net.ports(spec.id.0).first().map_or(spec.id.0, |p| p.peer);
+                let link = |a: u32, b: u32| links.of(a, b).unwrap_or(usize::MAX);
+                let uppers = peers_in(access, Tier::Aggregation)
+                    .into_iter()
+                    .map(|agg| Upper {
+                        agg,
+                        link: link(agg, access),
+                        cores: peers_in(agg, Tier::Core)
+                            .into_iter()
+                            .map(|core| (core, link(core, agg)))
+                            .collect(),
+                    })
+                    .collect();
+                let kind = (
+                    spec.cores,
+                    spec.core_speed.to_bits(),
+                    spec.memory_mb,
+                    spec.idle_w.to_bits(),
+                    spec.peak_w.to_bits(),
+                    0,
+                );
+                let k = kinds.iter().position(|x| *x == kind).unwrap_or_else(|| {
+                    kinds.push(kind);
+                    kinds.len() - 1
+                });
+                ServerState {
+                    capacity: spec.core_speed * f64::from(spec.cores) / strongest,
+                    access,
+                    down: link(access, spec.id.0),
+                    uppers,
+                    group: (k, pod_of(access)),
+                    cpu_used: 0.0,
+                    memory_used: 0,
+                    tasks: 0,
+                    spec,
+                }
+            })
+            .collect();
+        let mut cold: BTreeMap<(usize, u32), BTreeSet<u32>> = BTreeMap::new();
+        let mut under_access: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        for (i, st) in states.iter().enumerate() {
+            cold.entry(st.group).or_default().insert(i as u32);
+            under_access.entry(st.access).or_default().push(i as u32);
+        }
+        let is_cold = vec![true; states.len()];
+        let (costing, choice) = match cfg.placement {
+            PlacementKind::GemsNonetwork => (Costing::ServerOnly, Choice::Path),
+            PlacementKind::Beps => (Costing::Marginal, Choice::Path),
+            PlacementKind::BrfsDot => (Costing::Marginal, Choice::FitDot),
+            PlacementKind::BrfsNorm => (Costing::Marginal, Choice::FitNorm),
+            PlacementKind::Rrs => (Costing::Marginal, Choice::RoundRobin),
+            _ => (Costing::Shared, Choice::Path),
+        };
+        let sort_by = match cfg.placement {
+            PlacementKind::Gems | PlacementKind::GemsNosleep | PlacementKind::GemsNonetwork => {
+                Some(SortKey::Memory)
+            }
+            PlacementKind::Beps => Some(cfg.sort_by),
+            _ => None,
+        };
+        EnergyStage {
+            costing,
+            choice,
+            sort_by,
+            sleeps,
+            server_wake_s: wake.0 as f64 / 1e9,
+            switch_wake_s: wake.1 as f64 / 1e9,
+            index_of: states
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.spec.id, i as u32))
+                .collect(),
+            servers: states,
+            switches,
+            switch_base,
+            links,
+            warm: BTreeSet::new(),
+            cold,
+            is_cold,
+            under_access,
+            queue: Vec::new(),
+            running: BTreeMap::new(),
+            masters: BTreeMap::new(),
+            waiting_for_master: BTreeMap::new(),
+            next_rr: 0,
+            placed: 0,
+            woken: 0,
+            internal_flows: 0,
+            internal_refused: 0,
+            deferred: 0,
+            booked: 0,
+        }
+    }
+
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn enqueue(&mut self, task: Task) {
+        self.queue.push(task);
+    }
+
+    /// `task` left `server`: its CPU, memory and flows are free again (the
+    /// flows are returned so the switches can be told).
+    pub fn release(&mut self, task: TaskId, server: ActorId) -> Vec<Flow> {
+        let Some(r) = self.running.get(&task) else {
+            return Vec::new();
+        };
+        if self.index_of.get(&server) != Some(&r.server) {
+            return Vec::new();
+        }
+        let Some(r) = self.running.remove(&task) else {
+            return Vec::new();
+        };
+        let s = &mut self.servers[r.server as usize];
+        s.cpu_used = (s.cpu_used - r.cpu).max(0.0);
+        s.memory_used = s.memory_used.saturating_sub(r.memory_mb);
+        s.tasks = s.tasks.saturating_sub(1);
+        if s.tasks == 0 {
+            s.cpu_used = 0.0;
+            s.memory_used = 0;
+        }
+        self.refresh(r.server);
+        if let (Some(job), true) = (r.job, r.master) {
+            self.masters.remove(&job);
+            self.waiting_for_master.remove(&job);
+        }
+        for f in &r.flows {
+            self.unbook(f);
+        }
+        r.flows
+    }
+
+    /// One time slot: phase I places what fits, phase II connects workers
+    /// to their masters (thesis Figure 4.1).
+    pub fn schedule(&mut self, net: &Network, rng: &mut impl RngCore) -> Vec<Placed> {
+        let mut queue = std::mem::take(&mut self.queue);
+        if let Some(key) = self.sort_by {
+            queue.sort_by(|a, b| sort_value(a, key).total_cmp(&sort_value(b, key)));
+        }
+        let mut out: Vec<Placed> = Vec::new();
+        for task in queue {
+            match self.place(&task, rng) {
+                Some((server, flow)) => {
+                    let mut flows = Vec::new();
+                    flows.extend(flow);
+                    out.push(Placed {
+                        server: self.servers[server as usize].spec.id,
+                        task,
+                        flows,
+                    });
+                }
+                None => self.queue.push(task),
+            }
+        }
+        for p in &mut out {
+            let Some(job) = p.task.job else { continue };
+            if job.master {
+                let waiting = self.waiting_for_master.remove(&job.id).unwrap_or_default();
+                for worker in waiting {
+                    if let Some(f) = self.connect(net, worker, rng) {
+                        p.flows.push(f);
+                    }
+                }
+            } else if let Some(f) = self.connect(net, p.task.id, rng) {
+                p.flows.push(f);
+            }
+        }
+        out
+    }
+
+    /// Phase I for one task: the server (and external flow) of least cost.
+    fn place(&mut self, task: &Task, rng: &mut impl RngCore) -> Option<(u32, Option<Flow>)> {
+        let cpu = cpu_of(task);
+        let mut cores_cache = CoreCache::default();
+        let chosen = match self.choice {
+            Choice::Path => {
+                let mut best: Option<(f64, u32, Route)> = None;
+                for i in self.candidates() {
+                    let s = &self.servers[i as usize];
+                    if !fits(task, cpu, s) {
+                        continue;
+                    }
+                    let t_x = exec_time(task, s);
+                    let bw = self.task_bps(task, s);
+                    let Some((path_cost, route)) = self.best_path(s, bw, t_x, &mut cores_cache)
+                    else {
+                        continue;
+                    };
+                    let cost = match self.costing {
+                        Costing::ServerOnly => self.server_cost(s, t_x),
+                        _ => self.server_cost(s, t_x) + path_cost,
+                    };
+                    if best.as_ref().is_none_or(|b| cost < b.0) {
+                        best = Some((cost, i, route));
+                    }
+                }
+                match best {
+                    Some((cost, i, route)) if self.costing == Costing::ServerOnly => {
+                        let i = self.any_tied(task, cpu, cost, rng).unwrap_or(i);
+                        let s = &self.servers[i as usize];
+                        let bw = self.task_bps(task, s);
+                        Some((i, self.random_path(s, bw, rng).unwrap_or(route)))
+                    }
+                    other => other.map(|(_, i, route)| (i, route)),
+                }
+            }
+            Choice::FitDot | Choice::FitNorm | Choice::RoundRobin => {
+                let n = self.servers.len();
+                let order: Vec<u32> = match self.choice {
+                    Choice::RoundRobin => (0..n).map(|k| ((self.next_rr + k) % n) as u32).collect(),
+                    _ => {
+                        let mut scored: Vec<(f64, u32)> = self
+                            .servers
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, s)| fits(task, cpu, s))
+                            .map(|(i, s)| (self.fit(task, s), i as u32))
+                            .collect();
+                        scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                        scored.into_iter().map(|(_, i)| i).collect()
+                    }
+                };
+                let mut found = None;
+                for i in order {
+                    let s = &self.servers[i as usize];
+                    if !fits(task, cpu, s) {
+                        continue;
+                    }
+                    let (t_x, bw) = (exec_time(task, s), self.task_bps(task, s));
+                    if let Some((_, route)) = self.best_path(s, bw, t_x, &mut cores_cache) {
+                        found = Some((i, route));
+                        break;
+                    }
+                }
+                if let (Some((i, _)), Choice::RoundRobin) = (found, self.choice) {
+                    self.next_rr = (i as usize + 1) % n.max(1);
+                }
+                found
+            }
+        };
+        let Some((i, route)) = chosen else {
+            self.deferred += 1;
+            return None;
+        };
+        let s = &self.servers[i as usize];
+        let bw = self.task_bps(task, s);
+        let t_x = exec_time(task, s);
+        let flow = (bw > 0).then(|| Flow {
+            task: task.id,
+            route,
+            bandwidth: Bandwidth::from_bps(bw),
+        });
+        if let Some(f) = &flow
+            && self.book(f).is_err()
+        {
+            self.deferred += 1;
+            return None;
+        }
+        let s = &mut self.servers[i as usize];
+        if s.tasks == 0 {
+            self.woken += 1;
+        }
+        s.cpu_used += cpu;
+        s.memory_used += task.memory_mb;
+        s.tasks += 1;
+        self.refresh(i);
+        self.placed += 1;
+        if let Some(job) = task.job
+            && job.master
+        {
+            self.masters.insert(job.id, i);
+        }
+        self.running.insert(
+            task.id,
+            Running {
+                server: i,
+                cpu,
+                memory_mb: task.memory_mb,
+                job: task.job.map(|j| j.id),
+                master: task.job.is_some_and(|j| j.master),
+                t_x,
+                work_ns: task.service_ns,
+                internal_bytes: task.job.map_or(0, |j| j.internal_bytes),
+                flows: flow.iter().cloned().collect(),
+            },
+        );
+        Some((i, flow))
+    }
+
+    /// GEMS(noNetwork) knows nothing of where servers sit in the network,
+    /// so among the servers of least cost it takes any, uniformly (a cold
+    /// group's representative stands for all of its members).
+    fn any_tied(&self, task: &Task, cpu: f64, cost: f64, rng: &mut impl RngCore) -> Option<u32> {
+        let mut tied: Vec<u32> = Vec::new();
+        for i in self.candidates() {
+            let s = &self.servers[i as usize];
+            if !fits(task, cpu, s) || self.server_cost(s, exec_time(task, s)) != cost {
+                continue;
+            }
+            if self.is_cold[i as usize] {
+                tied.extend(self.cold.get(&s.group).into_iter().flatten().copied());
+            } else {
+                tied.push(i);
+            }
+        }
+        tied.retain(|&i| {
+            let s = &self.servers[i as usize];
+            !self.path_options(s, self.task_bps(task, s)).is_empty()
+        });
+        let n = tied.len() as u32;
+        (n > 0).then(|| tied[index(rng, n) as usize])
+    }
+
+    /// Bandwidth of a task's external traffic on `s`: its flow over its
+    /// shortest execution there (§4.2.2), or a plain tenant's fixed
+    /// `flow_bandwidth`.
+    fn task_bps(&self, task: &Task, s: &ServerState) -> u64 {
+        match task.job {
+            Some(j) => bandwidth_bps(j.external_bytes, task.service_ns, s)
+                .min(self.links.capacity.get(s.down).copied().unwrap_or(u64::MAX)),
+            None => task.flow_bps,
+        }
+    }
+
+    /// Phase II for one running worker: the least-energy path from its
+    /// server to its master's (§4.3.2), or later if the master waits.
+    fn connect(&mut self, net: &Network, worker: TaskId, rng: &mut impl RngCore) -> Option<Flow> {
+        let r = self.running.get(&worker)?;
+        let job = r.job?;
+        if r.master || r.internal_bytes == 0 {
+            return None;
+        }
+        let Some(&master) = self.masters.get(&job) else {
+            self.waiting_for_master.entry(job).or_default().push(worker);
+            return None;
+        };
+        if master == r.server {
+            return None;
+        }
+        let (src, t_x, bytes, work_ns) = (r.server, r.t_x, r.internal_bytes, r.work_ns);
+        let s = &self.servers[src as usize];
+        let link = self.links.capacity.get(s.down).copied().unwrap_or(u64::MAX);
+        let bw = bandwidth_bps(bytes, work_ns, s).clamp(1, link);
+        let from = s.spec.id.0;
+        let to = self.servers[master as usize].spec.id.0;
+        let paths: Vec<Route> = net
+            .shortest_paths(from, to)
+            .into_iter()
+            .filter(|p| self.has_room(p, bw))
+            .collect();
+        let route = if self.costing == Costing::ServerOnly {
+            let n = paths.len() as u32;
+            (n > 0).then(|| paths[index(rng, n) as usize])
+        } else {
+            paths
+                .into_iter()
+                .map(|p| (self.switches_cost(&p, t_x), p))
+                .min_by(|a, b| a.0.total_cmp(&b.0))
+                .map(|(_, p)| p)
+        };
+        let Some(route) = route else {
+            self.internal_refused += 1;
+            return None;
+        };
+        let flow = Flow {
+            task: worker,
+            route,
+            bandwidth: Bandwidth::from_bps(bw),
+        };
+        if self.book(&flow).is_err() {
+            self.internal_refused += 1;
+            return None;
+        }
+        self.internal_flows += 1;
+        if let Some(r) = self.running.get_mut(&worker) {
+            r.flows.push(flow.clone());
+        }
+        Some(flow)
+    }
+
+    /// Energy a server adds for a task running `t_x` there (eq. 4.3 for
+    /// GEMS; the marginal energy for chapter 3's policies).
+    fn server_cost(&self, s: &ServerState, t_x: f64) -> f64 {
+        let asleep = self.sleeps && s.tasks == 0;
+        let wake = if asleep {
+            s.spec.peak_w * self.server_wake_s
+        } else {
+            0.0
+        };
+        match self.costing {
+            Costing::Shared | Costing::ServerOnly => {
+                (wake + s.spec.idle_w * t_x) / f64::from(s.tasks + 1)
+            }
+            Costing::Marginal if s.tasks == 0 => wake + s.spec.idle_w * t_x,
+            Costing::Marginal => 0.0,
+        }
+    }
+
+    fn switch_cost(&self, node: u32, t_x: f64) -> f64 {
+        let Some(sw) = self.switch(node) else {
+            return 0.0;
+        };
+        let asleep = self.sleeps && sw.flows == 0;
+        let wake = if asleep {
+            sw.on_w * self.switch_wake_s
+        } else {
+            0.0
+        };
+        match self.costing {
+            Costing::Shared | Costing::ServerOnly => {
+                (wake + sw.idle_w * t_x) / f64::from(sw.flows + 1)
+            }
+            Costing::Marginal if sw.flows == 0 => wake + sw.idle_w * t_x,
+            Costing::Marginal => 0.0,
+        }
+    }
+
+    fn switches_cost(&self, route: &Route, t_x: f64) -> f64 {
+        route
+            .nodes()
+            .iter()
+            .map(|&n| self.switch_cost(n, t_x))
+            .sum()
+    }
+
+    /// The least-energy path from a core switch down to server `s` with
+    /// `bw` free on every link, and its switches' cost. The best core switch
+    /// above an aggregation switch is cached per task when switches wake
+    /// instantly (it then does not depend on the server).
+    fn best_path(
+        &self,
+        s: &ServerState,
+        bw: u64,
+        t_x: f64,
+        cache: &mut CoreCache,
+    ) -> Option<(f64, Route)> {
+        if !self.links.fits(s.down, bw) {
+            return None;
+        }
+        let access_cost = self.switch_cost(s.access, t_x);
+        let mut best: Option<(f64, u32, u32)> = None;
+        for up in &s.uppers {
+            if !self.links.fits(up.link, bw) {
+                continue;
+            }
+            let core = if self.switch_wake_s == 0.0 {
+                match cache.get(up.agg, bw) {
+                    Some(c) => c,
+                    None => {
+                        let c = self.best_core(up, bw, t_x);
+                        cache.put(up.agg, bw, c);
+                        c
+                    }
+                }
+            } else {
+                self.best_core(up, bw, t_x)
+            };
+            let Some(core) = core else { continue };
+            let cost = self.switch_cost(up.agg, t_x) + self.switch_cost(core, t_x);
+            if best.is_none_or(|b| cost < b.0) {
+                best = Some((cost, up.agg, core));
+            }
+        }
+        let (cost, agg, core) = best?;
+        Route::new(&[core, agg, s.access, s.spec.id.0]).map(|r| (cost + access_cost, r))
+    }
+
+    fn best_core(&self, up: &Upper, bw: u64, t_x: f64) -> Option<u32> {
+        up.cores
+            .iter()
+            .filter(|&&(_, link)| self.links.fits(link, bw))
+            .map(|&(core, _)| (self.switch_cost(core, t_x), core))
+            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
+            .map(|(_, core)| core)
+    }
+
+    /// A uniformly random feasible path from a core switch to `s`.
+    fn random_path(&self, s: &ServerState, bw: u64, rng: &mut impl RngCore) -> Option<Route> {
+        let options = self.path_options(s, bw);
+        let n = options.len() as u32;
+        if n == 0 {
+            return None;
+        }
+        let (agg, core) = options[index(rng, n) as usize];
+        Route::new(&[core, agg, s.access, s.spec.id.0])
+    }
+
+    /// The (aggregation, core) switch pairs above `s` with `bw` free on
+    /// every link down to it.
+    fn path_options(&self, s: &ServerState, bw: u64) -> Vec<(u32, u32)> {
+        if !self.links.fits(s.down, bw) {
+            return Vec::new();
+        }
+        s.uppers
+            .iter()
+            .filter(|up| self.links.fits(up.link, bw))
+            .flat_map(|up| {
+                up.cores
+                    .iter()
+                    .filter(|&&(_, link)| self.links.fits(link, bw))
+                    .map(move |&(core, _)| (up.agg, core))
+            })
+            .collect()
+    }
+
+    fn has_room(&self, route: &Route, bw: u64) -> bool {
+        self.links
+            .route(route)
+            .is_some_and(|ids| ids.iter().all(|&l| self.links.fits(l, bw)))
+    }
+
+    /// Servers to evaluate, in index order.
+    fn candidates(&self) -> Vec<u32> {
+        let mut out: Vec<u32> = self.warm.iter().copied().collect();
+        out.extend(self.cold.values().filter_map(|set| set.first().copied()));
+        out.sort_unstable();
+        out
+    }
+
+    /// Moves server `i` between the warm and cold sets after its load or
+    /// its access switch's flows changed.
+    fn refresh(&mut self, i: u32) {
+        let s = &self.servers[i as usize];
+        let cold = s.tasks == 0 && self.switch(s.access).is_none_or(|sw| sw.flows == 0);
+        if cold == self.is_cold[i as usize] {
+            return;
+        }
+        self.is_cold[i as usize] = cold;
+        let group = s.group;
+        if cold {
+            self.warm.remove(&i);
+            self.cold.entry(group).or_default().insert(i);
+        } else {
+            if let Some(set) = self.cold.get_mut(&group) {
+                set.remove(&i);
+            }
+            self.warm.insert(i);
+        }
+    }
+
+    fn switch(&self, node: u32) -> Option<&SwitchState> {
+        node.checked_sub(self.switch_base)
+            .and_then(|k| self.switches.get(k as usize))
+    }
+
+    fn switch_mut(&mut self, node: u32) -> Option<&mut SwitchState> {
+        node.checked_sub(self.switch_base)
+            .and_then(|k| self.switches.get_mut(k as usize))
+    }
+
+    /// BRFS's fit of a task on a server (§3.3.2), over CPU and memory as
+    /// shares of the server's capacity: smaller is better.
+    fn fit(&self, task: &Task, s: &ServerState) -> f64 {
+        let need = [
+            cpu_of(task) / s.capacity.max(f64::MIN_POSITIVE),
+            task.memory_mb as f64 / s.spec.memory_mb.max(1) as f64,
+        ];
+        let free = [
+            1.0 - s.cpu_used / s.capacity.max(f64::MIN_POSITIVE),
+            1.0 - s.memory_used as f64 / s.spec.memory_mb.max(1) as f64,
+        ];
+        match self.choice {
+            Choice::FitNorm => need.iter().zip(free).map(|(a, c)| (a - c) * (a - c)).sum(),
+            _ => need.iter().zip(free).map(|(a, c)| a * c).sum(),
+        }
+    }
+
+    /// Reserves a flow on every link of its path (all or nothing) and
+    /// counts it on its switches.
+    fn book(&mut self, f: &Flow) -> Result<(), ()> {
+        let ids = self.links.route(&f.route).ok_or(())?;
+        let bw = f.bandwidth.bps();
+        if !ids.iter().all(|&l| self.links.fits(l, bw)) {
+            return Err(());
+        }
+        for l in ids {
+            self.links.free[l] -= bw;
+        }
+        self.count_flow(&f.route, true);
+        self.booked += 1;
+        Ok(())
+    }
+
+    fn unbook(&mut self, f: &Flow) {
+        if let Some(ids) = self.links.route(&f.route) {
+            for l in ids {
+                self.links.free[l] += f.bandwidth.bps();
+            }
+        }
+        self.count_flow(&f.route, false);
+    }
+
+    fn count_flow(&mut self, route: &Route, add: bool) {
+        for &n in route.nodes() {
+            let Some(sw) = self.switch_mut(n) else {
+                continue;
+            };
+            let before = sw.flows;
+            sw.flows = if add {
+                before + 1
+            } else {
+                before.saturating_sub(1)
+            };
+            let flipped = (before == 0) != (sw.flows == 0);
+            if flipped && let Some(under) = self.under_access.get(&n).cloned() {
+                for i in under {
+                    self.refresh(i);
+                }
+            }
+        }
+    }
+
+    pub fn finish(&self, out: &mut Metrics) {
+        out.add("energy_placements", self.placed);
+        out.add("energy_server_wakeups_chosen", self.woken);
+        out.add("flows_internal", self.internal_flows);
+        out.add("flows_internal_refused", self.internal_refused);
+        out.add("placements_deferred", self.deferred);
+        out.add("flows_reserved", self.booked);
+        let bps: u64 = self
+            .running
+            .values()
+            .flat_map(|r| &r.flows)
+            .map(|f| (f.route.hops() as u64).saturating_mul(f.bandwidth.bps()))
+            .sum();
+        out.add(
+            "flows_active_end",
+            self.running.values().map(|r| r.flows.len() as u64).sum(),
+        );
+        out.add("reserved_link_bps_end", bps);
+    }
+}
+
+/// The best core switch above each aggregation switch for one task, per
+/// bandwidth (a few distinct values: one per server capacity).
+#[derive(Default)]
+struct CoreCache(BTreeMap<(u32, u64), Option<u32>>);
+
+impl CoreCache {
+    fn get(&self, agg: u32, bw: u64) -> Option<Option<u32>> {
+        self.0.get(&(agg, bw)).copied()
+    }
+
+    fn put(&mut self, agg: u32, bw: u64, core: Option<u32>) {
+        self.0.insert((agg, bw), core);
+    }
+}
+
+fn fits(task: &Task, cpu: f64, s: &ServerState) -> bool {
+    s.tasks + task.cores <= s.spec.slots
+        && s.cpu_used + cpu <= s.capacity + 1e-9
+        && s.memory_used + task.memory_mb <= s.spec.memory_mb
+}
+
+/// The CPU a task asks for, normalised to the reference machine: its
+/// declared requirement, or one core of the reference machine per thread.
+fn cpu_of(task: &Task) -> f64 {
+    if task.cpu_ppm > 0 {
+        f64::from(task.cpu_ppm) / 1e6
+    } else {
+        f64::from(task.cores) / 8.0
+    }
+}
+
+/// Its execution time on `s` with the co-runners already there: processor
+/// sharing, at most one core each (thesis eq. 6.2).
+fn exec_time(task: &Task, s: &ServerState) -> f64 {
+    let share = (f64::from(s.spec.cores) / f64::from(s.tasks + 1)).min(1.0);
+    task.service_ns as f64 / 1e9 / (s.spec.core_speed * share).max(f64::MIN_POSITIVE)
+}
+
+/// `bytes` over the task's shortest execution time on `s` (its work on all
+/// of the server's cores, §4.2.2), in bits/s; at least 1 b/s so that every
+/// flow holds its path.
+fn bandwidth_bps(bytes: u64, work_ns: u64, s: &ServerState) -> u64 {
+    if bytes == 0 {
+        return 0;
+    }
+    let t_min =
+        work_ns as f64 / 1e9 / (s.spec.core_speed * f64::from(s.spec.cores)).max(f64::MIN_POSITIVE);
+    ((bytes as f64 * 8.0 / t_min.max(1e-3)).ceil() as u64).max(1)
+}
+
+fn sort_value(task: &Task, key: SortKey) -> f64 {
+    match key {
+        SortKey::Memory => task.memory_mb as f64,
+        SortKey::Cpu => cpu_of(task),
+        SortKey::Network => task.job.map_or(task.flow_bps as f64, |j| {
+            (j.external_bytes + j.internal_bytes) as f64
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::actor_rng;
+    use crate::model::JobRef;
+    use dcemu_topology::{Attach, TopologyConfig, TopologyKind};
+
+    /// Four servers (ids 0–3) on two access switches of one pod under two
+    /// aggregation and two core switches: servers 0, 1 on one access
+    /// switch, 2, 3 on the other.
+    fn network() -> Network {
+        let cfg = TopologyConfig {
+            kind: TopologyKind::ThreeTier,
+            core: 2,
+            aggregation: 2,
+            access: 2,
+            ..TopologyConfig::default()
+        };
+        Network::build(&cfg, &[Attach::Rack; 4]).unwrap()
+    }
+
+    fn stage(placement: PlacementKind, net: &Network) -> EnergyStage {
+        let cfg = SchedulerConfig {
+            placement,
+            ..SchedulerConfig::default()
+        };
+        let servers = (0..4)
+            .map(|i| EnergyServer {
+                id: ActorId(i),
+                slots: 1000,
+                cores: 8,
+                core_speed: 1.0,
+                memory_mb: 64_000,
+                idle_w: 162.0,
+                peak_w: 301.0,
+            })
+            .collect();
+        EnergyStage::new(&cfg, net, servers, true, (30_000_000_000, 0))
+    }
+
+    fn task(id: TaskId, cpu: f64, job: Option<JobRef>) -> Task {
+        Task {
+            id,
+            tenant: ActorId(9),
+            submitted_at: 0,
+            service_ns: 60_000_000_000,
+            flow_bps: 0,
+            app: None,
+            priority: 0,
+            memory_mb: 1_000,
+            cores: 1,
+            first_start: None,
+            total_ns: 60_000_000_000,
+            evictions: 0,
+            priority_evictions: 0,
+            cpu_ppm: (cpu * 1e6) as u32,
+            job,
+        }
+    }
+
+    fn job(id: TaskId, master: bool) -> Option<JobRef> {
+        Some(JobRef {
+            id,
+            master,
+            external_bytes: 10_000_000,
+            internal_bytes: if master { 0 } else { 5_000_000 },
+        })
+    }
+
+    fn servers_of(placed: &[Placed]) -> Vec<u32> {
+        placed.iter().map(|p| p.server.0).collect()
+    }
+
+    #[test]
+    fn gems_shares_an_awake_server_rather_than_waking_another() {
+        let net = network();
+        let mut s = stage(PlacementKind::Gems, &net);
+        let mut rng = actor_rng(1, "t");
+        s.enqueue(task(1, 0.1, None));
+        assert_eq!(servers_of(&s.schedule(&net, &mut rng)), vec![0]);
+        s.enqueue(task(2, 0.1, None));
+        assert_eq!(
+            servers_of(&s.schedule(&net, &mut rng)),
+            vec![0],
+            "the wake-up (30 s at peak power) costs more than sharing"
+        );
+    }
+
+    #[test]
+    fn gems_spreads_once_sharing_slows_tasks_more_than_a_wake_up_costs() {
+        let net = network();
+        let mut s = stage(PlacementKind::Gems, &net);
+        let mut rng = actor_rng(2, "t");
+        for id in 0..40 {
+            s.enqueue(task(id, 0.02, None));
+        }
+        let placed = s.schedule(&net, &mut rng);
+        assert_eq!(placed.len(), 40);
+        let on: BTreeSet<u32> = servers_of(&placed).into_iter().collect();
+        assert!(on.len() > 1, "40 tasks on 8 cores run 5x slower: {on:?}");
+    }
+
+    #[test]
+    fn capacity_and_memory_bound_a_server() {
+        let net = network();
+        let mut s = stage(PlacementKind::Beps, &net);
+        let mut rng = actor_rng(3, "t");
+        for id in 0..3 {
+            s.enqueue(task(id, 0.4, None));
+        }
+        let placed = s.schedule(&net, &mut rng);
+        assert_eq!(
+            servers_of(&placed),
+            vec![0, 0, 1],
+            "0.4 + 0.4 fits, a third does not"
+        );
+        let mut big = task(9, 0.01, None);
+        big.memory_mb = 70_000;
+        s.enqueue(big);
+        assert!(s.schedule(&net, &mut rng).is_empty());
+        assert_eq!(s.queued(), 1, "it waits for the next slot");
+    }
+
+    #[test]
+    fn rrs_goes_round_the_servers() {
+        let net = network();
+        let mut s = stage(PlacementKind::Rrs, &net);
+        let mut rng = actor_rng(4, "t");
+        for id in 0..5 {
+            s.enqueue(task(id, 0.1, None));
+        }
+        assert_eq!(servers_of(&s.schedule(&net, &mut rng)), vec![0, 1, 2, 3, 0]);
+    }
+
+    #[test]
+    fn workers_reach_their_master_and_every_flow_is_released() {
+        let net = network();
+        let mut s = stage(PlacementKind::Rrs, &net);
+        let mut rng = actor_rng(5, "t");
+        s.enqueue(task(10, 0.1, job(10, true)));
+        s.enqueue(task(11, 0.1, job(10, false)));
+        s.enqueue(task(12, 0.1, job(10, false)));
+        let placed = s.schedule(&net, &mut rng);
+        assert_eq!(servers_of(&placed), vec![0, 1, 2]);
+        let flows: Vec<&Flow> = placed.iter().flat_map(|p| &p.flows).collect();
+        assert_eq!(flows.len(), 5, "three external, two internal");
+        let internal: Vec<&&Flow> = flows
+            .iter()
+            .filter(|f| f.route.dst() == 0 && f.route.src() != f.route.dst())
+            .filter(|f| !net.is_switch(f.route.src()))
+            .collect();
+        assert_eq!(internal.len(), 2, "both workers to the master's server");
+        let full: Vec<u64> = s.links.free.clone();
+        assert!(s.switches.iter().any(|sw| sw.flows > 0));
+        for (id, server) in [(11, 1), (10, 0), (12, 2)] {
+            s.release(id, ActorId(server));
+        }
+        assert!(s.switches.iter().all(|sw| sw.flows == 0));
+        let fresh = Links::new(&net);
+        assert_eq!(s.links.free, fresh.free, "every link is free again");
+        assert_ne!(full, fresh.free);
+    }
+
+    #[test]
+    fn a_worker_placed_before_its_master_connects_when_the_master_lands() {
+        let net = network();
+        let mut s = stage(PlacementKind::Gems, &net);
+        let mut rng = actor_rng(6, "t");
+        s.enqueue(task(21, 0.1, job(20, false)));
+        assert_eq!(s.schedule(&net, &mut rng)[0].flows.len(), 1);
+        s.enqueue(task(20, 0.1, job(20, true)));
+        let placed = s.schedule(&net, &mut rng);
+        if placed[0].server == ActorId(0) {
+            assert_eq!(placed[0].flows.len(), 1, "same server: no internal flow");
+        } else {
+            assert_eq!(placed[0].flows.len(), 2, "its own and the worker's");
+        }
+    }
+
+    #[test]
+    fn pruned_candidates_choose_what_a_full_scan_would() {
+        // Cold servers of one kind under cold switches are interchangeable:
+        // the lowest-numbered stands for all, as a full scan's first
+        // minimum would.
+        let net = network();
+        let mut s = stage(PlacementKind::Gems, &net);
+        assert_eq!(
+            s.candidates(),
+            vec![0],
+            "one kind, one pod: one stands for all"
+        );
+        let mut rng = actor_rng(7, "t");
+        s.enqueue(task(1, 0.1, job(1, true)));
+        s.schedule(&net, &mut rng);
+        assert_eq!(
+            s.candidates(),
+            vec![0, 1, 2],
+            "server 0 in use, 1 under a switch in use, 2 for the cold rest"
+        );
+        s.release(1, ActorId(0));
+        assert_eq!(s.candidates(), vec![0]);
+    }
+}
