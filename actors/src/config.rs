@@ -108,6 +108,13 @@ pub struct TenantConfig {
     /// `flow_bandwidth` and trace arrivals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mapreduce: Option<MapReduceConfig>,
+    /// Each arrival is one TPC-DS-like DAG job drawn from a set of job
+    /// templates, submitted stage by stage (harvesting §4.1, §6.1,
+    /// [`crate::google::DagJobs`]); exclusive with `service`,
+    /// `applications`, `google_memory_gb`, `synthetic`, `mapreduce`,
+    /// `priority`, `flow_bandwidth` and trace arrivals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dag_jobs: Option<DagJobsConfig>,
     /// Submit applications of the `[applications]` catalog instead of plain
     /// tasks: in catalog order (`sequential`) or drawn at random (`random`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -294,6 +301,175 @@ impl MapReduceConfig {
             reference_cores: self.reference_cores,
             tasks_per_job: self.tasks_per_job,
         }
+    }
+}
+
+/// `tenants.dag_jobs`: TPC-DS-like DAG jobs (harvesting §4.1, §6.1). At
+/// start the tenant draws `templates` job templates, each a DAG of stages
+/// with a task count and a per-task work drawn once (log-uniform in the
+/// ranges below); every arrival runs one template picked uniformly. A
+/// stage's tasks are submitted when all its parent stages are done. Each
+/// task tells the scheduler its job, the job's maximum concurrency (BFS
+/// over the DAG) and the job's length type from the template's last run
+/// (short below `short_below`, long from `long_from`, medium between and
+/// before any run).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DagJobsConfig {
+    /// Distinct job templates (the testbed's 52 TPC-DS queries, §6.1).
+    pub templates: u32,
+    /// Stages per template, uniform in `[stages_min, stages_max]`.
+    #[serde(default = "default_dag_stages_min")]
+    pub stages_min: u32,
+    #[serde(default = "default_dag_stages_max")]
+    pub stages_max: u32,
+    /// Tasks per stage, log-uniform in `[tasks_min, tasks_max]`.
+    #[serde(default = "default_dag_tasks_min")]
+    pub tasks_min: u32,
+    #[serde(default = "default_dag_tasks_max")]
+    pub tasks_max: u32,
+    /// Work of each task of a stage (alone on one core of speed 1),
+    /// log-uniform in `[task_time_min, task_time_max]`.
+    #[serde(default = "default_dag_task_time_min")]
+    pub task_time_min: Duration,
+    #[serde(default = "default_dag_task_time_max")]
+    pub task_time_max: Duration,
+    /// Memory of every task, GB. Default 0.
+    #[serde(default)]
+    pub memory_gb: f64,
+    /// A template whose last run took less than this is a short job (§6.1: 173 s).
+    #[serde(default = "default_short_below")]
+    pub short_below: Duration,
+    /// ... and from this on a long one (§6.1: 433 s).
+    #[serde(default = "default_long_from")]
+    pub long_from: Duration,
+    /// What the tenant knows of its templates before their first run:
+    /// `none` (each first run is a medium job, §4.1) or `ideal` (as if each
+    /// had run once alone on an idle cluster: its critical path).
+    #[serde(default)]
+    pub history: DagHistory,
+}
+
+/// `tenants.dag_jobs.history`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DagHistory {
+    #[default]
+    None,
+    Ideal,
+}
+
+fn default_dag_stages_min() -> u32 {
+    2
+}
+fn default_dag_stages_max() -> u32 {
+    8
+}
+fn default_dag_tasks_min() -> u32 {
+    4
+}
+fn default_dag_tasks_max() -> u32 {
+    100
+}
+fn default_dag_task_time_min() -> Duration {
+    Duration::from_secs(10)
+}
+fn default_dag_task_time_max() -> Duration {
+    Duration::from_secs(300)
+}
+fn default_short_below() -> Duration {
+    Duration::from_secs(173)
+}
+fn default_long_from() -> Duration {
+    Duration::from_secs(433)
+}
+
+/// Most templates, stages per template and tasks per stage of `dag_jobs`.
+pub const MAX_DAG_TEMPLATES: u32 = 10_000;
+pub const MAX_DAG_STAGES: u32 = 64;
+pub const MAX_DAG_TASKS: u32 = 100_000;
+
+impl DagJobsConfig {
+    /// Field problems, relative to `dag_jobs`.
+    fn problems(&self) -> Vec<Problem> {
+        let mut out = Vec::new();
+        let mut push = |f: &str, p: String| out.push((format!("dag_jobs.{f}"), p));
+        if !(1..=MAX_DAG_TEMPLATES).contains(&self.templates) {
+            push(
+                "templates",
+                format!(
+                    "must be between 1 and {MAX_DAG_TEMPLATES}, got {}",
+                    self.templates
+                ),
+            );
+        }
+        if !(1..=MAX_DAG_STAGES).contains(&self.stages_min) {
+            push(
+                "stages_min",
+                format!(
+                    "must be between 1 and {MAX_DAG_STAGES}, got {}",
+                    self.stages_min
+                ),
+            );
+        }
+        if !(self.stages_min..=MAX_DAG_STAGES).contains(&self.stages_max) {
+            push(
+                "stages_max",
+                format!(
+                    "must be between stages_min ({}) and {MAX_DAG_STAGES}, got {}",
+                    self.stages_min, self.stages_max
+                ),
+            );
+        }
+        if !(1..=MAX_DAG_TASKS).contains(&self.tasks_min) {
+            push(
+                "tasks_min",
+                format!(
+                    "must be between 1 and {MAX_DAG_TASKS}, got {}",
+                    self.tasks_min
+                ),
+            );
+        }
+        if !(self.tasks_min..=MAX_DAG_TASKS).contains(&self.tasks_max) {
+            push(
+                "tasks_max",
+                format!(
+                    "must be between tasks_min ({}) and {MAX_DAG_TASKS}, got {}",
+                    self.tasks_min, self.tasks_max
+                ),
+            );
+        }
+        if self.task_time_min == Duration::ZERO {
+            push("task_time_min", "must be greater than 0".into());
+        }
+        if self.task_time_max < self.task_time_min {
+            push(
+                "task_time_max",
+                format!(
+                    "must be at least task_time_min ({}), got {}",
+                    self.task_time_min, self.task_time_max
+                ),
+            );
+        }
+        if !(self.memory_gb.is_finite() && self.memory_gb >= 0.0) {
+            push(
+                "memory_gb",
+                format!(
+                    "must be a non-negative number of GB, got {}",
+                    self.memory_gb
+                ),
+            );
+        }
+        if self.long_from <= self.short_below {
+            push(
+                "long_from",
+                format!(
+                    "must be after short_below ({}), got {}",
+                    self.short_below, self.long_from
+                ),
+            );
+        }
+        out
     }
 }
 
@@ -512,6 +688,35 @@ pub struct SchedulerConfig {
     /// BEPS: the dimension its queue is sorted by (thesis §3.3.1).
     #[serde(default)]
     pub sort_by: SortKey,
+    /// YARN-H: how often the clustering service re-clusters the primary
+    /// tenants (harvesting §4.1 does it daily; default 1h).
+    #[serde(default = "default_cluster_every")]
+    pub cluster_every: Duration,
+    /// YARN-H: the utilisation history the clustering looks at (default
+    /// 24h); a tenant keeps its configured pattern, average and peak until
+    /// a whole window of it has been observed.
+    #[serde(default = "default_cluster_window")]
+    pub cluster_window: Duration,
+    /// YARN-H: most k-means classes within each pattern (default 4).
+    #[serde(default = "default_cluster_classes")]
+    pub cluster_classes: u32,
+    /// YARN-H: weights of the first, second and third ranked pattern for a
+    /// job's length type (Algorithm 1's W; default 3, 2, 1).
+    #[serde(default = "default_rank_weights")]
+    pub rank_weights: [f64; 3],
+}
+
+fn default_cluster_every() -> Duration {
+    Duration::from_secs(3600)
+}
+fn default_cluster_window() -> Duration {
+    Duration::from_secs(24 * 3600)
+}
+fn default_cluster_classes() -> u32 {
+    4
+}
+fn default_rank_weights() -> [f64; 3] {
+    [3.0, 2.0, 1.0]
 }
 
 fn default_slot_interval() -> Duration {
@@ -642,6 +847,10 @@ impl Default for SchedulerConfig {
             production_priority: default_production_priority(),
             middle_priority: default_middle_priority(),
             sort_by: SortKey::default(),
+            cluster_every: default_cluster_every(),
+            cluster_window: default_cluster_window(),
+            cluster_classes: default_cluster_classes(),
+            rank_weights: default_rank_weights(),
         }
     }
 }
@@ -767,6 +976,36 @@ impl SchedulerConfig {
             if self.slot_interval.as_nanos() == 0 {
                 push("slot_interval", "must be longer than 0s".into());
             }
+        }
+        if self.placement.reads_primary_use() && self.report_interval.as_nanos() == 0 {
+            push(
+                "report_interval",
+                format!(
+                    "placement = \"{}\" reads the primary tenants' use from the servers' reports: set report_interval (e.g. \"3s\", YARN's heartbeat)",
+                    self.placement.name()
+                ),
+            );
+        }
+        if self.cluster_every.as_nanos() == 0 {
+            push("cluster_every", "must be longer than 0s".into());
+        }
+        if self.cluster_window.as_nanos() == 0 {
+            push("cluster_window", "must be longer than 0s".into());
+        }
+        if !(1..=100).contains(&self.cluster_classes) {
+            push(
+                "cluster_classes",
+                format!("must be between 1 and 100, got {}", self.cluster_classes),
+            );
+        }
+        let w = self.rank_weights;
+        if !(w.iter().all(|v| v.is_finite() && *v > 0.0) && w[0] >= w[1] && w[1] >= w[2]) {
+            push(
+                "rank_weights",
+                format!(
+                    "must be three positive numbers, highest rank first (non-increasing), got {w:?}"
+                ),
+            );
         }
         if self.middle_priority > self.production_priority {
             push(
@@ -931,9 +1170,34 @@ pub enum PlacementKind {
     BrfsNorm,
     /// Round Robin Scheduling with best energy paths (§3.3.3).
     Rrs,
+    /// Stock YARN (harvesting §6.1): blind to primary tenants; a container
+    /// goes to a server with a free slot, with probability proportional to
+    /// its free slots. Its node managers do not kill for primary tenants.
+    YarnStock,
+    /// Primary-tenant-aware YARN (§5.3, §6.1): a server's primary use and
+    /// reserve (from its reports) are unavailable; placement proportional
+    /// to what is left.
+    YarnPt,
+    /// YARN-H/Tez-H (§4.1, §5.3): Algorithm 1 picks utilisation classes
+    /// per job, then YARN-PT's placement within them.
+    YarnH,
 }
 
 impl PlacementKind {
+    /// Whether the placement reads the primary tenants' use from the
+    /// servers' reports (YARN-PT, YARN-H).
+    pub fn reads_primary_use(self) -> bool {
+        matches!(self, PlacementKind::YarnPt | PlacementKind::YarnH)
+    }
+
+    /// The value as written in a scenario.
+    pub fn name(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+
     /// Whether this is one of the thesis's energy-aware placements, which
     /// admit by CPU, memory and bandwidth and reserve network paths.
     pub fn energy_aware(self) -> bool {
@@ -1141,10 +1405,11 @@ impl TenantConfig {
                     || self.google_memory_gb.is_some()
                     || self.synthetic.is_some()
                     || self.mapreduce.is_some()
+                    || self.dag_jobs.is_some()
                 {
                     out.push((
                         "arrivals.trace".into(),
-                        "a trace gives every task's duration and application: remove `service`, `applications`, `google_memory_gb`, `synthetic` and `mapreduce`".into(),
+                        "a trace gives every task's duration and application: remove `service`, `applications`, `google_memory_gb`, `synthetic`, `mapreduce` and `dag_jobs`".into(),
                     ));
                 }
                 if self.count != 1 {
@@ -1217,11 +1482,33 @@ impl TenantConfig {
                 ));
             }
         }
+        if let Some(dag) = &self.dag_jobs {
+            out.extend(dag.problems());
+            if self.service.is_some()
+                || self.applications.is_some()
+                || self.google_memory_gb.is_some()
+                || self.synthetic.is_some()
+                || self.mapreduce.is_some()
+                || self.priority != 0
+            {
+                out.push((
+                    "dag_jobs".into(),
+                    "a DAG job's templates set its tasks' work: remove `service`, `applications`, `google_memory_gb`, `synthetic`, `mapreduce` and `priority`".into(),
+                ));
+            }
+            if self.flow_bandwidth.is_some() {
+                out.push((
+                    "flow_bandwidth".into(),
+                    "DAG jobs reserve no bandwidth: remove `flow_bandwidth`".into(),
+                ));
+            }
+        }
         match (&self.service, self.applications) {
             _ if a.process == ArrivalProcess::Trace
                 || self.google_memory_gb.is_some()
                 || self.synthetic.is_some()
-                || self.mapreduce.is_some() => {}
+                || self.mapreduce.is_some()
+                || self.dag_jobs.is_some() => {}
             (Some(service), None) if service.mean == Duration::ZERO => {
                 out.push(("service.mean".into(), "must be greater than 0".into()));
             }
@@ -1309,6 +1596,10 @@ pub struct PrimaryTenantConfig {
     /// (correlated reimages, §3.3); the others hit one server. Default 0.3.
     #[serde(default = "default_correlation")]
     pub reimage_correlation: f64,
+    /// AutoPilot environment it belongs to (harvesting §3.1); HDFS-H puts no
+    /// two replicas of a block in one environment (§4.2). Default: its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
 }
 
 /// `primary_tenants.pattern` (harvesting §3.2).
@@ -1369,6 +1660,9 @@ impl PrimaryTenantConfig {
         if let Some(p) = name_problem(&self.name) {
             out.push(("name".into(), p));
         }
+        if let Some(p) = self.environment.as_deref().and_then(name_problem) {
+            out.push(("environment".into(), p));
+        }
         if self.servers == 0 {
             out.push(("servers".into(), "must be at least 1".into()));
         }
@@ -1409,6 +1703,148 @@ impl PrimaryTenantConfig {
             if d == Duration::ZERO {
                 out.push((field.into(), "must be greater than 0".into()));
             }
+        }
+        out
+    }
+}
+
+/// `[storage]`: harvested block storage and its name node (harvesting §4.2,
+/// §5.1, §5.4, §6.4). Every field is documented in `scenarios/README.md`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageConfig {
+    /// Replica placement: stock HDFS, HDFS-PT or HDFS-H.
+    #[serde(default)]
+    pub placement: StoragePlacement,
+    /// Replicas per block (§6.4 studies 3 and 4).
+    #[serde(default = "default_storage_replicas")]
+    pub replicas: u32,
+    /// Blocks created at time 0, each by a random server.
+    pub blocks: u64,
+    /// Size of a block, MB (HDFS: 256, §5.1).
+    #[serde(default = "default_block_mb")]
+    pub block_mb: u64,
+    /// Re-replication budget per source server, blocks per hour (§5.1: 30).
+    #[serde(default = "default_rereplicate")]
+    pub rereplicate_per_hour: u32,
+    /// Client reads of uniformly random blocks per second (0: none).
+    #[serde(default)]
+    pub read_rate_per_s: f64,
+    /// A data node is busy (denies accesses, §5.4) while its primary tenant
+    /// uses more than this share of its cores; default: while it eats into
+    /// its reserve (more than cores − reserve_cores in use).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_above: Option<f64>,
+    /// Servers per rack in a flat network (three-tier: the access switch).
+    #[serde(default = "default_rack_size")]
+    pub rack_size: u32,
+}
+
+/// `storage.placement`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StoragePlacement {
+    /// Rack-aware default of stock HDFS (§5.1), blind to primary tenants.
+    #[default]
+    HdfsStock,
+    /// The same, never on (or from) a busy data node (§5.4).
+    HdfsPt,
+    /// Algorithm 2 (§4.2) on top of HDFS-PT's busy awareness.
+    HdfsH,
+}
+
+impl StoragePlacement {
+    pub fn name(self) -> &'static str {
+        match self {
+            StoragePlacement::HdfsStock => "hdfs-stock",
+            StoragePlacement::HdfsPt => "hdfs-pt",
+            StoragePlacement::HdfsH => "hdfs-h",
+        }
+    }
+
+    /// Whether busy data nodes are left out as destinations and sources.
+    pub fn avoids_busy(self) -> bool {
+        self != StoragePlacement::HdfsStock
+    }
+}
+
+/// Most replicas per block.
+pub const MAX_REPLICAS: u32 = 8;
+/// Most replicas a run may hold in all (memory guard: 4 bytes each, twice).
+pub const MAX_STORED_REPLICAS: u64 = 200_000_000;
+
+fn default_storage_replicas() -> u32 {
+    3
+}
+fn default_block_mb() -> u64 {
+    256
+}
+fn default_rereplicate() -> u32 {
+    30
+}
+fn default_rack_size() -> u32 {
+    20
+}
+
+impl StorageConfig {
+    /// Field problems, relative to `storage`.
+    pub fn problems(&self) -> Vec<Problem> {
+        let mut out: Vec<Problem> = Vec::new();
+        if !(1..=MAX_REPLICAS).contains(&self.replicas) {
+            out.push((
+                "replicas".into(),
+                format!(
+                    "must be between 1 and {MAX_REPLICAS}, got {}",
+                    self.replicas
+                ),
+            ));
+        }
+        if self.blocks > u64::from(u32::MAX - 1) {
+            out.push((
+                "blocks".into(),
+                format!("must be below {}, got {}", u32::MAX - 1, self.blocks),
+            ));
+        } else if self.blocks.saturating_mul(u64::from(self.replicas)) > MAX_STORED_REPLICAS {
+            out.push((
+                "blocks".into(),
+                format!(
+                    "{} blocks × {} replicas exceed the limit of {MAX_STORED_REPLICAS} replicas",
+                    self.blocks, self.replicas
+                ),
+            ));
+        }
+        if self.block_mb == 0 {
+            out.push(("block_mb".into(), "must be at least 1".into()));
+        }
+        if !(1..=3600).contains(&self.rereplicate_per_hour) {
+            out.push((
+                "rereplicate_per_hour".into(),
+                format!(
+                    "must be between 1 and 3600 blocks per hour per server, got {}",
+                    self.rereplicate_per_hour
+                ),
+            ));
+        }
+        if !(self.read_rate_per_s.is_finite() && (0.0..=1e6).contains(&self.read_rate_per_s)) {
+            out.push((
+                "read_rate_per_s".into(),
+                format!(
+                    "must be between 0 and 1000000 reads per second, got {}",
+                    self.read_rate_per_s
+                ),
+            ));
+        }
+        if let Some(b) = self
+            .busy_above
+            .filter(|b| !(b.is_finite() && (0.0..=1.0).contains(b)))
+        {
+            out.push((
+                "busy_above".into(),
+                format!("must be between 0 and 1 (a share of the cores), got {b}"),
+            ));
+        }
+        if self.rack_size == 0 {
+            out.push(("rack_size".into(), "must be at least 1".into()));
         }
         out
     }

@@ -3,7 +3,8 @@
 //! ([`draw`]), the synthetic workloads of thesis Table 9.4
 //! ([`Synthetic::draw`], W-D and W-E), and jobs of such tasks with CPU
 //! requirements and flow sizes, the MapReduce-like workload of thesis §4
-//! ([`MapReduce`]).
+//! ([`MapReduce`]); and TPC-DS-like DAG jobs for the harvesting testbed
+//! ([`DagJobs`], harvesting §4.1, §6.1).
 //!
 //! All draw a task's priority class in proportion to the class's share of
 //! tasks in Table 5.2. Class 7 has no demand figures in the table and is left
@@ -21,9 +22,10 @@
 //! (§7.3, Table 7.2) fit `Δ · N_c`.
 
 use rand::RngCore;
+use serde::{Deserialize, Serialize};
 
 use crate::flow_sizes;
-use crate::sampling::{exponential, uniform_open0};
+use crate::sampling::{exponential, index, to_nanos, uniform_open0};
 
 /// One row of Table 5.2: class, share of tasks (%), CPU demand (cpu·s),
 /// memory demand (ram·s), CPU usage, memory usage (both normalised).
@@ -239,6 +241,208 @@ impl Synthetic {
     }
 }
 
+/// A DAG job's length type (harvesting §4.1, Algorithm 1 line 3): how
+/// long the last run of its template took against two thresholds; a
+/// template that never ran is medium.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobLength {
+    Short,
+    Medium,
+    Long,
+}
+
+impl JobLength {
+    pub const ALL: [JobLength; 3] = [JobLength::Short, JobLength::Medium, JobLength::Long];
+
+    /// The type of a job whose template last ran for `last_ns` (none: never
+    /// ran): short below `short_below_ns`, long from `long_from_ns`.
+    pub fn of(last_ns: Option<u64>, short_below_ns: u64, long_from_ns: u64) -> JobLength {
+        match last_ns {
+            None => JobLength::Medium,
+            Some(t) if t < short_below_ns => JobLength::Short,
+            Some(t) if t >= long_from_ns => JobLength::Long,
+            Some(_) => JobLength::Medium,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            JobLength::Short => "short",
+            JobLength::Medium => "medium",
+            JobLength::Long => "long",
+        }
+    }
+}
+
+/// A task's place in a DAG job, as the job's application master (Tez-H,
+/// harvesting §5.3) tells the resource manager with each container request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DagRef {
+    /// The job: the id of its first task.
+    pub job: u64,
+    pub template: u32,
+    pub stage: u32,
+    /// J.req: the most containers the job runs at once, by a
+    /// breadth-first traversal of its DAG (§4.1, Algorithm 1 line 4).
+    pub req: u32,
+    /// J.type (§4.1, Algorithm 1 line 3).
+    pub length: JobLength,
+}
+
+/// One stage (a Tez vertex) of a job template: `tasks` tasks of `work_ns`
+/// each, which start once all `parents` are done.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stage {
+    pub tasks: u32,
+    pub work_ns: u64,
+    /// Earlier stages (indices below this one's) whose output it reads.
+    pub parents: Vec<u32>,
+}
+
+/// A job template: stages in topological order (every parent before its
+/// children), one sink.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Template {
+    pub stages: Vec<Stage>,
+}
+
+impl Template {
+    /// Each stage's children.
+    pub fn children(&self) -> Vec<Vec<u32>> {
+        let mut out = vec![Vec::new(); self.stages.len()];
+        for (j, s) in self.stages.iter().enumerate() {
+            for &p in &s.parents {
+                out[p as usize].push(j as u32);
+            }
+        }
+        out
+    }
+
+    /// The wave of each stage in a breadth-first traversal that visits a
+    /// stage once all its parents were visited (Kahn's algorithm): sources
+    /// are wave 0, a stage is one wave after its last parent. The stages of
+    /// one wave can run at the same time.
+    pub fn waves(&self) -> Vec<u32> {
+        let mut wave = vec![0u32; self.stages.len()];
+        for (j, s) in self.stages.iter().enumerate() {
+            wave[j] = s
+                .parents
+                .iter()
+                .map(|&p| wave[p as usize] + 1)
+                .max()
+                .unwrap_or(0);
+        }
+        wave
+    }
+
+    /// J.req (harvesting §4.1, Algorithm 1 line 4): the most tasks of one
+    /// breadth-first wave, the estimate of the containers the job needs at
+    /// once.
+    pub fn max_concurrency(&self) -> u32 {
+        let waves = self.waves();
+        let mut per_wave = vec![0u32; waves.iter().max().map_or(0, |w| *w as usize + 1)];
+        for (s, &w) in self.stages.iter().zip(&waves) {
+            per_wave[w as usize] = per_wave[w as usize].saturating_add(s.tasks);
+        }
+        per_wave.into_iter().max().unwrap_or(0)
+    }
+
+    /// The job's time alone on an idle cluster: its longest chain of
+    /// stages, each taking its tasks' work (all tasks at once, speed 1).
+    pub fn critical_path_ns(&self) -> u64 {
+        let mut done = vec![0u64; self.stages.len()];
+        for (j, s) in self.stages.iter().enumerate() {
+            let start = s
+                .parents
+                .iter()
+                .map(|&p| done[p as usize])
+                .max()
+                .unwrap_or(0);
+            done[j] = start.saturating_add(s.work_ns);
+        }
+        done.into_iter().max().unwrap_or(0)
+    }
+
+    /// Tasks of all stages.
+    pub fn tasks(&self) -> u64 {
+        self.stages.iter().map(|s| u64::from(s.tasks)).sum()
+    }
+}
+
+/// TPC-DS-like DAG jobs (harvesting §6.1: Hive queries that Tez runs as
+/// DAGs of relational tasks, Figure 7). A template has `S` stages, `S`
+/// uniform in `stages`: the first `1 + U{0, ⌊S/2⌋ − 1}` are scans (no
+/// parents; at least one stage is left to join them when `S ≥ 2`), each
+/// later stage reads the most recent unconsumed stage and, with
+/// probability 0.7, one more unconsumed stage drawn uniformly (a join),
+/// and the last stage reads every stage nobody read yet, so the DAG has one
+/// sink. Each stage's task count is log-uniform in `tasks` and its tasks'
+/// work log-uniform in `work_ns`, drawn once per template. The paper gives
+/// only the example of Figure 7 (query 19) and the job times of Figure 11;
+/// these shapes and ranges are this model's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DagJobs {
+    pub stages: (u32, u32),
+    pub tasks: (u32, u32),
+    pub work_ns: (u64, u64),
+}
+
+/// `exp` of a uniform draw between `ln lo` and `ln hi`.
+fn log_uniform(rng: &mut impl RngCore, lo: f64, hi: f64) -> f64 {
+    if hi <= lo {
+        return lo;
+    }
+    let (a, b) = (libm::log(lo), libm::log(hi));
+    libm::exp(a + (b - a) * uniform_open0(rng)).clamp(lo, hi)
+}
+
+impl DagJobs {
+    /// Draws one template.
+    pub fn template(&self, rng: &mut impl RngCore) -> Template {
+        let (lo, hi) = (
+            self.stages.0.max(1),
+            self.stages.1.max(self.stages.0.max(1)),
+        );
+        let n = lo + index(rng, hi - lo + 1);
+        let scans = if n < 2 {
+            1
+        } else {
+            1 + index(rng, (n / 2).max(1))
+        };
+        let mut open: Vec<u32> = Vec::new();
+        let mut stages = Vec::with_capacity(n as usize);
+        for j in 0..n {
+            let parents = if j < scans {
+                Vec::new()
+            } else if j == n - 1 {
+                std::mem::take(&mut open)
+            } else {
+                let mut parents = vec![open.pop().unwrap_or(j - 1)];
+                if !open.is_empty() && uniform_open0(rng) <= 0.7 {
+                    let k = index(rng, open.len() as u32) as usize;
+                    parents.push(open.remove(k));
+                }
+                parents.sort_unstable();
+                parents
+            };
+            let tasks = libm::round(log_uniform(
+                rng,
+                f64::from(self.tasks.0.max(1)),
+                f64::from(self.tasks.1.max(self.tasks.0.max(1))),
+            )) as u32;
+            let work = log_uniform(rng, self.work_ns.0.max(1) as f64, self.work_ns.1 as f64);
+            stages.push(Stage {
+                tasks: tasks.max(1),
+                work_ns: to_nanos(work).max(1),
+                parents,
+            });
+            open.push(j);
+        }
+        Template { stages }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -448,5 +652,106 @@ mod tests {
         let mut b = actor_rng(8, "mapreduce");
         let t = g.draw_task(&mut a, true);
         assert_eq!(t.task, draw(&mut b, 64.0, 8));
+    }
+
+    #[test]
+    fn max_concurrency_is_the_widest_breadth_first_wave() {
+        let stage = |tasks: u32, parents: &[u32]| Stage {
+            tasks,
+            work_ns: 1,
+            parents: parents.to_vec(),
+        };
+        // scans 0 (10), 1 (20), 2 (30); 3 joins 0 and 1 (5 tasks); 4 joins
+        // 3 and 2 (40): waves {0,1,2} = 60, {3} = 5, {4} = 40.
+        let t = Template {
+            stages: vec![
+                stage(10, &[]),
+                stage(20, &[]),
+                stage(30, &[]),
+                stage(5, &[0, 1]),
+                stage(40, &[2, 3]),
+            ],
+        };
+        assert_eq!(t.waves(), vec![0, 0, 0, 1, 2]);
+        assert_eq!(t.max_concurrency(), 60);
+        // stage 4 waits for 3 (wave 2) even though scan 2 feeds it directly
+        let t = Template {
+            stages: vec![
+                stage(10, &[]),
+                stage(20, &[0]),
+                stage(30, &[]),
+                stage(25, &[1]),
+                stage(15, &[3, 2]),
+            ],
+        };
+        assert_eq!(t.waves(), vec![0, 1, 0, 2, 3]);
+        assert_eq!(t.max_concurrency(), 40, "wave 0: 10 + 30");
+        let timed = Template {
+            stages: vec![
+                Stage {
+                    work_ns: 5,
+                    ..stage(1, &[])
+                },
+                Stage {
+                    work_ns: 7,
+                    ..stage(1, &[0])
+                },
+                Stage {
+                    work_ns: 20,
+                    ..stage(1, &[])
+                },
+                Stage {
+                    work_ns: 1,
+                    ..stage(1, &[1, 2])
+                },
+            ],
+        };
+        assert_eq!(timed.critical_path_ns(), 21, "20 + 1 beats 5 + 7 + 1");
+        assert_eq!(t.tasks(), 100);
+        let chain = Template {
+            stages: vec![stage(3, &[]), stage(7, &[0]), stage(2, &[1])],
+        };
+        assert_eq!(chain.max_concurrency(), 7);
+    }
+
+    #[test]
+    fn templates_are_connected_dags_with_one_sink_within_the_ranges() {
+        let g = DagJobs {
+            stages: (1, 8),
+            tasks: (4, 100),
+            work_ns: (10_000_000_000, 300_000_000_000),
+        };
+        let mut rng = actor_rng(9, "dag");
+        let mut sizes = [0u32; 9];
+        for _ in 0..2_000 {
+            let t = g.template(&mut rng);
+            let n = t.stages.len();
+            sizes[n] += 1;
+            assert!((1..=8).contains(&n));
+            for (j, s) in t.stages.iter().enumerate() {
+                assert!(s.parents.iter().all(|&p| (p as usize) < j), "{t:?}");
+                assert!((4..=100).contains(&s.tasks));
+                assert!((10_000_000_000..=300_000_000_000).contains(&s.work_ns));
+            }
+            let children = t.children();
+            let sinks = children.iter().filter(|c| c.is_empty()).count();
+            assert_eq!(sinks, 1, "one sink: {t:?}");
+            assert!(children[n - 1].is_empty());
+            assert!(n < 2 || !t.stages[n - 1].parents.is_empty());
+            let req = t.max_concurrency();
+            assert!(req >= t.stages.iter().map(|s| s.tasks).max().unwrap());
+            assert!(u64::from(req) <= t.tasks());
+        }
+        assert!(sizes[1..].iter().all(|&c| c > 150), "{sizes:?}");
+    }
+
+    #[test]
+    fn a_job_is_short_medium_or_long_by_its_last_run_and_medium_before() {
+        let (s, l) = (173_000_000_000, 433_000_000_000);
+        assert_eq!(JobLength::of(None, s, l), JobLength::Medium);
+        assert_eq!(JobLength::of(Some(s - 1), s, l), JobLength::Short);
+        assert_eq!(JobLength::of(Some(s), s, l), JobLength::Medium);
+        assert_eq!(JobLength::of(Some(l - 1), s, l), JobLength::Medium);
+        assert_eq!(JobLength::of(Some(l), s, l), JobLength::Long);
     }
 }

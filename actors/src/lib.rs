@@ -7,6 +7,7 @@
 //! scenario sections these actors read live in [`config`].
 
 mod accounting;
+pub mod clustering;
 pub mod config;
 pub mod device;
 pub mod disk;
@@ -15,6 +16,7 @@ pub mod google;
 pub mod ground_truth;
 pub mod kernel;
 pub mod model;
+pub mod namenode;
 pub mod net;
 pub mod primary;
 pub mod profiling;
@@ -23,6 +25,7 @@ pub mod scheduler;
 pub mod server;
 pub mod sharing;
 pub mod slot_plan;
+pub mod storage_placement;
 pub mod switch;
 pub mod tenant;
 pub mod trace;

@@ -12,11 +12,13 @@ use crate::kernel::actor_rng;
 use crate::trace::TraceTask;
 use serde::{Deserialize, Serialize};
 
+use crate::config::StorageConfig;
 use crate::config::{
     MemoryEviction, PlacementKind, PrimaryTenantConfig, SchedulerConfig, ServerTypeConfig,
     TenantConfig,
 };
 use crate::kernel::{Actor, ActorId, Ctx, Envelope, Metrics, ModelError};
+use crate::namenode::{NameNode, StorageLink};
 use crate::net::Packet;
 use crate::primary::PrimaryTenant;
 use crate::scheduler::{Scheduler, ServerSpec};
@@ -66,6 +68,8 @@ pub struct Task {
     pub cpu_ppm: u32,
     /// The MapReduce-like job it belongs to (thesis §4.2.2), if any.
     pub job: Option<JobRef>,
+    /// The DAG job it belongs to (harvesting §4.1, §6.1), if any.
+    pub dag: Option<crate::google::DagRef>,
 }
 
 /// A task's place in a MapReduce-like job (thesis §4.2.2): the job's tasks
@@ -121,6 +125,11 @@ pub enum Msg {
     /// Scheduler timer: the start of a time slot, when the slot stages
     /// schedule their queue (thesis §6.2.3.2).
     SlotTick,
+    /// Name node timer: each data node may send its next block copy
+    /// (harvesting §5.1's re-replication budget).
+    Rereplicate,
+    /// Name node timer at the end of the run: the last reads are due.
+    ReadTick,
 }
 
 impl Msg {
@@ -141,6 +150,8 @@ impl Msg {
             Msg::AdmissionTick => "admission_tick",
             Msg::Reclassified { .. } => "reclassified",
             Msg::SlotTick => "slot_tick",
+            Msg::Rereplicate => "rereplicate",
+            Msg::ReadTick => "read_tick",
         }
     }
 }
@@ -175,6 +186,12 @@ pub struct World {
     pub reclassify_time: SimTime,
     /// Relative noise of a profiling measurement (`scheduler.profile_noise`).
     pub profile_noise: f64,
+    /// Servers kill secondary tasks to keep their primary tenant's reserve
+    /// (harvesting §5.3); not under `yarn-stock`, whose node managers do
+    /// not know the primary tenants.
+    pub primary_kills: bool,
+    /// The name node and the busy rule, when the scenario has `[storage]`.
+    pub storage: Option<StorageLink>,
 }
 
 impl World {
@@ -195,6 +212,7 @@ pub enum Node {
     Primary(PrimaryTenant),
     Server(Box<Server>),
     Switch(Switch),
+    NameNode(Box<NameNode>),
 }
 
 impl Actor for Node {
@@ -207,6 +225,7 @@ impl Actor for Node {
             Node::Server(s) => s.start(ctx),
             Node::Scheduler(s) => s.start(ctx),
             Node::Switch(_) => Ok(()),
+            Node::NameNode(n) => n.start(ctx),
         }
     }
 
@@ -217,6 +236,7 @@ impl Actor for Node {
             Node::Primary(p) => p.handle(event.payload, ctx),
             Node::Server(s) => s.handle(event.payload, ctx),
             Node::Switch(s) => s.handle(event.payload, ctx),
+            Node::NameNode(n) => n.handle(event.payload, ctx),
         }
     }
 
@@ -227,6 +247,7 @@ impl Actor for Node {
             Node::Primary(p) => p.finish(out),
             Node::Server(s) => s.finish(end, out),
             Node::Switch(s) => s.finish(end, out),
+            Node::NameNode(n) => n.finish(out),
         }
         let in_flight = undelivered.iter().filter_map(|e| match &e.payload {
             Msg::Packet(p) => Some(&p.body),
@@ -251,6 +272,8 @@ pub struct ModelSpec<'a> {
     pub seed: u64,
     /// End of the run: tenants without a `stop` submit until then.
     pub end: SimTime,
+    /// `[storage]`: a name node and harvested block storage (harvesting §4.2).
+    pub storage: Option<&'a StorageConfig>,
 }
 
 /// Why a model could not be built.
@@ -295,11 +318,16 @@ pub struct Model {
 }
 
 /// Builds every actor of the scenario, in id order: the scheduler, the
-/// tenants in file order, the servers in file order, then the switches
-/// (core, aggregation, access). Names: `scheduler`, `tenant-<name>-<i>`,
-/// `server-<index>` (zero-padded to at least 4 digits), `switch-<tier>-<index>`.
+/// tenants in file order, the servers in file order, the name node (with
+/// `[storage]`), then the switches (core, aggregation, access). Names:
+/// `scheduler`, `tenant-<name>-<i>`, `server-<index>` (zero-padded to at
+/// least 4 digits), `namenode`, `switch-<tier>-<index>`.
 pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
-    let attach = host_attachments(spec.server_types, spec.tenants, spec.primary_tenants);
+    let mut attach = host_attachments(spec.server_types, spec.tenants, spec.primary_tenants);
+    if spec.storage.is_some() {
+        // the name node runs on a dedicated machine (harvesting §5.2), outside the racks
+        attach.push(Attach::Core);
+    }
     let network = Network::build(spec.topology, &attach)?;
     let servers: u32 = spec.server_types.iter().map(|s| s.count).sum();
     let mut names = vec!["scheduler".to_string()];
@@ -323,6 +351,10 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
     let types: Vec<&ServerTypeConfig> = server_types.iter().map(|(_, st)| *st).collect();
     let slots = slot_plan::plan(spec.scheduler, &types, spec.tenants, spec.traces)
         .map_err(BuildError::SlotConfig)?;
+    let namenode = spec.storage.map(|_| {
+        names.push("namenode".to_string());
+        ActorId(names.len() as u32 - 1)
+    });
     names.extend(network.switches().iter().map(|s| s.name.clone()));
     let switches = network.switches().to_vec();
     let catalog = match spec.applications {
@@ -368,6 +400,11 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
         monitor_rates: spec.scheduler.detects_phases(),
         reclassify_time: spec.scheduler.reclassify_time.as_nanos(),
         profile_noise: spec.scheduler.profile_noise,
+        primary_kills: spec.scheduler.placement != PlacementKind::YarnStock,
+        storage: spec.storage.zip(namenode).map(|(s, id)| StorageLink {
+            namenode: id,
+            busy_above: s.busy_above,
+        }),
     });
     let server_ids: Vec<ServerSpec> = server_types
         .iter()
@@ -389,6 +426,7 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
         world.clone(),
         spec.scheduler,
         &server_ids,
+        spec.primary_tenants,
     ))));
     let mut ordinal = 0u64;
     for (i, t) in spec.tenants.iter().enumerate() {
@@ -416,6 +454,28 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
         owner += cfg.servers as usize;
         nodes.push(Node::Primary(PrimaryTenant::new(world.clone(), cfg, owned)));
     }
+    let storage_cluster = spec.storage.map(|cfg| {
+        let disk_mb: Vec<u64> = server_types
+            .iter()
+            .map(|(_, st)| crate::sampling::to_nanos(st.disk_gb.unwrap_or(1000.0) * 1024.0))
+            .collect();
+        let mut owners = vec![None; server_types.len()];
+        let mut next = 0usize;
+        for (p, cfg) in spec.primary_tenants.iter().enumerate() {
+            for o in owners.iter_mut().skip(next).take(cfg.servers as usize) {
+                *o = Some(p);
+            }
+            next += cfg.servers as usize;
+        }
+        crate::namenode::cluster(
+            &world.network,
+            first_server as u32,
+            &disk_mb,
+            &owners,
+            spec.primary_tenants,
+            cfg,
+        )
+    });
     for (i, (class, st)) in server_types.into_iter().enumerate() {
         let owned = i < owner;
         nodes.push(Node::Server(Box::new(Server::new(
@@ -424,6 +484,15 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
             slots.per_server[i],
             class,
             owned,
+        ))));
+    }
+    if let (Some(cfg), Some(cluster)) = (spec.storage, storage_cluster) {
+        nodes.push(Node::NameNode(Box::new(NameNode::new(
+            world.clone(),
+            cfg,
+            cluster,
+            first_server as u32,
+            spec.end,
         ))));
     }
     for info in switches {

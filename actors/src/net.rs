@@ -72,6 +72,12 @@ pub enum Body {
     Migrate { task: TaskId },
     /// Server → scheduler: the migrating task, `service_ns` now the work left.
     Migrating(Task),
+    /// Server → name node: its disk was reimaged; every replica on it is
+    /// gone (harvesting §3.3).
+    Reimaged,
+    /// Server → name node: its busy status flipped; a busy data node denies
+    /// accesses and is not listed for replicas (harvesting §5.4).
+    DataNodeBusy { busy: bool },
 }
 
 /// One running application's progress as a server measures it.
@@ -105,6 +111,8 @@ impl Body {
             Body::Reclassified { .. } => "reclassified",
             Body::Migrate { .. } => "migrate",
             Body::Migrating(_) => "migrating",
+            Body::Reimaged => "reimaged",
+            Body::DataNodeBusy { .. } => "datanode_busy",
         }
     }
 
@@ -122,6 +130,7 @@ impl Body {
             Body::Reclassify { .. } | Body::Migrate { .. } => 64,
             Body::Reclassified { .. } => 128,
             Body::PrimaryLoad { .. } | Body::Reimage | Body::Report(_) => 64,
+            Body::Reimaged | Body::DataNodeBusy { .. } => 64,
             Body::Finished { .. } | Body::Reservation { .. } => 64,
             Body::Done { .. } => 128,
         }

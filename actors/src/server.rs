@@ -50,6 +50,13 @@ pub struct Server {
     /// Cores the primary tenant uses, and those it wants kept free.
     primary_cores: u32,
     reserve_cores: u32,
+    /// Changes of the primary tenant's use this server was told of; of
+    /// those, how many found secondary tasks holding part of the reserve,
+    /// and the shares of the reserve they held, summed
+    /// (`primary_tail_latency_proxy`, docs/metrics.md).
+    primary_updates: u64,
+    primary_updates_reserve_taken: u64,
+    primary_reserve_taken: f64,
     /// Cores in use (primary and secondary) integrated over time.
     busy_cores: EnergyMeter,
     /// Memory allocated to tasks, MB, integrated over time.
@@ -75,6 +82,8 @@ pub struct Server {
     reporting: bool,
     /// Harvested storage: block replicas on this server's disk.
     disk: Disk,
+    /// Busy as a data node (harvesting §5.4), as last told to the name node.
+    datanode_busy: bool,
     replicas_lost: u64,
     apps_completed: u64,
     apps_qos_met: u64,
@@ -216,9 +225,13 @@ impl Server {
             class0_evicted_s: Vec::new(),
             class0_non_evicted_s: Vec::new(),
             reports: 0,
+            primary_updates: 0,
+            primary_updates_reserve_taken: 0,
+            primary_reserve_taken: 0.0,
             reporting: false,
             disk: Disk::new(to_nanos(cfg.disk_gb.unwrap_or(1000.0) * 1024.0)),
             replicas_lost: 0,
+            datanode_busy: false,
             apps_completed: 0,
             apps_qos_met: 0,
             perf_norm: Vec::new(),
@@ -256,6 +269,11 @@ impl Server {
         if self.power_state.device.state() == DevState::Sleep {
             return Ok(());
         }
+        self.send_report(ctx)
+    }
+
+    /// Sends the scheduler a report of the server's state now.
+    fn send_report(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         let report = ServerReport {
             free_slots: self.slots.saturating_sub(self.slots_taken()),
             running: self.running.len() as u32,
@@ -367,7 +385,13 @@ impl Server {
                         replicas_lost: lost.len(),
                     };
                     ctx.log("reimage", &log);
-                    Ok(())
+                    match self.world.storage {
+                        Some(link) => {
+                            let world = Arc::clone(&self.world);
+                            self.nic.send(&world, ctx, link.namenode, Body::Reimaged)
+                        }
+                        None => Ok(()),
+                    }
                 }
                 other => Err(unexpected(self.world.name(ctx.me()), other.name())),
             },
@@ -462,6 +486,28 @@ impl Server {
         let now = ctx.now();
         self.primary_cores = cores.min(self.cores_total);
         self.reserve_cores = reserve;
+        if let Some(link) = self.world.storage {
+            let busy = link.busy(self.primary_cores, reserve, self.cores_total);
+            if busy != self.datanode_busy {
+                self.datanode_busy = busy;
+                let world = Arc::clone(&self.world);
+                self.nic
+                    .send(&world, ctx, link.namenode, Body::DataNodeBusy { busy })?;
+            }
+        }
+        if self.owned {
+            // the primary's new use and its reserve meet the secondary tasks
+            // before any kill: the reserve it would burst into is taken
+            self.primary_updates += 1;
+            let secondary = self.running.len() as u32;
+            let taken = (self.primary_cores + reserve + secondary)
+                .saturating_sub(self.cores_total)
+                .min(reserve);
+            self.primary_updates_reserve_taken += u64::from(taken > 0);
+            if reserve > 0 {
+                self.primary_reserve_taken += f64::from(taken) / f64::from(reserve);
+            }
+        }
         self.cpu
             .set_cores(now, self.cores_total - self.primary_cores);
         ctx.log(
@@ -478,11 +524,13 @@ impl Server {
     }
 
     /// Kills secondary tasks, youngest first, while they and the primary
-    /// tenant's use and reserve need more cores than the server has.
+    /// tenant's use and reserve need more cores than the server has; with
+    /// reports on, a report follows the kills.
     fn enforce_reserve(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
-        if !self.owned {
+        if !self.owned || !self.world.primary_kills {
             return Ok(());
         }
+        let before = self.killed;
         while !self.running.is_empty()
             && self.primary_cores + self.reserve_cores + self.running.len() as u32
                 > self.cores_total
@@ -494,6 +542,12 @@ impl Server {
                 .map(|(&id, _)| id);
             let Some(id) = youngest else { break };
             self.evict(id, Eviction::Primary, ctx)?;
+        }
+        // the node manager tells the resource manager of the kills with its
+        // state (§5.3), so the freed slots are not offered back at once on
+        // a stale view of the primary's use
+        if self.killed > before && self.world.report_interval > 0 {
+            self.send_report(ctx)?;
         }
         Ok(())
     }
@@ -861,6 +915,12 @@ impl Server {
             .sum();
         out.add("tasks_completed", self.completed);
         out.add("killed_containers", self.killed);
+        out.add("primary_updates", self.primary_updates);
+        out.add(
+            "primary_updates_reserve_taken",
+            self.primary_updates_reserve_taken,
+        );
+        out.add_f64("primary_reserve_taken", self.primary_reserve_taken);
         out.add("evictions_memory", self.evictions_memory);
         out.add("evictions_priority", self.evictions_priority);
         out.add(

@@ -1,15 +1,23 @@
 //! Workload tenants: submit tasks from a generator and record how long each
 //! took, as the user of the cluster experiences it. A `mapreduce` tenant
 //! submits a whole job per arrival (thesis §4.2.2): its tasks in one go,
-//! master first, all at the arrival instant.
+//! master first, all at the arrival instant. A `dag_jobs` tenant acts as
+//! the application master of TPC-DS-like DAG jobs (harvesting §5.3, §6.1):
+//! it submits a job's stages as their parents finish, tells the scheduler
+//! each job's maximum concurrency and length type, and records job times.
 
 use std::sync::Arc;
+
+use std::collections::BTreeMap;
 
 use dcemu_topology::{Duration, SimTime};
 use serde::Serialize;
 
-use crate::config::{AppOrder, ArrivalProcess, ServiceDistribution, SyntheticConfig, TenantConfig};
-use crate::google;
+use crate::config::{
+    AppOrder, ArrivalProcess, DagHistory, DagJobsConfig, ServiceDistribution, SyntheticConfig,
+    TenantConfig,
+};
+use crate::google::{self, DagRef, JobLength, Template};
 use crate::kernel::{Ctx, Metrics, ModelError};
 use crate::model::{JobRef, Msg, TASK_ID_BLOCK, Task, World, unexpected};
 use crate::net::{Body, Inbox, Nic};
@@ -61,6 +69,11 @@ pub const RESPONSE_BY_CLASS: [&str; 12] = [
     "response_s_class_11",
 ];
 
+/// Jobs submitted as short, medium and long (`dag_jobs`).
+const DAG_SUBMITTED: [&str; 3] = ["jobs_short", "jobs_medium", "jobs_long"];
+/// Their job times, s.
+const DAG_TIMES: [&str; 3] = ["job_time_s_short", "job_time_s_medium", "job_time_s_long"];
+
 /// GB to whole MB, rounded to nearest.
 fn mb(gb: f64) -> u64 {
     to_nanos(gb * 1024.0)
@@ -86,6 +99,9 @@ fn work(cfg: &TenantConfig, trace: Option<Arc<Vec<TraceTask>>>) -> Work {
     }
     if let Some(g) = &cfg.mapreduce {
         return Work::MapReduce(g.generator());
+    }
+    if let Some(g) = &cfg.dag_jobs {
+        return Work::Dag(Box::new(Dags::new(g)));
     }
     match (cfg.applications, &cfg.service) {
         (Some(order), _) => Work::Apps(order),
@@ -163,6 +179,97 @@ enum Work {
     Synthetic(google::Synthetic),
     /// A MapReduce-like job of Table 5.2 tasks per arrival (thesis §4.2.2).
     MapReduce(google::MapReduce),
+    /// A TPC-DS-like DAG job per arrival (harvesting §6.1).
+    Dag(Box<Dags>),
+}
+
+/// The DAG jobs of a `dag_jobs` tenant: its templates (drawn at start from
+/// its own stream), each template's last run, and the jobs under way.
+struct Dags {
+    generator: google::DagJobs,
+    count: u32,
+    memory_mb: u64,
+    short_below: SimTime,
+    long_from: SimTime,
+    history: DagHistory,
+    templates: Vec<Template>,
+    /// Per template: its J.req, children of each stage, and its last run.
+    req: Vec<u32>,
+    children: Vec<Vec<Vec<u32>>>,
+    last_run: Vec<Option<SimTime>>,
+    jobs: BTreeMap<u64, DagJob>,
+    /// The job and stage of every task submitted and not yet done.
+    tasks: BTreeMap<u64, (u64, u32)>,
+    submitted: [u64; 3],
+    completed: u64,
+    /// Job times (s), with the length type each job was submitted as.
+    times: Vec<(JobLength, f64)>,
+}
+
+/// A DAG job under way.
+struct DagJob {
+    template: u32,
+    length: JobLength,
+    submitted_at: SimTime,
+    /// Tasks of each stage not done yet, and parents of each stage not done.
+    tasks_left: Vec<u32>,
+    parents_left: Vec<u32>,
+    stages_left: u32,
+}
+
+impl Dags {
+    fn new(cfg: &DagJobsConfig) -> Self {
+        Dags {
+            generator: google::DagJobs {
+                stages: (cfg.stages_min, cfg.stages_max),
+                tasks: (cfg.tasks_min, cfg.tasks_max),
+                work_ns: (cfg.task_time_min.as_nanos(), cfg.task_time_max.as_nanos()),
+            },
+            count: cfg.templates,
+            memory_mb: mb(cfg.memory_gb),
+            short_below: cfg.short_below.as_nanos(),
+            long_from: cfg.long_from.as_nanos(),
+            history: cfg.history,
+            templates: Vec::new(),
+            req: Vec::new(),
+            children: Vec::new(),
+            last_run: Vec::new(),
+            jobs: BTreeMap::new(),
+            tasks: BTreeMap::new(),
+            submitted: [0; 3],
+            completed: 0,
+            times: Vec::new(),
+        }
+    }
+
+    /// Draws the templates, once.
+    fn draw_templates(&mut self, rng: &mut crate::kernel::ActorRng) {
+        if !self.templates.is_empty() {
+            return;
+        }
+        for _ in 0..self.count {
+            let t = self.generator.template(rng);
+            self.req.push(t.max_concurrency());
+            self.children.push(t.children());
+            self.last_run.push(match self.history {
+                DagHistory::None => None,
+                DagHistory::Ideal => Some(t.critical_path_ns()),
+            });
+            self.templates.push(t);
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct JobLog {
+    job: u64,
+    template: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    length: Option<JobLength>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    req: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    time_ns: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -175,6 +282,9 @@ struct SubmitLog {
     /// the master).
     #[serde(skip_serializing_if = "Option::is_none")]
     job: Option<u64>,
+    /// The stage of a DAG job's task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stage: Option<u32>,
     /// Its CPU requirement, millionths of the reference machine (when it
     /// declares one).
     #[serde(skip_serializing_if = "is_zero")]
@@ -337,8 +447,8 @@ impl WorkloadTenant {
                 reference_cores,
             ))),
             Work::Synthetic(generator) => Ok(Self::generated(generator.draw(ctx.rng()))),
-            Work::MapReduce(_) => Err(ModelError::Invariant(
-                "a mapreduce tenant submits whole jobs, not single tasks".into(),
+            Work::MapReduce(_) | Work::Dag(_) => Err(ModelError::Invariant(
+                "a job tenant submits whole jobs, not single tasks".into(),
             )),
             &mut Work::Apps(order) => {
                 let apps = self.world.catalog.len() as u32;
@@ -408,6 +518,9 @@ impl WorkloadTenant {
     }
 
     pub fn start(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        if let Work::Dag(dags) = &mut self.work {
+            dags.draw_templates(ctx.rng());
+        }
         let first = match &mut self.work {
             Work::Trace { rows, next } => {
                 *next = rows.iter().take_while(|r| r.arrival < self.start).count();
@@ -438,6 +551,8 @@ impl WorkloadTenant {
                 }
                 if let Work::MapReduce(generator) = self.work {
                     self.submit_job(ctx, &generator)?;
+                } else if matches!(self.work, Work::Dag(_)) {
+                    self.start_dag_job(ctx)?;
                 } else {
                     self.check_ids(ctx, 1)?;
                     let demand = self.next_work(ctx)?;
@@ -461,7 +576,8 @@ impl WorkloadTenant {
                         self.perf_response
                             .push(ideal as f64 / response.max(1) as f64);
                     }
-                    self.done(ctx, task, submitted_at, started_at, finished_at)
+                    self.done(ctx, task, submitted_at, started_at, finished_at)?;
+                    self.dag_task_done(ctx, task)
                 }
                 other => Err(unexpected(self.world.name(ctx.me()), other.name())),
             },
@@ -498,6 +614,7 @@ impl WorkloadTenant {
             priority_evictions: 0,
             cpu_ppm: 0,
             job: None,
+            dag: None,
         }
     }
 
@@ -513,7 +630,8 @@ impl WorkloadTenant {
                 task: task.id,
                 service_ns: task.service_ns,
                 app: task.app,
-                job: task.job.map(|j| j.id),
+                job: task.job.map(|j| j.id).or(task.dag.map(|d| d.job)),
+                stage: task.dag.map(|d| d.stage),
                 cpu_ppm: task.cpu_ppm,
             },
         );
@@ -547,6 +665,158 @@ impl WorkloadTenant {
         Ok(())
     }
 
+    /// A DAG job arrives (harvesting §6.1): one of the templates, drawn
+    /// uniformly; its type from the template's last run (medium if none,
+    /// §4.1); its source stages go to the scheduler now.
+    fn start_dag_job(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let job = self.first_id + self.submitted;
+        let now = ctx.now();
+        let Work::Dag(dags) = &mut self.work else {
+            return Ok(());
+        };
+        let n = dags.templates.len() as u32;
+        if n == 0 {
+            return Err(ModelError::Invariant(
+                "a dag_jobs tenant has no templates".into(),
+            ));
+        }
+        let template = index(ctx.rng(), n);
+        let t = &dags.templates[template as usize];
+        let length = JobLength::of(
+            dags.last_run[template as usize],
+            dags.short_below,
+            dags.long_from,
+        );
+        dags.submitted[length as usize] += 1;
+        let parents_left: Vec<u32> = t.stages.iter().map(|s| s.parents.len() as u32).collect();
+        let sources: Vec<u32> = (0..t.stages.len() as u32)
+            .filter(|&j| parents_left[j as usize] == 0)
+            .collect();
+        dags.jobs.insert(
+            job,
+            DagJob {
+                template,
+                length,
+                submitted_at: now,
+                tasks_left: t.stages.iter().map(|s| s.tasks).collect(),
+                parents_left,
+                stages_left: t.stages.len() as u32,
+            },
+        );
+        let req = dags.req[template as usize];
+        ctx.log(
+            "job_submit",
+            &JobLog {
+                job,
+                template,
+                length: Some(length),
+                req: Some(req),
+                time_ns: None,
+            },
+        );
+        self.jobs += 1;
+        for stage in sources {
+            self.submit_stage(ctx, job, stage)?;
+        }
+        Ok(())
+    }
+
+    /// Submits every task of `stage` of DAG job `job`.
+    fn submit_stage(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        job: u64,
+        stage: u32,
+    ) -> Result<(), ModelError> {
+        let Work::Dag(dags) = &self.work else {
+            return Ok(());
+        };
+        let Some(j) = dags.jobs.get(&job) else {
+            return Ok(());
+        };
+        let template = j.template;
+        let s = &dags.templates[template as usize].stages[stage as usize];
+        let (tasks, work, memory_mb) = (s.tasks, s.work_ns, dags.memory_mb);
+        let dag = DagRef {
+            job,
+            template,
+            stage,
+            req: dags.req[template as usize],
+            length: j.length,
+        };
+        self.check_ids(ctx, u64::from(tasks))?;
+        for _ in 0..tasks {
+            let mut task = self.task(
+                ctx,
+                &Demand {
+                    service_ns: work,
+                    app: None,
+                    priority: 0,
+                    memory_mb,
+                    cores: 1,
+                },
+            );
+            task.dag = Some(dag);
+            if let Work::Dag(dags) = &mut self.work {
+                dags.tasks.insert(task.id, (job, stage));
+            }
+            self.submit(ctx, task)?;
+        }
+        Ok(())
+    }
+
+    /// A task of a DAG job is done: when it was its stage's last, the
+    /// stages it unblocks are submitted; when the job's last, the job is
+    /// done and its time becomes its template's last run.
+    fn dag_task_done(&mut self, ctx: &mut Ctx<'_, Msg>, task: u64) -> Result<(), ModelError> {
+        let now = ctx.now();
+        let Work::Dag(dags) = &mut self.work else {
+            return Ok(());
+        };
+        let Some((job, stage)) = dags.tasks.remove(&task) else {
+            return Ok(());
+        };
+        let Some(j) = dags.jobs.get_mut(&job) else {
+            return Ok(());
+        };
+        let left = &mut j.tasks_left[stage as usize];
+        *left = left.saturating_sub(1);
+        if *left > 0 {
+            return Ok(());
+        }
+        j.stages_left -= 1;
+        let mut ready = Vec::new();
+        for &child in &dags.children[j.template as usize][stage as usize] {
+            let p = &mut j.parents_left[child as usize];
+            *p -= 1;
+            if *p == 0 {
+                ready.push(child);
+            }
+        }
+        if j.stages_left == 0 {
+            let time = now.saturating_sub(j.submitted_at);
+            let (template, length) = (j.template, j.length);
+            dags.jobs.remove(&job);
+            dags.last_run[template as usize] = Some(time);
+            dags.completed += 1;
+            dags.times.push((length, time as f64 / 1e9));
+            ctx.log(
+                "job_done",
+                &JobLog {
+                    job,
+                    template,
+                    length: None,
+                    req: None,
+                    time_ns: Some(time),
+                },
+            );
+        }
+        for child in ready {
+            self.submit_stage(ctx, job, child)?;
+        }
+        Ok(())
+    }
+
     fn done(
         &mut self,
         ctx: &mut Ctx<'_, Msg>,
@@ -577,8 +847,21 @@ impl WorkloadTenant {
         if matches!(self.work, Work::Apps(_)) {
             out.add("apps_submitted", self.submitted);
         }
-        if matches!(self.work, Work::MapReduce(_)) {
+        if matches!(self.work, Work::MapReduce(_) | Work::Dag(_)) {
             out.add("jobs_submitted", self.jobs);
+        }
+        if let Work::Dag(dags) = &self.work {
+            out.add("jobs_completed", dags.completed);
+            out.add("jobs_running_end", dags.jobs.len() as u64);
+            for l in JobLength::ALL {
+                out.add(DAG_SUBMITTED[l as usize], dags.submitted[l as usize]);
+                out.declare_samples(DAG_TIMES[l as usize]);
+            }
+            out.declare_samples("job_time_s");
+            for &(l, t) in &dags.times {
+                out.sample("job_time_s", t);
+                out.sample(DAG_TIMES[l as usize], t);
+            }
         }
         out.add("tasks_acknowledged", self.done);
         out.declare_samples("response_s");

@@ -159,9 +159,30 @@ pub fn summarize(out: &EngineOutput, horizon: SimTime, interval: SimTime) -> (Me
         "utilization_mem_on_mean".into(),
         opt(ratio("memory_used_mb_s", "on_memory_mb_s")),
     );
+    // harvesting §6.3's primary tail latency, by proxy: the mean share of
+    // its reserve a primary tenant found held by containers when its use
+    // changed (docs/metrics.md)
+    let updates = merged.counter("primary_updates");
+    let taken = (updates > 0).then(|| merged.sum("primary_reserve_taken") / updates as f64);
+    m.insert("primary_tail_latency_proxy".into(), opt(taken));
     let apps = merged.counter("apps_completed");
     let qos = (apps > 0).then(|| merged.counter("apps_qos_met") as f64 / apps as f64);
     m.insert("qos_met_fraction".into(), opt(qos));
+    if m.contains_key("blocks_total") {
+        // harvested storage (harvesting §6.4): only with a name node
+        let share = |part: &str, whole: &str| {
+            let w = merged.counter(whole);
+            (w > 0).then(|| merged.counter(part) as f64 / w as f64)
+        };
+        m.insert(
+            "blocks_lost_fraction".into(),
+            opt(share("blocks_lost", "blocks_total")),
+        );
+        m.insert(
+            "failed_access_fraction".into(),
+            opt(share("failed_accesses", "block_reads")),
+        );
+    }
     let perf = merged.samples_of("perf_norm");
     let degraded = (!perf.is_empty())
         .then(|| perf.iter().filter(|&&p| p < 0.9).count() as f64 / perf.len() as f64);

@@ -76,6 +76,7 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
         traces: &traces,
         seed: scenario.run.seed,
         end,
+        storage: scenario.storage.as_ref(),
     })?;
     let config = EngineConfig {
         lookahead: model.lookahead,

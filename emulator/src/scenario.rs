@@ -20,6 +20,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use dcemu_actors::config::ArrivalProcess;
+use dcemu_actors::config::StorageConfig;
 use dcemu_actors::config::{PrimaryTenantConfig, SchedulerConfig, ServerTypeConfig, TenantConfig};
 use dcemu_actors::ground_truth::{CatalogSpec, ServerClass, class_problems};
 use dcemu_actors::model::host_attachments;
@@ -55,6 +56,9 @@ pub struct Scenario {
     /// Services that own groups of servers (harvesting §3, §5.3).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub primary_tenants: Vec<PrimaryTenantConfig>,
+    /// Harvested block storage and its name node (harvesting §4.2, §5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<StorageConfig>,
     /// Per `[[tenants]]` entry, the trace it replays, read when the scenario
     /// was loaded (its `arrivals.trace` then names where the results
     /// directory keeps a copy: `traces/<tenant>.csv`).
@@ -269,6 +273,32 @@ impl Scenario {
                 "primary_tenants".into(),
                 format!("primary tenants own {owned} servers, the datacenter has {servers}"),
             );
+        }
+        if let Some(storage) = &self.storage {
+            let problems = storage.problems();
+            let fine = problems.is_empty();
+            for (field, p) in problems {
+                push(format!("storage.{field}"), p);
+            }
+            // the first replica of every block must fit somewhere
+            let disk_mb: f64 = self
+                .server_types
+                .iter()
+                .map(|s| f64::from(s.count) * s.disk_gb.unwrap_or(1000.0) * 1024.0)
+                .sum();
+            let need_mb = storage.blocks as f64 * storage.block_mb as f64;
+            if fine && need_mb > disk_mb {
+                push(
+                    "storage.blocks".into(),
+                    format!(
+                        "{} blocks of {} MB need {:.0} GB, the servers' disks hold {:.0} GB",
+                        storage.blocks,
+                        storage.block_mb,
+                        need_mb / 1024.0,
+                        disk_mb / 1024.0
+                    ),
+                );
+            }
         }
         if let Some(catalog) = &self.applications {
             for (field, p) in catalog.problems() {

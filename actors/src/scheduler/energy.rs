@@ -1030,6 +1030,7 @@ mod tests {
             priority_evictions: 0,
             cpu_ppm: (cpu * 1e6) as u32,
             job,
+            dag: None,
         }
     }
 

@@ -7,8 +7,9 @@
 //!    collaborative filtering, when a stage needs its profile;
 //! 2. **admission** (`admission.rs`): `fifo` or `arq`, which task to place
 //!    next and on which servers (Paragon §4);
-//! 3. **placement** (`placement.rs`, `paragon.rs`): `random`,
-//!    `least-loaded`, `paragon`, `paragon-nh`, `paragon-ni`;
+//! 3. **placement** (`placement.rs`, `paragon.rs`, `harvest.rs`): `random`,
+//!    `least-loaded`, `paragon`, `paragon-nh`, `paragon-ni`, and the YARN
+//!    placements on harvested servers `yarn-stock`, `yarn-pt`, `yarn-h`;
 //! 4. **slots** (`slots.rs`): `none` (a task takes a slot per thread, no
 //!    preemption), or the thesis's slot stages `priority`, `wasp` and
 //!    `hybrid`, which replace admission and placement with one priority
@@ -31,6 +32,7 @@ mod classify;
 pub mod energy;
 mod flows;
 pub mod greedy;
+pub mod harvest;
 mod paragon;
 mod placement;
 pub mod slots;
@@ -49,7 +51,9 @@ use std::time::Instant;
 use dcemu_topology::{Bandwidth, PowerPolicy, Route, SimTime};
 use serde::Serialize;
 
-use crate::config::{AdmissionKind, ArqOrder, Contention, PlacementKind, SchedulerConfig};
+use crate::config::{
+    AdmissionKind, ArqOrder, Contention, PlacementKind, PrimaryTenantConfig, SchedulerConfig,
+};
 use crate::ground_truth::SOURCES;
 use crate::kernel::{ActorId, Ctx, Envelope, Metrics, ModelError};
 use crate::model::{Msg, Task, TaskId, World, unexpected};
@@ -247,10 +251,20 @@ struct MigrateLog<'a> {
 }
 
 impl Scheduler {
-    pub fn new(world: Arc<World>, cfg: &SchedulerConfig, servers: &[ServerSpec]) -> Self {
+    /// A scheduler over `servers`, whose first ones the `primaries` own in
+    /// order (what AutoPilot tells YARN-H's clustering service).
+    pub fn new(
+        world: Arc<World>,
+        cfg: &SchedulerConfig,
+        servers: &[ServerSpec],
+        primaries: &[PrimaryTenantConfig],
+    ) -> Self {
         let placement: Box<dyn Placement> = match cfg.placement {
             PlacementKind::Random => Box::new(RandomPlacement),
             PlacementKind::LeastLoaded => Box::new(LeastLoaded),
+            PlacementKind::YarnStock => Box::new(harvest::YarnStock),
+            PlacementKind::YarnPt => Box::new(harvest::YarnPt::new(servers)),
+            PlacementKind::YarnH => Box::new(harvest::YarnH::new(servers, primaries, cfg)),
             PlacementKind::Paragon => Box::new(ParagonPlacement::new(
                 Awareness::Full,
                 cfg.selection,
@@ -584,9 +598,28 @@ impl Scheduler {
                 self.drain(ctx)
             }
             Body::Report(report) => {
+                let i = self.core.cluster.index_of(src);
+                let before = i
+                    .and_then(|i| self.core.cluster.report(i))
+                    .map(|r| (r.primary_cores, r.reserve_cores));
                 self.core.cluster.record_report(src, report);
                 if self.cfg.placement == PlacementKind::LeastLoaded {
                     self.core.version += 1;
+                }
+                if let Some(i) = i {
+                    let core = &mut self.core;
+                    core.placement
+                        .observe(i, &core.cluster, ctx.now(), ctx.rng());
+                    for (kind, fields) in core.placement.take_logs() {
+                        ctx.log(kind, &fields);
+                    }
+                }
+                // a server's primary use or reserve moved: what YARN-PT and
+                // YARN-H see as available changed
+                let moved = before != Some((report.primary_cores, report.reserve_cores));
+                if self.cfg.placement.reads_primary_use() && moved {
+                    self.core.version += 1;
+                    return self.drain(ctx);
                 }
                 Ok(())
             }
@@ -953,6 +986,9 @@ impl Core {
         };
         let choice = self.placement.place(&req, &self.cluster, ctx.rng());
         self.decision_us.push(started.elapsed().as_secs_f64() * 1e6);
+        for (kind, fields) in self.placement.take_logs() {
+            ctx.log(kind, &fields);
+        }
         let appropriate = |c: &Choice| {
             let class = self.cluster.servers()[c.server as usize].class;
             let speed = req
@@ -1340,6 +1376,7 @@ impl Core {
             priority_evictions: 0,
             cpu_ppm: 0,
             job: None,
+            dag: None,
         })
     }
 

@@ -248,6 +248,24 @@ pub trait Placement: Send {
 
     /// Reports what the policy counted over the run.
     fn finish(&self, _out: &mut crate::kernel::Metrics) {}
+
+    /// Server `server`'s report at `now` was just recorded in `cluster`
+    /// (for policies that learn from reports over time, such as YARN-H's
+    /// clustering service).
+    fn observe(
+        &mut self,
+        _server: u32,
+        _cluster: &ClusterView,
+        _now: dcemu_topology::SimTime,
+        _rng: &mut ActorRng,
+    ) {
+    }
+
+    /// Log entries (`kind`, fields) the policy made since the last call;
+    /// the scheduler writes them to its log.
+    fn take_logs(&mut self) -> Vec<(&'static str, serde_json::Value)> {
+        Vec::new()
+    }
 }
 
 /// `random`: uniformly among servers with as many free slots as the task
@@ -334,6 +352,7 @@ mod tests {
             priority_evictions: 0,
             cpu_ppm: 0,
             job: None,
+            dag: None,
         }
     }
 
@@ -463,6 +482,7 @@ mod least_loaded_tests {
             priority_evictions: 0,
             cpu_ppm: 0,
             job: None,
+            dag: None,
         };
         let req = Request {
             task: &task,

@@ -546,6 +546,7 @@ mod tests {
             priority_evictions: 0,
             cpu_ppm: 0,
             job: None,
+            dag: None,
         }
     }
 
