@@ -47,14 +47,16 @@ pub fn run_sequential<A: Actor>(
             &mut outbox,
         );
         actors[i].start(&mut ctx).map_err(|e| model_err(i, 0, e))?;
-        heap.extend(outbox.drain(..).map(Queued));
+        heap.extend(outbox.drain(..).map(Queued::new));
     }
     let (mut events, mut last_event) = (0u64, 0);
     while let Some(top) = heap.peek() {
-        if top.0.deliver_at >= config.end {
+        if top.deliver_at() >= config.end {
             break;
         }
-        let Some(Queued(env)) = heap.pop() else { break };
+        let Some(env) = heap.pop().map(Queued::into_inner) else {
+            break;
+        };
         let (now, i) = (env.deliver_at, env.dst.index());
         events += 1;
         last_event = now;
@@ -71,11 +73,16 @@ pub fn run_sequential<A: Actor>(
         actors[i]
             .handle(env, &mut ctx)
             .map_err(|e| model_err(i, now, e))?;
-        heap.extend(outbox.drain(..).map(Queued));
+        heap.extend(outbox.drain(..).map(Queued::new));
     }
     let pending = !heap.is_empty();
     let mut undelivered: Vec<Vec<_>> = actors.iter().map(|_| Vec::new()).collect();
-    for Queued(env) in heap.into_sorted_vec().into_iter().rev() {
+    for env in heap
+        .into_sorted_vec()
+        .into_iter()
+        .rev()
+        .map(Queued::into_inner)
+    {
         undelivered[env.dst.index()].push(env);
     }
     let outputs = actors
