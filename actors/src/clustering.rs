@@ -56,7 +56,7 @@ use rand::RngCore;
 use rustfft::FftPlannerScalar;
 use rustfft::num_complex::Complex;
 
-use crate::config::{PrimaryTenantConfig, UtilPattern, UtilScaling};
+use crate::config::{PrimaryTenantConfig, UtilPattern};
 use crate::sampling::{index, uniform_open0};
 
 /// AutoPilot records the utilisation every two minutes (§3.2).
@@ -79,8 +79,6 @@ pub const PERIODIC_MIN_SAMPLES: usize = 120;
 
 /// Lloyd iterations at most.
 const MAX_ITERATIONS: usize = 100;
-
-const DAY_NS: f64 = 86_400e9;
 
 /// Rounds a statistic before it meets a threshold (see the module doc).
 fn settle(x: f64) -> f64 {
@@ -167,9 +165,7 @@ pub fn prior(cfg: &PrimaryTenantConfig) -> Tags {
         UtilPattern::Constant => (cfg.mean, noisy),
         UtilPattern::Periodic => (cfg.mean, noisy + cfg.amplitude),
         UtilPattern::Unpredictable => {
-            let share = (cfg.spikes_per_day * cfg.spike_duration.as_nanos() as f64 / DAY_NS)
-                .clamp(0.0, 1.0);
-            let avg = cfg.mean * (1.0 - share) + cfg.spike_util * share;
+            let avg = cfg.nominal_mean();
             let peak = if cfg.spikes_per_day > 0.0 {
                 noisy.max(cfg.spike_util)
             } else {
@@ -178,17 +174,10 @@ pub fn prior(cfg: &PrimaryTenantConfig) -> Tags {
             (avg, peak)
         }
     };
-    let scale = |u: f64| {
-        let u = u.clamp(0.0, 1.0);
-        match cfg.scaling {
-            UtilScaling::Linear => (u * cfg.scale).min(1.0),
-            UtilScaling::Root => libm::pow(u, 1.0 / cfg.scale).min(1.0),
-        }
-    };
     Tags {
         pattern: cfg.pattern,
-        avg: scale(avg),
-        peak: scale(peak),
+        avg: cfg.scaled(avg),
+        peak: cfg.scaled(peak),
     }
 }
 
@@ -456,7 +445,7 @@ mod tests {
         let mut rng = actor_rng(seed, "sine");
         (0..n)
             .map(|i| {
-                let phase = i as f64 * SAMPLE_NS as f64 / DAY_NS;
+                let phase = i as f64 * SAMPLE_NS as f64 / 86_400e9;
                 0.5 + 0.3 * libm::sin(2.0 * std::f64::consts::PI * phase) + noise * normal(&mut rng)
             })
             .collect()
@@ -499,7 +488,7 @@ mod tests {
         let mut rng = actor_rng(1, "tenant");
         let tenant: Vec<f64> = (0..7 * 720)
             .map(|i| {
-                let phase = i as f64 * SAMPLE_NS as f64 / DAY_NS;
+                let phase = i as f64 * SAMPLE_NS as f64 / 86_400e9;
                 let u = 0.2
                     + 0.1 * libm::sin(2.0 * std::f64::consts::PI * phase)
                     + 0.05 * normal(&mut rng);
@@ -626,7 +615,7 @@ noise = 0.05
         assert!((u.avg - (0.2 * 0.875 + 0.95 * 0.125)).abs() < 1e-12);
         assert!((u.peak - 0.95).abs() < 1e-12);
         let mut doubled = cfg(UtilPattern::Constant);
-        doubled.scale = 2.0;
+        doubled.scale = Some(2.0);
         assert!((prior(&doubled).avg - 0.4).abs() < 1e-12);
     }
 

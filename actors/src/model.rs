@@ -244,7 +244,7 @@ impl Actor for Node {
         match self {
             Node::Scheduler(s) => s.finish(undelivered, out),
             Node::Tenant(t) => t.finish(out),
-            Node::Primary(p) => p.finish(out),
+            Node::Primary(p) => p.finish(end, out),
             Node::Server(s) => s.finish(end, out),
             Node::Switch(s) => s.finish(end, out),
             Node::NameNode(n) => n.finish(out),

@@ -55,7 +55,7 @@ use rand::RngCore;
 use serde::Serialize;
 
 use crate::config::{
-    MAX_REPLICAS, PrimaryTenantConfig, StorageConfig, StoragePlacement, UtilPattern, UtilScaling,
+    MAX_REPLICAS, PrimaryTenantConfig, StorageConfig, StoragePlacement, UtilPattern,
 };
 use crate::kernel::{ActorId, Ctx, Metrics, ModelError};
 use crate::model::{Msg, World, unexpected};
@@ -104,10 +104,7 @@ pub fn history_peak(p: &PrimaryTenantConfig) -> f64 {
         UtilPattern::Unpredictable => p.mean,
     };
     let raw = (top + 2.0 * p.noise).clamp(0.0, 1.0);
-    match p.scaling {
-        UtilScaling::Linear => (raw * p.scale).min(1.0),
-        UtilScaling::Root => libm::pow(raw, 1.0 / p.scale).min(1.0),
-    }
+    p.scaled(raw)
 }
 
 /// The data nodes as the name node sees them: server `i` is actor

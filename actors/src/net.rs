@@ -6,6 +6,8 @@
 //! route forwards it the same way (`switch.rs`). In a flat network a packet
 //! goes straight to its destination after one link latency.
 
+use std::collections::BTreeMap;
+
 use dcemu_topology::{Route, SimTime};
 use serde::{Deserialize, Serialize};
 
@@ -239,10 +241,12 @@ impl Nic {
     }
 }
 
-/// What hosts record about the packets they receive.
+/// What hosts record about the packets they receive: how many took each
+/// latency (a month of reports repeats a handful of latencies millions of
+/// times).
 #[derive(Clone, Debug, Default)]
 pub struct Inbox {
-    latencies_us: Vec<f64>,
+    latencies_ns: BTreeMap<u64, u64>,
 }
 
 #[derive(Serialize)]
@@ -273,7 +277,7 @@ impl Inbox {
             )));
         }
         let latency = ctx.now() - p.sent_at;
-        self.latencies_us.push(latency as f64 / 1e3);
+        *self.latencies_ns.entry(latency).or_insert(0) += 1;
         if world.packet_logs {
             ctx.log(
                 "net_deliver",
@@ -290,9 +294,9 @@ impl Inbox {
     }
 
     pub fn finish(&self, out: &mut crate::kernel::Metrics) {
-        out.declare_samples("message_latency_us");
-        for &l in &self.latencies_us {
-            out.sample("message_latency_us", l);
+        out.tally("message_latency_us", 0.0, 0);
+        for (&ns, &count) in &self.latencies_ns {
+            out.tally("message_latency_us", ns as f64 / 1e3, count);
         }
     }
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use dcemu_topology::SimTime;
 use serde::Serialize;
 
-use crate::config::{PrimaryTenantConfig, UtilPattern, UtilScaling};
+use crate::config::{PrimaryTenantConfig, UtilPattern};
 use crate::kernel::{ActorId, Ctx, Metrics, ModelError};
 use crate::model::{Msg, World, unexpected};
 use crate::net::{Body, Inbox, Nic};
@@ -36,6 +36,11 @@ pub struct PrimaryTenant {
     level: f64,
     spike_until: SimTime,
     next_spike: SimTime,
+    /// Cores its servers use now (the sum of `announced`), since when, and
+    /// the integral before that in core·ns: `primary_utilization_mean`.
+    used_cores: u64,
+    used_since: SimTime,
+    used_core_ns: u128,
 }
 
 #[derive(Serialize)]
@@ -59,6 +64,9 @@ impl PrimaryTenant {
             level: cfg.mean,
             spike_until: 0,
             next_spike: 0,
+            used_cores: 0,
+            used_since: 0,
+            used_core_ns: 0,
             cfg: cfg.clone(),
         }
     }
@@ -119,16 +127,16 @@ impl PrimaryTenant {
 
     fn tick(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         let raw = self.raw_utilization(ctx);
-        let u = match self.cfg.scaling {
-            UtilScaling::Linear => (raw * self.cfg.scale).min(1.0),
-            UtilScaling::Root => libm::pow(raw, 1.0 / self.cfg.scale).min(1.0),
-        };
+        let u = self.cfg.scaled(raw);
         ctx.log("primary_load", &LoadLog { utilization: u });
         let world = Arc::clone(&self.world);
+        self.integrate_use(ctx.now());
         for i in 0..self.servers.len() {
             let (server, cores) = self.servers[i];
             let used = libm::ceil(u * f64::from(cores)).min(f64::from(cores)) as u32;
             if self.announced[i] != Some(used) {
+                let before = u64::from(self.announced[i].unwrap_or(0));
+                self.used_cores = self.used_cores - before + u64::from(used);
                 self.announced[i] = Some(used);
                 let body = Body::PrimaryLoad {
                     cores: used,
@@ -167,7 +175,17 @@ impl PrimaryTenant {
         self.arm_reimage(ctx)
     }
 
-    pub fn finish(&mut self, out: &mut Metrics) {
+    fn integrate_use(&mut self, now: SimTime) {
+        let span = now.saturating_sub(self.used_since);
+        self.used_core_ns += u128::from(self.used_cores) * u128::from(span);
+        self.used_since = self.used_since.max(now);
+    }
+
+    pub fn finish(&mut self, end: SimTime, out: &mut Metrics) {
         self.inbox.finish(out);
+        self.integrate_use(end);
+        out.add_f64("primary_core_s", self.used_core_ns as f64 / 1e9);
+        let cores: u64 = self.servers.iter().map(|&(_, c)| u64::from(c)).sum();
+        out.add("primary_cores_total", cores);
     }
 }

@@ -88,17 +88,15 @@ pub fn summarize(out: &EngineOutput, horizon: SimTime, interval: SimTime) -> (Me
         let mut sorted = values.to_vec();
         sorted.sort_by(f64::total_cmp);
         let mean = (!sorted.is_empty()).then(|| sorted.iter().sum::<f64>() / sorted.len() as f64);
-        m.insert(format!("{name}_mean"), opt(mean));
-        for (suffix, q) in [
-            ("p10", 0.10),
-            ("p50", 0.50),
-            ("p90", 0.90),
-            ("p95", 0.95),
-            ("p99", 0.99),
-        ] {
-            m.insert(format!("{name}_{suffix}"), opt(percentile(&sorted, q)));
-        }
-        m.insert(format!("{name}_max"), opt(sorted.last().copied()));
+        insert_distribution(&mut m, name, mean, |q| percentile(&sorted, q));
+    }
+    for (name, pairs) in merged.tallies() {
+        let mut sorted = pairs.to_vec();
+        sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let n: u64 = sorted.iter().map(|&(_, c)| c).sum();
+        let mean =
+            (n > 0).then(|| sorted.iter().map(|&(v, c)| v * c as f64).sum::<f64>() / n as f64);
+        insert_distribution(&mut m, name, mean, |q| tallied_percentile(&sorted, n, q));
     }
     let by_class: serde_json::Map<String, Value> = merged
         .samples()
@@ -147,6 +145,9 @@ pub fn summarize(out: &EngineOutput, horizon: SimTime, interval: SimTime) -> (Me
     let core_capacity = merged.counter("cores_total") as f64 * seconds(horizon);
     let cpu = (core_capacity > 0.0).then(|| merged.sum("cpu_busy_core_s") / core_capacity);
     m.insert("utilization_cpu_mean".into(), opt(cpu));
+    let primary_capacity = merged.counter("primary_cores_total") as f64 * seconds(horizon);
+    let primary = (primary_capacity > 0.0).then(|| merged.sum("primary_core_s") / primary_capacity);
+    m.insert("primary_utilization_mean".into(), opt(primary));
     let ratio = |num: &str, den: &str| {
         let d = merged.sum(den);
         (d > 0.0).then(|| merged.sum(num) / d)
@@ -322,6 +323,43 @@ fn timeseries(
         }
     }
     out.into_bytes()
+}
+
+/// `<name>_mean`, `_p10` … `_p99` and `_max` of a distribution.
+fn insert_distribution(
+    m: &mut MetricMap,
+    name: &str,
+    mean: Option<f64>,
+    quantile: impl Fn(f64) -> Option<f64>,
+) {
+    m.insert(format!("{name}_mean"), opt(mean));
+    for (suffix, q) in [
+        ("p10", 0.10),
+        ("p50", 0.50),
+        ("p90", 0.90),
+        ("p95", 0.95),
+        ("p99", 0.99),
+        ("max", 1.0),
+    ] {
+        m.insert(format!("{name}_{suffix}"), opt(quantile(q)));
+    }
+}
+
+/// Nearest-rank percentile of `(value, count)` pairs sorted by value,
+/// `n` observations in all: what [`percentile`] gives on the expanded values.
+pub fn tallied_percentile(sorted: &[(f64, u64)], n: u64, q: f64) -> Option<f64> {
+    if n == 0 {
+        return None;
+    }
+    let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
+    let mut seen = 0;
+    for &(v, c) in sorted {
+        seen += c;
+        if seen >= rank {
+            return Some(v);
+        }
+    }
+    sorted.last().map(|&(v, _)| v)
 }
 
 /// Nearest-rank percentile of sorted values.

@@ -34,6 +34,8 @@ pub enum RunError {
     Digest(std::io::Error),
     #[error("cannot build the model: {0}")]
     Build(#[from] BuildError),
+    #[error("primary_scaling.target: {0}")]
+    PrimaryScaling(String),
 }
 
 /// What a run produced.
@@ -64,10 +66,13 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
         .iter()
         .map(|t| t.as_ref().map(|t| Arc::clone(&t.rows)))
         .collect();
+    let (primary_tenants, primary_factor) = scenario
+        .scaled_primary_tenants()
+        .map_err(RunError::PrimaryScaling)?;
     let model = model::build(&ModelSpec {
         server_types: &scenario.server_types,
         tenants: &scenario.tenants,
-        primary_tenants: &scenario.primary_tenants,
+        primary_tenants: &primary_tenants,
         scheduler: &scenario.scheduler,
         topology: &scenario.topology,
         power: &scenario.power,
@@ -96,8 +101,11 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
         options.partitions.max(1),
         options.progress.clone(),
     )?;
-    let (metrics, timeseries) =
+    let (mut metrics, timeseries) =
         metrics::summarize(&output, end, scenario.power.sample_interval.as_nanos());
+    if let Some(factor) = primary_factor {
+        metrics.insert("primary_scaling_factor".into(), factor.into());
+    }
     let tables = metrics::tables(&output);
     let wall_metrics = metrics::wall_means(&output);
     let mut files = vec![

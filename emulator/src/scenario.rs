@@ -20,7 +20,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use dcemu_actors::config::ArrivalProcess;
-use dcemu_actors::config::StorageConfig;
+use dcemu_actors::config::{PrimaryScalingConfig, StorageConfig};
 use dcemu_actors::config::{PrimaryTenantConfig, SchedulerConfig, ServerTypeConfig, TenantConfig};
 use dcemu_actors::ground_truth::{CatalogSpec, ServerClass, class_problems};
 use dcemu_actors::model::host_attachments;
@@ -56,6 +56,10 @@ pub struct Scenario {
     /// Services that own groups of servers (harvesting §3, §5.3).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub primary_tenants: Vec<PrimaryTenantConfig>,
+    /// One utilisation scaling for the primary tenants that set none
+    /// (harvesting §6.1); see [`Scenario::scaled_primary_tenants`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary_scaling: Option<PrimaryScalingConfig>,
     /// Harvested block storage and its name node (harvesting §4.2, §5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage: Option<StorageConfig>,
@@ -64,6 +68,25 @@ pub struct Scenario {
     /// directory keeps a copy: `traces/<tenant>.csv`).
     #[serde(skip)]
     pub traces: Vec<Option<LoadedTrace>>,
+}
+
+impl Scenario {
+    /// The primary tenants as the model runs them: `[primary_scaling]`
+    /// filled into every tenant that sets no `scaling` / `scale` of its own,
+    /// with the factor it used (`None` without the section). The scenario
+    /// itself keeps what the user wrote, so a replay solves the same target.
+    pub fn scaled_primary_tenants(
+        &self,
+    ) -> Result<(Vec<PrimaryTenantConfig>, Option<f64>), String> {
+        let mut tenants = self.primary_tenants.clone();
+        match &self.primary_scaling {
+            None => Ok((tenants, None)),
+            Some(scaling) => {
+                let factor = scaling.apply(&mut tenants)?;
+                Ok((tenants, Some(factor)))
+            }
+        }
+    }
 }
 
 /// A trace file as read: its rows and its bytes (copied into the results).
@@ -273,6 +296,21 @@ impl Scenario {
                 "primary_tenants".into(),
                 format!("primary tenants own {owned} servers, the datacenter has {servers}"),
             );
+        }
+        if let Some(scaling) = &self.primary_scaling {
+            let problems = scaling.problems();
+            let fine = problems.is_empty();
+            for (field, p) in problems {
+                push(format!("primary_scaling.{field}"), p);
+            }
+            if fine && self.primary_tenants.is_empty() {
+                push(
+                    "primary_scaling".into(),
+                    "there are no [[primary_tenants]] to scale".into(),
+                );
+            } else if fine && let Err(p) = self.scaled_primary_tenants() {
+                push("primary_scaling.target".into(), p);
+            }
         }
         if let Some(storage) = &self.storage {
             let problems = storage.problems();

@@ -10,6 +10,9 @@ use dcemu_topology::SimTime;
 pub struct Metrics {
     counters: BTreeMap<&'static str, u64>,
     samples: BTreeMap<&'static str, Vec<f64>>,
+    /// Distributions kept as `(value, count)`: observations that repeat a
+    /// lot (every message's latency) at a memory cost of distinct values.
+    tallies: BTreeMap<&'static str, Vec<(f64, u64)>>,
     sums: BTreeMap<&'static str, f64>,
     steps: BTreeMap<&'static str, Vec<(SimTime, i64)>>,
     rows: BTreeMap<&'static str, Vec<(u64, String)>>,
@@ -28,6 +31,15 @@ impl Metrics {
     /// percentiles in `metrics.json`).
     pub fn sample(&mut self, name: &'static str, value: f64) {
         self.samples.entry(name).or_default().push(value);
+    }
+
+    /// Records `count` observations of `value` in a distribution summarised
+    /// like [`Self::sample`]'s (mean and nearest-rank percentiles).
+    pub fn tally(&mut self, name: &'static str, value: f64, count: u64) {
+        let t = self.tallies.entry(name).or_default();
+        if count > 0 {
+            t.push((value, count));
+        }
     }
 
     /// Ensures a distribution exists even if it got no observations.
@@ -80,6 +92,9 @@ impl Metrics {
         for (name, values) in other.samples {
             self.samples.entry(name).or_default().extend(values);
         }
+        for (name, values) in other.tallies {
+            self.tallies.entry(name).or_default().extend(values);
+        }
         for (name, value) in other.sums {
             self.add_f64(name, value);
         }
@@ -117,6 +132,11 @@ impl Metrics {
 
     pub fn samples(&self) -> impl Iterator<Item = (&'static str, &[f64])> + '_ {
         self.samples.iter().map(|(k, v)| (*k, v.as_slice()))
+    }
+
+    /// Tallied distributions: `(value, count)` pairs in merge order.
+    pub fn tallies(&self) -> impl Iterator<Item = (&'static str, &[(f64, u64)])> + '_ {
+        self.tallies.iter().map(|(k, v)| (*k, v.as_slice()))
     }
 
     pub fn samples_of(&self, name: &str) -> &[f64] {

@@ -46,6 +46,7 @@
 //! (default 3, 2, 1; the paper gives the ranking, not the numbers).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use dcemu_topology::SimTime;
 use serde_json::json;
@@ -103,12 +104,20 @@ impl Placement for YarnStock {
 /// counted; placement proportional to it.
 pub struct YarnPt {
     cores: Vec<u32>,
+    /// The most slots any server has: no server's weight exceeds it.
+    max_slots: u32,
 }
+
+/// Candidate lists longer than this are sampled before they are scanned.
+const SAMPLE_ABOVE: usize = 64;
+/// Rejection-sampling draws before the exact scan.
+const SAMPLE_TRIES: u32 = 48;
 
 impl YarnPt {
     pub fn new(servers: &[ServerSpec]) -> Self {
         YarnPt {
             cores: servers.iter().map(|s| s.cores).collect(),
+            max_slots: servers.iter().map(|s| s.slots).max().unwrap_or(0),
         }
     }
 
@@ -131,6 +140,14 @@ impl YarnPt {
     /// A server for `req.task` among `among` (all servers with a free slot
     /// if `None`), proportional to what each has available, capped by
     /// `cap(i)`.
+    ///
+    /// Long candidate lists (a datacenter's thousands of servers, once per
+    /// container) are first sampled by rejection: a uniform candidate is
+    /// taken with probability weight / `max_slots`. Only if
+    /// [`SAMPLE_TRIES`] draws all miss are the candidates scanned and
+    /// picked from exactly. Either way a server is chosen with probability
+    /// proportional to its weight (every draw is), at O(1) expected cost
+    /// while servers have room.
     fn pick(
         &self,
         req: &Request<'_>,
@@ -141,12 +158,26 @@ impl YarnPt {
     ) -> Option<Choice> {
         let servers = cluster.servers();
         let candidates = among.unwrap_or(cluster.with_free());
+        let weight = |i: u32| {
+            if !(req.may_use(i) && servers[i as usize].fits(req.task, true)) {
+                return 0;
+            }
+            let a = self.available(cluster, i).min(cap(i));
+            if a >= req.task.cores { a } else { 0 }
+        };
+        if candidates.len() > SAMPLE_ABOVE && self.max_slots > 0 {
+            for _ in 0..SAMPLE_TRIES {
+                let i = candidates[index(rng, candidates.len() as u32) as usize];
+                let w = weight(i).min(self.max_slots);
+                if w > 0 && index(rng, self.max_slots) < w {
+                    return Some(Choice::clean(i));
+                }
+            }
+        }
         let mut fits: Vec<(u32, u32)> = candidates
             .iter()
-            .copied()
-            .filter(|&i| req.may_use(i) && servers[i as usize].fits(req.task, true))
-            .map(|i| (i, self.available(cluster, i).min(cap(i))))
-            .filter(|&(_, a)| a >= req.task.cores)
+            .map(|&i| (i, weight(i)))
+            .filter(|&(_, w)| w > 0)
             .collect();
         fits.sort_unstable();
         pick_weighted(&fits, rng).map(Choice::clean)
@@ -262,7 +293,7 @@ pub fn select_classes(
 /// The servers a job's classes gave it (`None`: no class, Algorithm 1
 /// line 16), and when it last asked.
 struct JobClasses {
-    servers: Option<Vec<u32>>,
+    servers: Option<Arc<[u32]>>,
     last: SimTime,
 }
 
@@ -277,6 +308,10 @@ pub struct YarnH {
     tenant_reserve: Vec<u32>,
     /// Primary tenant of each server, if any.
     owner: Vec<Option<usize>>,
+    /// Class of each primary tenant at the clustering service's latest
+    /// refresh, and which refresh that was.
+    class_of: Vec<Option<usize>>,
+    class_of_refresh: u64,
     jobs: BTreeMap<u64, JobClasses>,
     every: SimTime,
     now: SimTime,
@@ -320,6 +355,8 @@ impl YarnH {
             tenant_servers,
             tenant_reserve: primaries.iter().map(|p| p.reserve_cores).collect(),
             owner,
+            class_of: vec![None; primaries.len()],
+            class_of_refresh: 0,
             jobs: BTreeMap::new(),
             every: cfg.cluster_every.as_nanos().max(1),
             now: 0,
@@ -386,10 +423,11 @@ impl YarnH {
             return 0;
         };
         let Some(class) = self
-            .service
-            .classes()
-            .iter()
-            .find(|c| c.tenants.contains(&t))
+            .class_of
+            .get(t)
+            .copied()
+            .flatten()
+            .and_then(|c| self.service.classes().get(c))
         else {
             return u32::MAX;
         };
@@ -414,7 +452,7 @@ impl YarnH {
         dag: &DagRef,
         cluster: &ClusterView,
         rng: &mut ActorRng,
-    ) -> Option<&[u32]> {
+    ) -> Option<Arc<[u32]>> {
         let now = self.now;
         if !self.jobs.contains_key(&dag.job) {
             let states = self.class_states(cluster);
@@ -426,7 +464,7 @@ impl YarnH {
                     .flat_map(|&t| self.tenant_servers[t].iter().copied())
                     .collect();
                 v.sort_unstable();
-                v
+                Arc::<[u32]>::from(v)
             });
             match chosen.as_ref().map(Vec::len) {
                 None => self.no_class += 1,
@@ -451,14 +489,30 @@ impl YarnH {
                     "length": dag.length,
                     "req": dag.req,
                     "classes": classes,
-                    "servers": servers.as_ref().map_or(0, Vec::len),
+                    "servers": servers.as_ref().map_or(0, |v| v.len()),
                 }),
             ));
             self.jobs.insert(dag.job, JobClasses { servers, last: now });
         }
         let entry = self.jobs.get_mut(&dag.job)?;
         entry.last = now;
-        entry.servers.as_deref()
+        entry.servers.clone()
+    }
+
+    /// Brings `class_of` up to the clustering service's latest refresh.
+    fn index_classes(&mut self) {
+        if self.class_of_refresh == self.service.refreshes() {
+            return;
+        }
+        self.class_of.fill(None);
+        for (c, class) in self.service.classes().iter().enumerate() {
+            for &t in &class.tenants {
+                if let Some(slot) = self.class_of.get_mut(t) {
+                    *slot = Some(c);
+                }
+            }
+        }
+        self.class_of_refresh = self.service.refreshes();
     }
 
     fn refreshed(&mut self) {
@@ -493,20 +547,17 @@ impl Placement for YarnH {
         rng: &mut ActorRng,
     ) -> Option<Choice> {
         self.service.ensure(rng);
+        self.index_classes();
         if let Some(dag) = req.task.dag {
-            if let Some(servers) = self.job_servers(&dag, cluster, rng).map(<[u32]>::to_vec) {
-                let with_free: Vec<u32> = servers
-                    .into_iter()
-                    .filter(|&i| cluster.servers()[i as usize].free > 0)
-                    .collect();
+            if let Some(servers) = self.job_servers(&dag, cluster, rng) {
                 let length = dag.length;
                 let typed = |i: u32| self.type_available(cluster, i, length);
-                if let Some(c) = self.pt.pick(req, cluster, Some(&with_free), typed, rng) {
+                if let Some(c) = self.pt.pick(req, cluster, Some(&servers), typed, rng) {
                     return Some(c);
                 }
                 if let Some(c) = self
                     .pt
-                    .pick(req, cluster, Some(&with_free), |_| u32::MAX, rng)
+                    .pick(req, cluster, Some(&servers), |_| u32::MAX, rng)
                 {
                     self.over_headroom += 1;
                     return Some(c);
@@ -529,6 +580,7 @@ impl Placement for YarnH {
             (!us.is_empty()).then(|| us.iter().sum::<f64>() / us.len() as f64)
         };
         if self.service.advance(now, util, rng) {
+            self.index_classes();
             self.refreshed();
         }
     }
@@ -563,6 +615,105 @@ mod tests {
             reserve: 10.0,
             allocated: 5.0,
         }
+    }
+
+    fn pt_view(available: impl Fn(u32) -> u32, n: u32) -> (YarnPt, ClusterView) {
+        use crate::kernel::ActorId;
+        use crate::net::ServerReport;
+        let specs: Vec<ServerSpec> = (0..n)
+            .map(|i| ServerSpec {
+                core_speed: 1.0,
+                idle_w: 100.0,
+                peak_w: 200.0,
+                id: ActorId(i),
+                slots: 8,
+                cores: 8,
+                class: 0,
+                memory_mb: 1 << 20,
+            })
+            .collect();
+        let mut view = ClusterView::new(&specs, false);
+        for i in 0..n {
+            let report = ServerReport {
+                free_slots: 8,
+                running: 0,
+                busy_cores: 0,
+                cores: 8,
+                primary_cores: 8 - available(i),
+                reserve_cores: 0,
+                memory_used_mb: 0,
+                memory_mb: 1 << 20,
+            };
+            view.record_report(ActorId(i), report);
+        }
+        (YarnPt::new(&specs), view)
+    }
+
+    fn one_core_task() -> crate::model::Task {
+        crate::model::Task {
+            id: 0,
+            tenant: crate::kernel::ActorId(10_000),
+            submitted_at: 0,
+            service_ns: 1,
+            flow_bps: 0,
+            app: None,
+            priority: 0,
+            memory_mb: 0,
+            cores: 1,
+            first_start: None,
+            total_ns: 1,
+            evictions: 0,
+            priority_evictions: 0,
+            cpu_ppm: 0,
+            job: None,
+            dag: None,
+        }
+    }
+
+    #[test]
+    fn sampled_picks_stay_proportional_to_what_servers_have_available() {
+        // 100 servers with 1 core available, 100 with 6: a pick lands in
+        // the first group with probability 100 / 700
+        let (pt, view) = pt_view(|i| if i < 100 { 1 } else { 6 }, 200);
+        let task = one_core_task();
+        let req = Request {
+            task: &task,
+            profile: None,
+            allowed: None,
+            exclude: None,
+        };
+        let mut rng = actor_rng(7, "scheduler");
+        let picks = 14_000;
+        let low = (0..picks)
+            .filter(|_| {
+                let c = pt.pick(&req, &view, None, |_| u32::MAX, &mut rng).unwrap();
+                c.server < 100
+            })
+            .count();
+        let share = low as f64 / f64::from(picks);
+        assert!((share - 1.0 / 7.0).abs() < 0.015, "share {share}");
+    }
+
+    #[test]
+    fn sampling_falls_back_to_the_exact_scan_when_room_is_rare() {
+        // one server of 500 has room: rejection draws nearly always miss,
+        // the scan still finds it; with none, nothing is picked
+        let (pt, view) = pt_view(|i| u32::from(i == 321), 500);
+        let task = one_core_task();
+        let req = Request {
+            task: &task,
+            profile: None,
+            allowed: None,
+            exclude: None,
+        };
+        let mut rng = actor_rng(7, "scheduler");
+        for _ in 0..50 {
+            let c = pt.pick(&req, &view, None, |_| u32::MAX, &mut rng);
+            assert_eq!(c.map(|c| c.server), Some(321));
+        }
+        assert!(pt.pick(&req, &view, None, |_| 0, &mut rng).is_none());
+        let (pt, view) = pt_view(|_| 0, 500);
+        assert!(pt.pick(&req, &view, None, |_| u32::MAX, &mut rng).is_none());
     }
 
     #[test]

@@ -596,3 +596,124 @@ fn a_mapreduce_tenant_submits_whole_jobs_master_first() {
         "mean requirement {usage}"
     );
 }
+
+/// Two primary tenants (3 servers at 0.2, 1 at 0.6) and a third that
+/// scales itself.
+const PRIMARIES: &str = r#"
+[run]
+name = "t"
+end = "10m"
+
+[[server_types]]
+name = "a"
+count = 6
+
+[[primary_tenants]]
+name = "low"
+servers = 3
+pattern = "constant"
+mean = 0.2
+
+[[primary_tenants]]
+name = "high"
+servers = 1
+pattern = "constant"
+mean = 0.6
+
+[[primary_tenants]]
+name = "own"
+servers = 2
+pattern = "constant"
+mean = 0.5
+scaling = "root"
+scale = 3.0
+"#;
+
+fn nominal(tenants: &[PrimaryTenantConfig]) -> f64 {
+    let servers: f64 = tenants.iter().map(|t| f64::from(t.servers)).sum();
+    tenants
+        .iter()
+        .map(|t| f64::from(t.servers) * t.scaled(t.nominal_mean()))
+        .sum::<f64>()
+        / servers
+}
+
+#[test]
+fn primary_scaling_fills_only_tenants_without_their_own() {
+    let s = load("p.toml", PRIMARIES, &[set("primary_scaling.factor=2")]).unwrap();
+    let (tenants, factor) = s.scaled_primary_tenants().unwrap();
+    assert_eq!(factor, Some(2.0));
+    assert!((tenants[0].scaled(0.2) - 0.4).abs() < 1e-12);
+    assert!((tenants[1].scaled(0.6) - 1.0).abs() < 1e-12, "saturates");
+    assert_eq!(
+        tenants[2].scaling,
+        Some(dcemu_actors::config::UtilScaling::Root)
+    );
+    assert_eq!(tenants[2].scale, Some(3.0));
+    // the scenario keeps what was written, so a replay solves it again
+    assert_eq!(s.primary_tenants[0].scale, None);
+    let (unscaled, none) = load("p.toml", PRIMARIES, &[])
+        .unwrap()
+        .scaled_primary_tenants()
+        .unwrap();
+    assert_eq!(none, None);
+    assert!((unscaled[0].scaled(0.2) - 0.2).abs() < 1e-12);
+}
+
+#[test]
+fn a_target_utilisation_is_reached_by_either_scaling() {
+    for method in ["linear", "root"] {
+        let s = load(
+            "p.toml",
+            PRIMARIES,
+            &[
+                set(&format!("primary_scaling.method={method}")),
+                set("primary_scaling.target=0.55"),
+            ],
+        )
+        .unwrap();
+        let (tenants, factor) = s.scaled_primary_tenants().unwrap();
+        let factor = factor.unwrap();
+        assert!(factor > 1.0, "{method}: scaling up, got {factor}");
+        assert!((nominal(&tenants) - 0.55).abs() < 1e-9, "{method}");
+    }
+}
+
+#[test]
+fn bad_primary_scaling_is_refused_with_its_field() {
+    let cases: [(&[&str], &str, &str); 4] = [
+        (
+            &["primary_scaling.factor=0"],
+            "primary_scaling.factor",
+            "positive",
+        ),
+        (
+            &["primary_scaling.target=1.2"],
+            "primary_scaling.target",
+            "between 0 and 1",
+        ),
+        (
+            &["primary_scaling.target=0.5", "primary_scaling.factor=2"],
+            "primary_scaling.target",
+            "not both",
+        ),
+        // the self-scaled tenant alone keeps the nominal mean above 0.26
+        (
+            &["primary_scaling.target=0.01"],
+            "primary_scaling.target",
+            "can only reach",
+        ),
+    ];
+    for (sets, field, problem) in cases {
+        let overrides: Vec<Override> = sets.iter().map(|s| set(s)).collect();
+        let e = errors(PRIMARIES, &overrides);
+        assert!(
+            e.iter()
+                .any(|e| e.field.as_deref() == Some(field) && e.problem.contains(problem)),
+            "{sets:?}: {e:?}"
+        );
+    }
+    let e = errors(MINIMAL, &[set("primary_scaling.factor=2")]);
+    assert_eq!(e[0].field.as_deref(), Some("primary_scaling"));
+    assert!(e[0].problem.contains("no [[primary_tenants]]"), "{e:?}");
+}
