@@ -235,7 +235,27 @@ fn read_logs(dir: &Path, run: &mut RunData) -> Result<(), ReportError> {
         .and_then(Value::as_f64)
         .unwrap_or(0.0);
     let bin_s = (end_s / HEAT_BINS as f64).max(1e-9);
-    let mut servers: BTreeMap<String, Occupancy> = BTreeMap::new();
+    // Every server has a log file, busy or not: all of them get a row.
+    let server_filter = Filter {
+        actors: Filter::actor_patterns(&["server-*".to_string()]).map_err(StreamError::Logs)?,
+        ..Filter::default()
+    };
+    let mut servers: BTreeMap<String, Occupancy> = match logs::actor_files(dir, &server_filter) {
+        Ok(files) => files
+            .into_iter()
+            .map(|(name, _)| {
+                let o = Occupancy {
+                    running: 0,
+                    since: 0.0,
+                    slots: 1.0,
+                    busy: vec![0.0; HEAT_BINS],
+                };
+                (name, o)
+            })
+            .collect(),
+        Err(logs::LogsError::NoActorMatches(_)) => BTreeMap::new(),
+        Err(e) => return Err(StreamError::Logs(e).into()),
+    };
     let filter = Filter {
         kinds: [
             "task_done",
@@ -439,22 +459,25 @@ fn bars_plot(
             .y_label_area_size(60)
             .build_cartesian_2d(0f64..categories.len() as f64, 0f64..y_max)
             .map_err(|e| e.to_string())?;
-        let cats = categories.to_vec();
         chart
             .configure_mesh()
             .disable_x_mesh()
-            .x_labels(categories.len().min(30) + 1)
-            .x_label_formatter(&move |x| {
-                let i = x.floor() as usize;
-                if (x - x.floor() - 0.0).abs() < 1e-9 {
-                    String::new()
-                } else {
-                    cats.get(i).cloned().unwrap_or_default()
-                }
-            })
+            .x_labels(0)
             .y_desc(y_desc)
             .draw()
             .map_err(|e| e.to_string())?;
+        // Category names under the middle of their group.
+        let style = TextStyle::from(("sans-serif", 13).into_font()).pos(
+            plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Center,
+                plotters::style::text_anchor::VPos::Top,
+            ),
+        );
+        for (i, name) in categories.iter().enumerate() {
+            let (px, py) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
+            root.draw(&Text::new(name.clone(), (px, py + 8), style.clone()))
+                .map_err(|e| e.to_string())?;
+        }
         for (r, label) in runs.iter().enumerate() {
             let c = color(r);
             let bars: Vec<_> = (0..categories.len())
