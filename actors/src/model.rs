@@ -255,6 +255,19 @@ impl Actor for Node {
         });
         crate::accounting::count_in_transit(in_flight, out);
     }
+
+    /// Servers describe their tasks and power; other actors only their kind.
+    fn describe(&self) -> serde_json::Value {
+        let kind = match self {
+            Node::Server(s) => return s.describe(),
+            Node::Scheduler(_) => "scheduler",
+            Node::Tenant(_) => "tenant",
+            Node::Primary(_) => "primary",
+            Node::Switch(_) => "switch",
+            Node::NameNode(_) => "namenode",
+        };
+        serde_json::json!({ "kind": kind })
+    }
 }
 
 /// The model sections of a scenario.

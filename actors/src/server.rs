@@ -906,6 +906,29 @@ impl Server {
         }
     }
 
+    /// What `dcemu replay --until T --dump` shows of a server: its power
+    /// state, the tasks on it (with their start times) and those waiting for
+    /// a wake-up, memory and the primary tenant's cores.
+    pub fn describe(&self) -> serde_json::Value {
+        serde_json::json!({
+            "server_type": self.server_type,
+            "power": format!("{:?}", self.power_state.device.state()),
+            "slots": self.slots,
+            "cores": self.cores_total,
+            "running": self.running.iter().map(|(id, (_, since))| {
+                serde_json::json!({"task": id, "since_ns": since})
+            }).collect::<Vec<_>>(),
+            "waiting_wake": self.power_state.held().iter().map(|t| t.id).collect::<Vec<_>>(),
+            "memory_mb": self.memory_mb,
+            "memory_allocated_mb": self.allocated.values().sum::<u64>(),
+            "primary_cores": self.primary_cores,
+            "reserve_cores": self.reserve_cores,
+            "killed": self.killed,
+            "evictions_memory": self.evictions_memory,
+            "evictions_priority": self.evictions_priority,
+        })
+    }
+
     pub fn finish(&mut self, end: SimTime, out: &mut Metrics) {
         self.inbox.finish(out);
         let partial: u128 = self

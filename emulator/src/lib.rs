@@ -6,9 +6,13 @@
 //! the results directory with its digest. [`run::execute`] strings these
 //! together; the `dcemu` binary adds flags, progress and a summary.
 
+pub mod commands;
 pub mod engine;
+pub mod logs;
 pub mod metrics;
 pub mod progress;
+pub mod replay;
+pub mod report;
 pub mod results;
 pub mod run;
 pub mod scenario;

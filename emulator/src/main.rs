@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
+use dcemu::commands;
 use dcemu::engine::{MAX_PARTITIONS, Progress};
 use dcemu::progress::{Mode, Reporter, human_count};
 use dcemu::results::{Staging, WriteError};
@@ -34,6 +35,12 @@ enum Command {
     Run(RunArgs),
     /// Check a scenario (and overrides) without running it.
     Validate(ScenarioArgs),
+    /// Show a results directory's actor logs, merged in virtual-time order.
+    Logs(commands::LogsArgs),
+    /// Re-run a results directory's scenario and compare with what it holds.
+    Replay(commands::ReplayArgs),
+    /// Compare results directories in an HTML report with plots.
+    Report(commands::ReportArgs),
 }
 
 #[derive(Args)]
@@ -92,11 +99,23 @@ impl Failure {
     }
 }
 
+impl From<commands::CommandError> for Failure {
+    fn from(e: commands::CommandError) -> Self {
+        Failure {
+            code: e.code,
+            message: e.message,
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run(args),
         Command::Validate(args) => validate(args),
+        Command::Logs(args) => commands::logs(args).map_err(Failure::from),
+        Command::Replay(args) => commands::replay_cmd(args).map_err(Failure::from),
+        Command::Report(args) => commands::report_cmd(args).map_err(Failure::from),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

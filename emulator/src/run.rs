@@ -55,6 +55,9 @@ pub struct Outcome {
     /// The slot configuration `scheduler.slot_config` computed (thesis
     /// Table 8.1), also written as `slot_config.md`.
     pub slot_table: Option<String>,
+    /// Each actor's [`Actor::describe`](dcemu_actors::kernel::Actor::describe)
+    /// at the end of the run, in actor-id order (not digested).
+    pub states: Vec<(String, serde_json::Value)>,
 }
 
 /// Builds the model of `scenario` and runs it to its end.
@@ -143,6 +146,12 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
         }
     }
     let (events, windows, virtual_end) = (output.events, output.windows, output.virtual_end);
+    let mut output = output;
+    let states = output
+        .actors
+        .iter_mut()
+        .map(|a| (a.name.clone(), std::mem::take(&mut a.state)))
+        .collect();
     if scenario.output.actor_logs {
         files.extend(output.actors.into_iter().map(|a| {
             let content = match (a.log, &options.log_dir) {
@@ -165,5 +174,6 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
         wall: started.elapsed(),
         wall_metrics,
         slot_table,
+        states,
     })
 }

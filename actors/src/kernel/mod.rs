@@ -47,6 +47,13 @@ pub trait Actor: Send + 'static {
     /// that were never delivered (sorted in delivery order), so that the actor
     /// can account for work still in flight.
     fn finish(&mut self, _undelivered: &[Envelope<Self::Msg>], _end: SimTime, _out: &mut Metrics) {}
+
+    /// A read-only description of the actor's state for people (`dcemu
+    /// replay --until T --dump NAME`); the engine asks for it when the run
+    /// ends, before [`Actor::finish`]. It never reaches the results.
+    fn describe(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
 }
 
 /// Why a model actor could not go on. The engine stops the run and reports it

@@ -72,6 +72,9 @@ pub struct ActorOutput {
     /// `None` when it was written to a file.
     pub log: Option<Vec<u8>>,
     pub metrics: Metrics,
+    /// [`Actor::describe`] at the end of the run, before `finish`: for
+    /// `dcemu replay --until`, never digested.
+    pub state: serde_json::Value,
 }
 
 /// The result of a run, independent of how it was partitioned.

@@ -349,6 +349,7 @@ impl<A: Actor> Partition<A> {
             .zip(undelivered)
             .map(|(mut slot, pending)| {
                 let mut metrics = Metrics::default();
+                let state = slot.actor.describe();
                 slot.actor.finish(&pending, end, &mut metrics);
                 (
                     slot.id,
@@ -356,6 +357,7 @@ impl<A: Actor> Partition<A> {
                         name: slot.name,
                         log: in_memory.then(|| slot.log.into_bytes()),
                         metrics,
+                        state,
                     },
                 )
             })

@@ -92,11 +92,13 @@ pub fn run_sequential<A: Actor>(
         .zip(undelivered)
         .map(|(((mut actor, name), log), pending)| {
             let mut metrics = Metrics::default();
+            let state = actor.describe();
             actor.finish(&pending, config.end, &mut metrics);
             ActorOutput {
                 name,
                 log: Some(log.into_bytes()),
                 metrics,
+                state,
             }
         })
         .collect();
