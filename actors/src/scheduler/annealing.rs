@@ -1,0 +1,441 @@
+//! `annealing`: interference-aware placement of distributed applications by
+//! simulated annealing (ASPLOS'16 §5.1–§5.3).
+//!
+//! Units of a run (groups of VMs, `Task::dist`) queue until the run is
+//! complete and its application is profiled; profiling happens once per
+//! application and unit count, through the lab's modeled runs
+//! (`crate::distributed::lab`), and its modeled time delays the placement.
+//! Then every ready run that fits is placed at once: units start at random
+//! on the free unit positions, and random swaps of two positions holding
+//! different runs (or a run and a free position) are accepted when they
+//! lower the energy, or with probability `exp(−Δ/T)` as the temperature
+//! cools (simulated annealing; the paper's accept-if-better rule is its
+//! zero-temperature limit). The energy is the sum of predicted normalised
+//! runtimes (§5.3), plus, for the `qos` goal, a large penalty on every
+//! predicted shortfall below a run's QoS bound (§5.2: the bound first,
+//! then the total). Predictions come from the proposed model (profiled
+//! curves and mapping policy) or the naive proportional one (§5.2).
+//! A run's units go to distinct hosts (a large penalty otherwise), as in
+//! Figure 5, where each application spans four nodes.
+//! Simulated annealing is small enough to write here (no crate needed).
+
+use std::collections::BTreeMap;
+
+use dcemu_topology::SimTime;
+use rand::RngCore;
+use serde::Serialize;
+
+use super::ServerSpec;
+use crate::config::SchedulerConfig;
+use crate::distributed::AnnealingGoal;
+use crate::distributed::lab::profile_app;
+use crate::distributed::profile::{Algorithm, AppModel, InterferenceModel};
+use crate::kernel::{ActorId, Metrics, ModelError};
+use crate::model::{Task, TaskId};
+use crate::sampling::{index, uniform_open0};
+
+/// Weight of a unit of predicted QoS shortfall against the total runtime.
+const QOS_PENALTY: f64 = 100.0;
+/// Weight of two units of one run on one host (the constraint that a run
+/// spans distinct hosts).
+const SPREAD_PENALTY: f64 = 1000.0;
+/// Annealing temperatures, in normalised-runtime units.
+const T_START: f64 = 0.2;
+const T_END: f64 = 1e-4;
+
+/// A run as the scheduler knows it.
+#[derive(Clone, Debug)]
+struct Run {
+    app: u32,
+    units: u16,
+    qos: Option<f64>,
+    /// Queued units (before placement).
+    tasks: Vec<Task>,
+    /// Server index of each placed unit, by unit.
+    hosts: Vec<usize>,
+    /// Units still running.
+    live: usize,
+}
+
+#[derive(Clone, Debug)]
+struct Host {
+    id: ActorId,
+    free_cores: u32,
+}
+
+#[derive(Serialize)]
+struct PlaceLog {
+    run: u64,
+    app: u32,
+    servers: Vec<String>,
+    predicted_norm: f64,
+}
+
+pub struct AnnealingStage {
+    goal: AnnealingGoal,
+    model: InterferenceModel,
+    algorithm: Algorithm,
+    iterations: u32,
+    noise: f64,
+    scale: f64,
+    hosts: Vec<Host>,
+    index: BTreeMap<ActorId, usize>,
+    runs: BTreeMap<TaskId, Run>,
+    /// Placed unit → its run.
+    placed: BTreeMap<TaskId, TaskId>,
+    /// Profiles by (application, units), with when they are ready.
+    models: BTreeMap<(u32, u16), (AppModel, SimTime)>,
+    measured: u64,
+    settings: u64,
+    errors: Vec<f64>,
+    profiling_s: f64,
+    predicted: Vec<f64>,
+}
+
+/// What a placement pass decided.
+#[derive(Default)]
+pub struct Pass {
+    pub dispatch: Vec<(ActorId, Task)>,
+    pub logs: Vec<(&'static str, serde_json::Value)>,
+}
+
+impl AnnealingStage {
+    pub fn new(cfg: &SchedulerConfig, servers: &[ServerSpec]) -> Self {
+        AnnealingStage {
+            goal: cfg.annealing_goal,
+            model: cfg.interference_model,
+            algorithm: cfg.dist_profiling,
+            iterations: cfg.annealing_iterations,
+            noise: cfg.dist_profile_noise,
+            scale: cfg.dist_profile_scale,
+            hosts: servers
+                .iter()
+                .map(|s| Host {
+                    id: s.id,
+                    free_cores: s.slots,
+                })
+                .collect(),
+            index: servers.iter().enumerate().map(|(i, s)| (s.id, i)).collect(),
+            runs: BTreeMap::new(),
+            placed: BTreeMap::new(),
+            models: BTreeMap::new(),
+            measured: 0,
+            settings: 0,
+            errors: Vec::new(),
+            profiling_s: 0.0,
+            predicted: Vec::new(),
+        }
+    }
+
+    /// Units waiting for placement.
+    pub fn queued(&self) -> usize {
+        self.runs
+            .values()
+            .filter(|r| r.hosts.is_empty())
+            .map(|r| r.tasks.len())
+            .sum()
+    }
+
+    /// A unit arrives; its application is profiled if it is new. Returns
+    /// when a placement pass should run.
+    pub fn submit(
+        &mut self,
+        task: Task,
+        now: SimTime,
+        rng: &mut impl RngCore,
+    ) -> Result<SimTime, ModelError> {
+        let Some(d) = task.dist else {
+            return Err(ModelError::Invariant(format!(
+                "annealing places distributed applications only; task {} is not one",
+                task.id
+            )));
+        };
+        let key = (d.app, d.units);
+        if !self.models.contains_key(&key) {
+            let p = profile_app(
+                d.app as usize,
+                usize::from(d.units),
+                self.algorithm,
+                self.noise,
+                self.scale,
+                rng,
+            )
+            .ok_or_else(|| ModelError::Invariant(format!("unknown application {}", d.app)))?;
+            self.measured += p.measured as u64;
+            self.settings += p.settings as u64;
+            self.errors.push(p.error);
+            self.profiling_s += p.time_ns as f64 / 1e9;
+            self.models.insert(key, (p.model, now + p.time_ns));
+        }
+        let ready = self.models.get(&key).map_or(now, |m| m.1);
+        let run = self.runs.entry(d.run).or_insert_with(|| Run {
+            app: d.app,
+            units: d.units,
+            qos: (d.qos_ppm > 0).then(|| f64::from(d.qos_ppm) / 1e6),
+            tasks: Vec::new(),
+            hosts: Vec::new(),
+            live: 0,
+        });
+        run.tasks.push(task);
+        Ok(ready.max(now))
+    }
+
+    /// A unit left its server.
+    pub fn release(&mut self, task: TaskId, server: ActorId, cores: u32) {
+        if let Some(&i) = self.index.get(&server) {
+            self.hosts[i].free_cores += cores;
+        }
+        if let Some(run) = self.placed.remove(&task)
+            && let Some(r) = self.runs.get_mut(&run)
+        {
+            r.live = r.live.saturating_sub(1);
+            if r.live == 0 {
+                self.runs.remove(&run);
+            }
+        }
+    }
+
+    /// Places every complete, profiled run that fits, jointly.
+    pub fn place(
+        &mut self,
+        now: SimTime,
+        names: &dyn Fn(ActorId) -> String,
+        rng: &mut impl RngCore,
+    ) -> Pass {
+        let mut pass = Pass::default();
+        // the runs to place: ready, in run order, while positions last
+        let mut batch: Vec<TaskId> = Vec::new();
+        let mut need_by_cores: BTreeMap<u32, usize> = BTreeMap::new();
+        let mut all_ready = true;
+        for (&id, r) in &self.runs {
+            if !r.hosts.is_empty() {
+                continue;
+            }
+            let ready = r.tasks.len() == usize::from(r.units)
+                && self
+                    .models
+                    .get(&(r.app, r.units))
+                    .is_some_and(|m| m.1 <= now);
+            if !ready {
+                all_ready = false;
+                continue;
+            }
+            let cores = r.tasks.first().map_or(1, |t| t.cores.max(1));
+            let positions: usize = self
+                .hosts
+                .iter()
+                .map(|h| (h.free_cores / cores) as usize)
+                .sum();
+            let need = need_by_cores.entry(cores).or_insert(0);
+            if *need + usize::from(r.units) <= positions {
+                *need += usize::from(r.units);
+                batch.push(id);
+            }
+        }
+        if batch.is_empty() || (!all_ready && self.runs.values().all(|r| r.hosts.is_empty())) {
+            // wait for the whole first mix rather than split it
+            return pass;
+        }
+        // unit positions: one per `cores` free on each host (units of one
+        // batch share a core count: the workload's unit_cores)
+        let cores = self.runs[&batch[0]].tasks[0].cores.max(1);
+        let mut slots: Vec<usize> = Vec::new();
+        for (i, h) in self.hosts.iter().enumerate() {
+            for _ in 0..h.free_cores / cores {
+                slots.push(i);
+            }
+        }
+        // occupants: batch unit (run index in batch, unit) or free
+        let mut occ: Vec<Option<(usize, u16)>> = vec![None; slots.len()];
+        let units: Vec<(usize, u16)> = batch
+            .iter()
+            .enumerate()
+            .flat_map(|(b, id)| (0..self.runs[id].units).map(move |u| (b, u)))
+            .collect();
+        // random initial placement: a shuffled order of positions
+        let mut order: Vec<usize> = (0..slots.len()).collect();
+        for i in (1..order.len()).rev() {
+            let j = index(rng, i as u32 + 1) as usize;
+            order.swap(i, j);
+        }
+        for (k, &u) in units.iter().enumerate() {
+            occ[order[k]] = Some(u);
+        }
+        let mut energy = self.energy(&batch, &slots, &occ);
+        let mut best = (energy, occ.clone());
+        let n = self.iterations.max(1);
+        if slots.len() >= 2 {
+            for step in 0..n {
+                let temp = T_START * libm::pow(T_END / T_START, f64::from(step) / f64::from(n));
+                let a = index(rng, slots.len() as u32) as usize;
+                let b = index(rng, slots.len() as u32) as usize;
+                let run_of = |o: &Option<(usize, u16)>| o.map(|x| x.0);
+                if run_of(&occ[a]) == run_of(&occ[b]) {
+                    continue;
+                }
+                occ.swap(a, b);
+                let e = self.energy(&batch, &slots, &occ);
+                let accept = e <= energy || uniform_open0(rng) < libm::exp(-(e - energy) / temp);
+                if accept {
+                    energy = e;
+                    if e < best.0 {
+                        best = (e, occ.clone());
+                    }
+                } else {
+                    occ.swap(a, b);
+                }
+            }
+        }
+        let occ = best.1;
+        let predicted = self.predictions(&batch, &slots, &occ);
+        // dispatch
+        let mut hosts_of: Vec<Vec<usize>> = batch
+            .iter()
+            .map(|id| vec![0; usize::from(self.runs[id].units)])
+            .collect();
+        for (k, o) in occ.iter().enumerate() {
+            if let Some((b, u)) = *o {
+                hosts_of[b][usize::from(u)] = slots[k];
+            }
+        }
+        for (b, id) in batch.iter().enumerate() {
+            let Some(r) = self.runs.get_mut(id) else {
+                continue;
+            };
+            let hosts = std::mem::take(&mut hosts_of[b]);
+            let coordinator = self.hosts[hosts[0]].id;
+            let mut tasks = std::mem::take(&mut r.tasks);
+            tasks.sort_by_key(|t| t.dist.map_or(0, |d| d.unit));
+            for mut t in tasks {
+                let unit = t.dist.map_or(0, |d| usize::from(d.unit));
+                let host = hosts.get(unit).copied().unwrap_or(hosts[0]);
+                if let Some(d) = t.dist.as_mut() {
+                    d.coordinator = Some(coordinator);
+                }
+                self.hosts[host].free_cores -= t.cores;
+                self.placed.insert(t.id, *id);
+                r.live += 1;
+                pass.dispatch.push((self.hosts[host].id, t));
+            }
+            let p = predicted.get(b).copied().unwrap_or(1.0);
+            self.predicted.push(p);
+            pass.logs.push((
+                "dist_place",
+                serde_json::to_value(PlaceLog {
+                    run: *id,
+                    app: r.app,
+                    servers: hosts.iter().map(|&h| names(self.hosts[h].id)).collect(),
+                    predicted_norm: p,
+                })
+                .unwrap_or_default(),
+            ));
+            r.hosts = hosts;
+        }
+        pass
+    }
+
+    /// Predicted normalised runtime of each batch run, and of the placed
+    /// runs the batch lands next to, as the annealing sees them.
+    fn predictions(
+        &self,
+        batch: &[TaskId],
+        slots: &[usize],
+        occ: &[Option<(usize, u16)>],
+    ) -> Vec<f64> {
+        // per host: the (run, bubble) of every unit there
+        let mut on: BTreeMap<usize, Vec<(TaskId, f64)>> = BTreeMap::new();
+        for (id, r) in &self.runs {
+            if let Some((m, _)) = self.models.get(&(r.app, r.units)) {
+                for &h in &r.hosts {
+                    on.entry(h).or_default().push((*id, m.bubble));
+                }
+            }
+        }
+        for (k, o) in occ.iter().enumerate() {
+            if let Some((b, _)) = *o {
+                let id = batch[b];
+                let bubble = self
+                    .runs
+                    .get(&id)
+                    .and_then(|r| self.models.get(&(r.app, r.units)))
+                    .map_or(0.0, |m| m.0.bubble);
+                on.entry(slots[k]).or_default().push((id, bubble));
+            }
+        }
+        let pressure = |host: usize, run: TaskId| {
+            on.get(&host).map_or(0.0, |v| {
+                v.iter()
+                    .filter(|(r, _)| *r != run)
+                    .map(|&(_, b)| b)
+                    .fold(0.0, f64::max)
+            })
+        };
+        let mut hosts_of: Vec<Vec<usize>> = vec![Vec::new(); batch.len()];
+        for (k, o) in occ.iter().enumerate() {
+            if let Some((b, _)) = *o {
+                hosts_of[b].push(slots[k]);
+            }
+        }
+        let mut out: Vec<f64> = Vec::with_capacity(batch.len());
+        for (b, id) in batch.iter().enumerate() {
+            let Some(r) = self.runs.get(id) else {
+                out.push(1.0);
+                continue;
+            };
+            let Some((m, _)) = self.models.get(&(r.app, r.units)) else {
+                out.push(1.0);
+                continue;
+            };
+            let p: Vec<f64> = hosts_of[b].iter().map(|&h| pressure(h, *id)).collect();
+            out.push(m.predict(&p, self.model));
+        }
+        // placed runs whose hosts the batch shares
+        for (id, r) in &self.runs {
+            if r.hosts.is_empty() {
+                continue;
+            }
+            if let Some((m, _)) = self.models.get(&(r.app, r.units)) {
+                let p: Vec<f64> = r.hosts.iter().map(|&h| pressure(h, *id)).collect();
+                out.push(m.predict(&p, self.model));
+            }
+        }
+        out
+    }
+
+    fn energy(&self, batch: &[TaskId], slots: &[usize], occ: &[Option<(usize, u16)>]) -> f64 {
+        let pred = self.predictions(batch, slots, occ);
+        let mut e: f64 = pred.iter().sum();
+        // a run spans distinct hosts (Figure 5: one unit of an application
+        // per node), as its solo run and its profiles did
+        let mut seen: Vec<(usize, usize)> = occ
+            .iter()
+            .zip(slots)
+            .filter_map(|(o, &h)| o.map(|(b, _)| (b, h)))
+            .collect();
+        seen.sort_unstable();
+        let shared = seen.windows(2).filter(|w| w[0] == w[1]).count();
+        e += SPREAD_PENALTY * shared as f64;
+        if self.goal == AnnealingGoal::Qos {
+            for (b, id) in batch.iter().enumerate() {
+                if let (Some(q), Some(&p)) = (self.runs.get(id).and_then(|r| r.qos), pred.get(b)) {
+                    e += QOS_PENALTY * (p - 1.0 / q).max(0.0);
+                }
+            }
+        }
+        e
+    }
+
+    pub fn finish(&self, out: &mut Metrics) {
+        out.add("dist_settings_measured", self.measured);
+        out.add("dist_settings_total", self.settings);
+        out.add_f64("dist_profiling_time_s", self.profiling_s);
+        out.declare_samples("dist_prediction_error");
+        for &e in &self.errors {
+            out.sample("dist_prediction_error", e);
+        }
+        out.declare_samples("dist_predicted_norm_runtime");
+        for &p in &self.predicted {
+            out.sample("dist_predicted_norm_runtime", p);
+        }
+    }
+}
