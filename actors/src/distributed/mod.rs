@@ -36,7 +36,7 @@ pub enum AnnealingGoal {
 }
 
 pub fn default_iterations() -> u32 {
-    4000
+    20000
 }
 
 pub fn default_dist_noise() -> f64 {

@@ -35,12 +35,12 @@ use crate::model::{Task, TaskId};
 use crate::sampling::{index, uniform_open0};
 
 /// Weight of a unit of predicted QoS shortfall against the total runtime.
-const QOS_PENALTY: f64 = 100.0;
+const QOS_PENALTY: f64 = 10.0;
 /// Weight of two units of one run on one host (the constraint that a run
 /// spans distinct hosts).
-const SPREAD_PENALTY: f64 = 1000.0;
+const SPREAD_PENALTY: f64 = 1.0;
 /// Annealing temperatures, in normalised-runtime units.
-const T_START: f64 = 0.2;
+const T_START: f64 = 0.5;
 const T_END: f64 = 1e-4;
 
 /// A run as the scheduler knows it.
@@ -261,8 +261,10 @@ impl AnnealingStage {
         for (k, &u) in units.iter().enumerate() {
             occ[order[k]] = Some(u);
         }
-        let mut energy = self.energy(&batch, &slots, &occ);
-        let mut best = (energy, occ.clone());
+        let (mut energy, feasible) = self.energy(&batch, &slots, &occ);
+        // the best placement that keeps every run on distinct hosts (any,
+        // if none does)
+        let mut best = (!feasible, energy, occ.clone());
         let n = self.iterations.max(1);
         if slots.len() >= 2 {
             for step in 0..n {
@@ -274,19 +276,19 @@ impl AnnealingStage {
                     continue;
                 }
                 occ.swap(a, b);
-                let e = self.energy(&batch, &slots, &occ);
+                let (e, feasible) = self.energy(&batch, &slots, &occ);
                 let accept = e <= energy || uniform_open0(rng) < libm::exp(-(e - energy) / temp);
                 if accept {
                     energy = e;
-                    if e < best.0 {
-                        best = (e, occ.clone());
+                    if (!feasible, e) < (best.0, best.1) {
+                        best = (!feasible, e, occ.clone());
                     }
                 } else {
                     occ.swap(a, b);
                 }
             }
         }
-        let occ = best.1;
+        let occ = best.2;
         let predicted = self.predictions(&batch, &slots, &occ);
         // dispatch
         let mut hosts_of: Vec<Vec<usize>> = batch
@@ -402,7 +404,13 @@ impl AnnealingStage {
         out
     }
 
-    fn energy(&self, batch: &[TaskId], slots: &[usize], occ: &[Option<(usize, u16)>]) -> f64 {
+    /// The energy of a placement, and whether every run is on distinct hosts.
+    fn energy(
+        &self,
+        batch: &[TaskId],
+        slots: &[usize],
+        occ: &[Option<(usize, u16)>],
+    ) -> (f64, bool) {
         let pred = self.predictions(batch, slots, occ);
         let mut e: f64 = pred.iter().sum();
         // a run spans distinct hosts (Figure 5: one unit of an application
@@ -422,7 +430,7 @@ impl AnnealingStage {
                 }
             }
         }
-        e
+        (e, shared == 0)
     }
 
     pub fn finish(&self, out: &mut Metrics) {
