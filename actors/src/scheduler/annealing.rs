@@ -261,7 +261,8 @@ impl AnnealingStage {
         for (k, &u) in units.iter().enumerate() {
             occ[order[k]] = Some(u);
         }
-        let (mut energy, feasible) = self.energy(&batch, &slots, &occ);
+        let view = self.view(&batch);
+        let (mut energy, feasible) = view.energy(&slots, &occ);
         // the best placement that keeps every run on distinct hosts (any,
         // if none does)
         let mut best = (!feasible, energy, occ.clone());
@@ -276,7 +277,7 @@ impl AnnealingStage {
                     continue;
                 }
                 occ.swap(a, b);
-                let (e, feasible) = self.energy(&batch, &slots, &occ);
+                let (e, feasible) = view.energy(&slots, &occ);
                 let accept = e <= energy || uniform_open0(rng) < libm::exp(-(e - energy) / temp);
                 if accept {
                     energy = e;
@@ -289,7 +290,8 @@ impl AnnealingStage {
             }
         }
         let occ = best.2;
-        let predicted = self.predictions(&batch, &slots, &occ);
+        let predicted = view.predictions(&slots, &occ);
+        drop(view);
         // dispatch
         let mut hosts_of: Vec<Vec<usize>> = batch
             .iter()
@@ -336,82 +338,86 @@ impl AnnealingStage {
         pass
     }
 
-    /// Predicted normalised runtime of each batch run, and of the placed
-    /// runs the batch lands next to, as the annealing sees them.
-    fn predictions(
-        &self,
-        batch: &[TaskId],
-        slots: &[usize],
-        occ: &[Option<(usize, u16)>],
-    ) -> Vec<f64> {
-        // per host: the (run, bubble) of every unit there
-        let mut on: BTreeMap<usize, Vec<(TaskId, f64)>> = BTreeMap::new();
-        for (id, r) in &self.runs {
-            if let Some((m, _)) = self.models.get(&(r.app, r.units)) {
-                for &h in &r.hosts {
-                    on.entry(h).or_default().push((*id, m.bubble));
-                }
-            }
-        }
-        for (k, o) in occ.iter().enumerate() {
-            if let Some((b, _)) = *o {
-                let id = batch[b];
-                let bubble = self
-                    .runs
-                    .get(&id)
-                    .and_then(|r| self.models.get(&(r.app, r.units)))
-                    .map_or(0.0, |m| m.0.bubble);
-                on.entry(slots[k]).or_default().push((id, bubble));
-            }
-        }
-        let pressure = |host: usize, run: TaskId| {
-            on.get(&host).map_or(0.0, |v| {
-                v.iter()
-                    .filter(|(r, _)| *r != run)
-                    .map(|&(_, b)| b)
-                    .fold(0.0, f64::max)
-            })
-        };
-        let mut hosts_of: Vec<Vec<usize>> = vec![Vec::new(); batch.len()];
-        for (k, o) in occ.iter().enumerate() {
-            if let Some((b, _)) = *o {
-                hosts_of[b].push(slots[k]);
-            }
-        }
-        let mut out: Vec<f64> = Vec::with_capacity(batch.len());
-        for (b, id) in batch.iter().enumerate() {
-            let Some(r) = self.runs.get(id) else {
-                out.push(1.0);
-                continue;
-            };
-            let Some((m, _)) = self.models.get(&(r.app, r.units)) else {
-                out.push(1.0);
-                continue;
-            };
-            let p: Vec<f64> = hosts_of[b].iter().map(|&h| pressure(h, *id)).collect();
-            out.push(m.predict(&p, self.model));
-        }
-        // placed runs whose hosts the batch shares
+    /// What one pass evaluates placements against: per host, the (run,
+    /// bubble) of units already placed; per batch run, its model, bubble
+    /// and QoS bound; the placed runs with their hosts.
+    fn view(&self, batch: &[TaskId]) -> View<'_> {
+        let mut fixed: Vec<Vec<(TaskId, f64)>> = vec![Vec::new(); self.hosts.len()];
+        let mut placed = Vec::new();
         for (id, r) in &self.runs {
             if r.hosts.is_empty() {
                 continue;
             }
             if let Some((m, _)) = self.models.get(&(r.app, r.units)) {
-                let p: Vec<f64> = r.hosts.iter().map(|&h| pressure(h, *id)).collect();
-                out.push(m.predict(&p, self.model));
+                for &h in &r.hosts {
+                    fixed[h].push((*id, m.bubble));
+                }
+                placed.push((*id, m, r.hosts.clone()));
             }
+        }
+        let runs = batch
+            .iter()
+            .filter_map(|id| {
+                let r = self.runs.get(id)?;
+                let (m, _) = self.models.get(&(r.app, r.units))?;
+                Some((*id, m, r.qos))
+            })
+            .collect();
+        View {
+            fixed,
+            runs,
+            placed,
+            model: self.model,
+            goal: self.goal,
+        }
+    }
+}
+
+/// A placement pass's fixed facts (see [`AnnealingStage::view`]).
+struct View<'a> {
+    fixed: Vec<Vec<(TaskId, f64)>>,
+    runs: Vec<(TaskId, &'a AppModel, Option<f64>)>,
+    placed: Vec<(TaskId, &'a AppModel, Vec<usize>)>,
+    model: InterferenceModel,
+    goal: AnnealingGoal,
+}
+
+impl View<'_> {
+    /// Predicted normalised runtime of each batch run (in batch order),
+    /// then of each placed run, under the placement `occ` of `slots`.
+    fn predictions(&self, slots: &[usize], occ: &[Option<(usize, u16)>]) -> Vec<f64> {
+        let mut on = self.fixed.clone();
+        let mut hosts_of: Vec<Vec<usize>> = vec![Vec::new(); self.runs.len()];
+        for (k, o) in occ.iter().enumerate() {
+            if let Some((b, _)) = *o
+                && let Some((id, m, _)) = self.runs.get(b)
+            {
+                on[slots[k]].push((*id, m.bubble));
+                hosts_of[b].push(slots[k]);
+            }
+        }
+        let pressure = |host: usize, run: TaskId| {
+            on[host]
+                .iter()
+                .filter(|(r, _)| *r != run)
+                .map(|&(_, b)| b)
+                .fold(0.0, f64::max)
+        };
+        let mut out = Vec::with_capacity(self.runs.len() + self.placed.len());
+        for (b, (id, m, _)) in self.runs.iter().enumerate() {
+            let p: Vec<f64> = hosts_of[b].iter().map(|&h| pressure(h, *id)).collect();
+            out.push(m.predict(&p, self.model));
+        }
+        for (id, m, hosts) in &self.placed {
+            let p: Vec<f64> = hosts.iter().map(|&h| pressure(h, *id)).collect();
+            out.push(m.predict(&p, self.model));
         }
         out
     }
 
     /// The energy of a placement, and whether every run is on distinct hosts.
-    fn energy(
-        &self,
-        batch: &[TaskId],
-        slots: &[usize],
-        occ: &[Option<(usize, u16)>],
-    ) -> (f64, bool) {
-        let pred = self.predictions(batch, slots, occ);
+    fn energy(&self, slots: &[usize], occ: &[Option<(usize, u16)>]) -> (f64, bool) {
+        let pred = self.predictions(slots, occ);
         let mut e: f64 = pred.iter().sum();
         // a run spans distinct hosts (Figure 5: one unit of an application
         // per node), as its solo run and its profiles did
@@ -424,15 +430,17 @@ impl AnnealingStage {
         let shared = seen.windows(2).filter(|w| w[0] == w[1]).count();
         e += SPREAD_PENALTY * shared as f64;
         if self.goal == AnnealingGoal::Qos {
-            for (b, id) in batch.iter().enumerate() {
-                if let (Some(q), Some(&p)) = (self.runs.get(id).and_then(|r| r.qos), pred.get(b)) {
+            for (b, (_, _, qos)) in self.runs.iter().enumerate() {
+                if let (Some(q), Some(&p)) = (qos, pred.get(b)) {
                     e += QOS_PENALTY * (p - 1.0 / q).max(0.0);
                 }
             }
         }
         (e, shared == 0)
     }
+}
 
+impl AnnealingStage {
     pub fn finish(&self, out: &mut Metrics) {
         out.add("dist_settings_measured", self.measured);
         out.add("dist_settings_total", self.settings);
