@@ -414,6 +414,7 @@ impl Server {
                 Out::Send(to, body) => self.nic.send(&world, ctx, to, body)?,
                 Out::Timer(delay, msg) => ctx.timer(delay, msg)?,
                 Out::Complete(task) => self.dist_complete(task, ctx)?,
+                Out::Log(kind, fields) => ctx.log(kind, &fields),
             }
         }
         Ok(())

@@ -31,6 +31,8 @@ pub enum Out {
     Timer(SimTime, Msg),
     /// The unit's run is over: complete the unit here.
     Complete(TaskId),
+    /// Log this event.
+    Log(&'static str, serde_json::Value),
 }
 
 /// One of this server's units.
@@ -187,24 +189,34 @@ impl DistHost {
             c.last = now;
         }
         c.members.insert(dist.unit, (server, task, milli));
+        let mut out = Vec::new();
         if c.started.is_none() && c.members.len() == usize::from(c.units) {
             c.started = Some(now);
             c.last = now;
+            out.push(Out::Log(
+                "dist_run_start",
+                serde_json::json!({ "run": dist.run, "app": dist.app, "units": dist.units }),
+            ));
         }
         if c.started.is_none() {
-            return Vec::new();
+            return out;
         }
         let pressures: Vec<f64> = c.members.values().map(|m| real(m.2)).collect();
         c.slowdown = app.runtime(&pressures);
         c.generation += 1;
         let left = ((1.0 - c.done).max(0.0) * solo_ns * c.slowdown).ceil() as SimTime;
-        vec![Out::Timer(
+        out.push(Out::Log(
+            "dist_rate",
+            serde_json::json!({ "run": dist.run, "pressures": pressures, "slowdown": c.slowdown, "done": c.done }),
+        ));
+        out.push(Out::Timer(
             left.max(1),
             Msg::DistFinish {
                 run: dist.run,
                 generation: c.generation,
             },
-        )]
+        ));
+        out
     }
 
     /// Coordinator timer: the run's work is done (unless stale); every unit
@@ -253,16 +265,24 @@ impl DistHost {
                 met.map_or(String::new(), |m| m.to_string()),
             ),
         ));
-        c.members
-            .values()
-            .map(|&(server, task, _)| {
-                if server == me {
-                    Out::Complete(task)
-                } else {
-                    Out::Send(server, Body::DistDone { task })
-                }
-            })
-            .collect()
+        let mut out = vec![Out::Log(
+            "dist_run_end",
+            serde_json::json!({
+                "run": run,
+                "app": c.app,
+                "runtime_s": runtime_s,
+                "norm_runtime": norm,
+                "qos_met": met,
+            }),
+        )];
+        out.extend(c.members.values().map(|&(server, task, _)| {
+            if server == me {
+                Out::Complete(task)
+            } else {
+                Out::Send(server, Body::DistDone { task })
+            }
+        }));
+        out
     }
 
     pub fn finish(&mut self, out: &mut Metrics) {

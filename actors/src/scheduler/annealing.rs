@@ -90,6 +90,8 @@ pub struct AnnealingStage {
     errors: Vec<f64>,
     profiling_s: f64,
     predicted: Vec<f64>,
+    /// Events to log, taken by the scheduler.
+    logs: Vec<(&'static str, serde_json::Value)>,
 }
 
 /// What a placement pass decided.
@@ -124,7 +126,13 @@ impl AnnealingStage {
             errors: Vec::new(),
             profiling_s: 0.0,
             predicted: Vec::new(),
+            logs: Vec::new(),
         }
+    }
+
+    /// Events to log since the last call.
+    pub fn take_logs(&mut self) -> Vec<(&'static str, serde_json::Value)> {
+        std::mem::take(&mut self.logs)
     }
 
     /// Units waiting for placement.
@@ -165,6 +173,19 @@ impl AnnealingStage {
             self.settings += p.settings as u64;
             self.errors.push(p.error);
             self.profiling_s += p.time_ns as f64 / 1e9;
+            self.logs.push((
+                "dist_profile",
+                serde_json::json!({
+                    "app": d.app,
+                    "units": d.units,
+                    "algorithm": self.algorithm.name(),
+                    "measured": p.measured,
+                    "settings": p.settings,
+                    "policy": p.model.policy.name(),
+                    "bubble": p.model.bubble,
+                    "time_ns": p.time_ns,
+                }),
+            ));
             self.models.insert(key, (p.model, now + p.time_ns));
         }
         let ready = self.models.get(&key).map_or(now, |m| m.1);

@@ -517,6 +517,9 @@ impl Scheduler {
                 if let Some(stage) = self.annealing.as_mut() {
                     let now = ctx.now();
                     let at = stage.submit(task, now, ctx.rng())?;
+                    for (kind, fields) in stage.take_logs() {
+                        ctx.log(kind, &fields);
+                    }
                     if self.dist_tick.is_none_or(|t| t < at) {
                         self.dist_tick = Some(at);
                         ctx.timer(at - now, Msg::DistPlace)?;
