@@ -298,3 +298,128 @@ impl DistHost {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::truth::{catalog, find};
+    use super::super::{DistRef, DistWorld, WorkloadConfig};
+    use super::*;
+
+    fn world() -> DistWorld {
+        DistWorld {
+            catalog: catalog(),
+            workload: WorkloadConfig {
+                mix: "HW1".into(),
+                qos_target: 0,
+                qos_perf: 0.8,
+                units_per_app: 2,
+                unit_cores: 8,
+                copies: 1,
+                rounds: 1,
+            },
+        }
+    }
+
+    fn unit(app: &str, run: TaskId, unit: u16, coordinator: ActorId) -> DistRef {
+        DistRef {
+            app: find(app).unwrap() as u32,
+            run,
+            unit,
+            units: 2,
+            qos_ppm: 0,
+            coordinator: Some(coordinator),
+        }
+    }
+
+    fn timers(out: &[Out]) -> Vec<(SimTime, u64)> {
+        out.iter()
+            .filter_map(|o| match o {
+                Out::Timer(d, Msg::DistFinish { generation, .. }) => Some((*d, *generation)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// M.lmps (high propagation) on two servers; a C.libq unit joins one of
+    /// them halfway: the coordinator integrates the first half at full
+    /// speed and the rest at the truth's slowdown for one interfering unit.
+    #[test]
+    fn coordinator_integrates_progress_across_a_pressure_change() {
+        let w = world();
+        let (a, b) = (ActorId(1), ActorId(2));
+        let mut host_a = DistHost::default();
+        let mut host_b = DistHost::default();
+        // unit 0 on a (the coordinator), unit 1 on b
+        let out = host_a.started(&w, a, 10, unit("M.lmps", 10, 0, a), 0);
+        assert!(timers(&out).is_empty(), "not all units yet");
+        let out = host_b.started(&w, b, 11, unit("M.lmps", 10, 1, a), 0);
+        let [
+            Out::Send(
+                to,
+                Body::DistPressure {
+                    dist,
+                    task,
+                    pressure_milli,
+                },
+            ),
+        ] = out.as_slice()
+        else {
+            panic!("{out:?}");
+        };
+        assert_eq!((*to, *task, *pressure_milli), (a, 11, 0));
+        let out = host_a.pressure(&w, b, *dist, 11, 0, 0);
+        let solo = 600_000_000_000u64;
+        assert_eq!(timers(&out), vec![(solo, 1)]);
+        // at 300 s a C.libq unit (another run) lands on b
+        let out = host_b.started(&w, b, 20, unit("C.libq", 20, 0, b), 300_000_000_000);
+        let report = out
+            .iter()
+            .find_map(|o| match o {
+                Out::Send(
+                    to,
+                    Body::DistPressure {
+                        dist,
+                        task,
+                        pressure_milli,
+                    },
+                ) if *to == a => Some((*dist, *task, *pressure_milli)),
+                _ => None,
+            })
+            .expect("lmps unit reports the libq pressure");
+        assert_eq!(report.2, 6600);
+        let out = host_a.pressure(&w, b, report.0, report.1, report.2, 300_000_000_000);
+        let lmps = &w.catalog[find("M.lmps").unwrap()];
+        let slowdown = lmps.runtime(&[0.0, 6.6]);
+        assert!(
+            slowdown > 1.3,
+            "high propagation: one node of two {slowdown}"
+        );
+        let [(left, 2)] = timers(&out)[..] else {
+            panic!("{out:?}")
+        };
+        let expect = 0.5 * 600e9 * slowdown;
+        assert!((left as f64 - expect).abs() < 2.0, "{left} vs {expect}");
+        // the stale first timer does nothing; the second ends both units
+        assert!(host_a.finish_timer(&w, a, 10, 1, solo).is_empty());
+        let end = 300_000_000_000 + left;
+        let out = host_a.finish_timer(&w, a, 10, 2, end);
+        assert!(out.contains(&Out::Complete(10)));
+        assert!(out.contains(&Out::Send(b, Body::DistDone { task: 11 })));
+        let mut m = Metrics::default();
+        host_a.finish(&mut m);
+        assert_eq!(m.counter("dist_apps_completed"), 1);
+        let norm = m.sum("dist_sum_norm_runtime");
+        assert!((norm - (0.5 + 0.5 * slowdown)).abs() < 1e-6, "{norm}");
+    }
+
+    #[test]
+    fn units_of_one_run_do_not_press_on_each_other() {
+        let w = world();
+        let a = ActorId(1);
+        let mut host = DistHost::default();
+        host.started(&w, a, 10, unit("N.mg", 10, 0, a), 0);
+        let out = host.started(&w, a, 11, unit("N.mg", 10, 1, a), 0);
+        // both at pressure 0: the run starts at full speed
+        assert_eq!(timers(&out), vec![(600_000_000_000, 1)]);
+    }
+}

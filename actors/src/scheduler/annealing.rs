@@ -476,3 +476,113 @@ impl AnnealingStage {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::distributed::DistRef;
+    use crate::distributed::truth::find;
+    use crate::kernel::actor_rng;
+
+    fn stage(goal: AnnealingGoal) -> AnnealingStage {
+        let servers: Vec<ServerSpec> = (0..4)
+            .map(|i| ServerSpec {
+                id: ActorId(10 + i),
+                slots: 16,
+                cores: 16,
+                class: 0,
+                memory_mb: 0,
+                core_speed: 1.0,
+                idle_w: 0.0,
+                peak_w: 0.0,
+            })
+            .collect();
+        let cfg = SchedulerConfig {
+            annealing_goal: goal,
+            ..SchedulerConfig::default()
+        };
+        AnnealingStage::new(&cfg, &servers)
+    }
+
+    fn units(app: &str, run: TaskId, qos: bool) -> Vec<Task> {
+        (0..2u16)
+            .map(|u| Task {
+                id: run + u64::from(u),
+                tenant: ActorId(1),
+                submitted_at: 0,
+                service_ns: 600_000_000_000,
+                flow_bps: 0,
+                app: None,
+                priority: 0,
+                memory_mb: 0,
+                cores: 8,
+                first_start: None,
+                total_ns: 600_000_000_000,
+                evictions: 0,
+                priority_evictions: 0,
+                cpu_ppm: 0,
+                job: None,
+                dag: None,
+                dist: Some(DistRef {
+                    app: find(app).unwrap() as u32,
+                    run,
+                    unit: u,
+                    units: 2,
+                    qos_ppm: if qos { 800_000 } else { 0 },
+                    coordinator: None,
+                }),
+            })
+            .collect()
+    }
+
+    /// Four runs of two units fill four hosts of two positions; every run
+    /// spans two hosts, the coordinator is unit 0's host, and the QoS goal
+    /// keeps the sensitive M.lmps away from C.libq.
+    #[test]
+    fn places_runs_on_distinct_hosts_and_protects_the_qos_target() {
+        for goal in [AnnealingGoal::Throughput, AnnealingGoal::Qos] {
+            let mut s = stage(goal);
+            let mut rng = actor_rng(3, "scheduler");
+            let mut ready = 0;
+            for (app, run, qos) in [
+                ("M.lmps", 0, true),
+                ("C.libq", 2, false),
+                ("H.KM", 4, false),
+                ("C.mcf", 6, false),
+            ] {
+                for t in units(app, run, qos) {
+                    ready = ready.max(s.submit(t, 0, &mut rng).unwrap());
+                }
+            }
+            assert!(ready > 0, "profiling takes modeled time");
+            assert!(s.place(0, &|_| String::new(), &mut rng).dispatch.is_empty());
+            let pass = s.place(ready, &|id| format!("s{}", id.0), &mut rng);
+            assert_eq!(pass.dispatch.len(), 8);
+            assert_eq!(s.queued(), 0);
+            let mut by_run: BTreeMap<TaskId, Vec<ActorId>> = BTreeMap::new();
+            for (server, t) in &pass.dispatch {
+                let d = t.dist.unwrap();
+                by_run.entry(d.run).or_default().push(*server);
+                if d.unit == 0 {
+                    assert_eq!(d.coordinator, Some(*server));
+                }
+            }
+            for hosts in by_run.values() {
+                assert_ne!(hosts[0], hosts[1], "{goal:?}: a run spans distinct hosts");
+            }
+            if goal == AnnealingGoal::Qos {
+                let libq = &by_run[&2];
+                assert!(
+                    by_run[&0].iter().all(|h| !libq.contains(h)),
+                    "M.lmps shares no host with C.libq"
+                );
+            }
+            // releases free the hosts again
+            for (server, t) in &pass.dispatch {
+                s.release(t.id, *server, t.cores);
+            }
+            assert!(s.hosts.iter().all(|h| h.free_cores == 16));
+            assert!(s.runs.is_empty());
+        }
+    }
+}
