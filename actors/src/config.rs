@@ -133,6 +133,10 @@ pub struct TenantConfig {
     /// runs, reserved from a core switch to its server (three-tier only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow_bandwidth: Option<Bandwidth>,
+    /// Each arrival submits the `[workload]` mix of distributed
+    /// applications (ASPLOS'16 §5, Table 5), once per mix round.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub distributed: bool,
 }
 
 /// `tenants.synthetic`: the synthetic Google-like generator of thesis
@@ -704,6 +708,22 @@ pub struct SchedulerConfig {
     /// job's length type (Algorithm 1's W; default 3, 2, 1).
     #[serde(default = "default_rank_weights")]
     pub rank_weights: [f64; 3],
+    /// `annealing` (ASPLOS'16 §4–§5): its goal, the model it predicts with,
+    /// the profiling algorithm and its noise, the share of a production
+    /// run one profiling run lasts, and the annealing steps
+    /// (`scenarios/README.md`).
+    #[serde(default)]
+    pub annealing_goal: crate::distributed::AnnealingGoal,
+    #[serde(default)]
+    pub interference_model: crate::distributed::profile::InterferenceModel,
+    #[serde(default)]
+    pub dist_profiling: crate::distributed::profile::Algorithm,
+    #[serde(default = "crate::distributed::default_iterations")]
+    pub annealing_iterations: u32,
+    #[serde(default = "crate::distributed::default_dist_noise")]
+    pub dist_profile_noise: f64,
+    #[serde(default = "crate::distributed::default_dist_scale")]
+    pub dist_profile_scale: f64,
 }
 
 fn default_cluster_every() -> Duration {
@@ -851,6 +871,12 @@ impl Default for SchedulerConfig {
             cluster_window: default_cluster_window(),
             cluster_classes: default_cluster_classes(),
             rank_weights: default_rank_weights(),
+            annealing_goal: Default::default(),
+            interference_model: Default::default(),
+            dist_profiling: Default::default(),
+            annealing_iterations: crate::distributed::default_iterations(),
+            dist_profile_noise: crate::distributed::default_dist_noise(),
+            dist_profile_scale: crate::distributed::default_dist_scale(),
         }
     }
 }
@@ -1181,6 +1207,9 @@ pub enum PlacementKind {
     /// YARN-H/Tez-H (§4.1, §5.3): Algorithm 1 picks utilisation classes
     /// per job, then YARN-PT's placement within them.
     YarnH,
+    /// Distributed applications by simulated annealing over the profiled
+    /// interference model (ASPLOS'16 §5): `scheduler.annealing_goal`.
+    Annealing,
 }
 
 impl PlacementKind {
@@ -1508,7 +1537,8 @@ impl TenantConfig {
                 || self.google_memory_gb.is_some()
                 || self.synthetic.is_some()
                 || self.mapreduce.is_some()
-                || self.dag_jobs.is_some() => {}
+                || self.dag_jobs.is_some()
+                || self.distributed => {}
             (Some(service), None) if service.mean == Duration::ZERO => {
                 out.push(("service.mean".into(), "must be greater than 0".into()));
             }

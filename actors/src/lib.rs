@@ -11,6 +11,7 @@ pub mod clustering;
 pub mod config;
 pub mod device;
 pub mod disk;
+pub mod distributed;
 pub mod flow_sizes;
 pub mod google;
 pub mod ground_truth;

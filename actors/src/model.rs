@@ -70,6 +70,9 @@ pub struct Task {
     pub job: Option<JobRef>,
     /// The DAG job it belongs to (harvesting §4.1, §6.1), if any.
     pub dag: Option<crate::google::DagRef>,
+    /// The distributed run it is a unit of (ASPLOS'16), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dist: Option<crate::distributed::DistRef>,
 }
 
 /// A task's place in a MapReduce-like job (thesis §4.2.2): the job's tasks
@@ -130,6 +133,11 @@ pub enum Msg {
     Rereplicate,
     /// Name node timer at the end of the run: the last reads are due.
     ReadTick,
+    /// Coordinating server timer: a distributed run's work is done
+    /// (stale unless `generation` is the run's latest).
+    DistFinish { run: TaskId, generation: u64 },
+    /// Scheduler timer: profiles are ready; place the queued distributed runs.
+    DistPlace,
 }
 
 impl Msg {
@@ -152,6 +160,8 @@ impl Msg {
             Msg::SlotTick => "slot_tick",
             Msg::Rereplicate => "rereplicate",
             Msg::ReadTick => "read_tick",
+            Msg::DistFinish { .. } => "dist_finish",
+            Msg::DistPlace => "dist_place",
         }
     }
 }
@@ -192,6 +202,10 @@ pub struct World {
     pub primary_kills: bool,
     /// The name node and the busy rule, when the scenario has `[storage]`.
     pub storage: Option<StorageLink>,
+    /// Distributed applications' ground truth and `[workload]`, when the
+    /// scenario has that section; servers and tenants read it, never the
+    /// scheduler.
+    pub distributed: Option<crate::distributed::DistWorld>,
 }
 
 impl World {
@@ -287,6 +301,8 @@ pub struct ModelSpec<'a> {
     pub end: SimTime,
     /// `[storage]`: a name node and harvested block storage (harvesting §4.2).
     pub storage: Option<&'a StorageConfig>,
+    /// `[workload]`: distributed applications (ASPLOS'16).
+    pub workload: Option<&'a crate::distributed::WorkloadConfig>,
 }
 
 /// Why a model could not be built.
@@ -417,6 +433,10 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
         storage: spec.storage.zip(namenode).map(|(s, id)| StorageLink {
             namenode: id,
             busy_above: s.busy_above,
+        }),
+        distributed: spec.workload.map(|w| crate::distributed::DistWorld {
+            catalog: crate::distributed::truth::catalog(),
+            workload: w.clone(),
         }),
     });
     let server_ids: Vec<ServerSpec> = server_types

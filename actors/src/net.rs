@@ -80,6 +80,16 @@ pub enum Body {
     /// Server → name node: its busy status flipped; a busy data node denies
     /// accesses and is not listed for replicas (harvesting §5.4).
     DataNodeBusy { busy: bool },
+    /// Server → the coordinating server of a distributed run: unit
+    /// `dist.unit` (task `task`) now suffers this pressure, in thousandths
+    /// of a bubble score (ASPLOS'16 §3).
+    DistPressure {
+        dist: crate::distributed::DistRef,
+        task: TaskId,
+        pressure_milli: u32,
+    },
+    /// Coordinating server → a unit's server: the run is over; end `task`.
+    DistDone { task: TaskId },
 }
 
 /// One running application's progress as a server measures it.
@@ -115,6 +125,8 @@ impl Body {
             Body::Migrating(_) => "migrating",
             Body::Reimaged => "reimaged",
             Body::DataNodeBusy { .. } => "datanode_busy",
+            Body::DistPressure { .. } => "dist_pressure",
+            Body::DistDone { .. } => "dist_done",
         }
     }
 
@@ -133,6 +145,7 @@ impl Body {
             Body::Reclassified { .. } => 128,
             Body::PrimaryLoad { .. } | Body::Reimage | Body::Report(_) => 64,
             Body::Reimaged | Body::DataNodeBusy { .. } => 64,
+            Body::DistPressure { .. } | Body::DistDone { .. } => 64,
             Body::Finished { .. } | Body::Reservation { .. } => 64,
             Body::Done { .. } => 128,
         }

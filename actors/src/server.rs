@@ -96,6 +96,8 @@ pub struct Server {
     power_state: Powered<Task>,
     completed: u64,
     busy_ns: u128,
+    /// Distributed units here, and the runs this server coordinates.
+    dist: crate::distributed::runtime::DistHost,
 }
 
 #[derive(Serialize)]
@@ -240,6 +242,7 @@ impl Server {
             power_state: Powered::new(device),
             completed: 0,
             busy_ns: 0,
+            dist: Default::default(),
         }
     }
 
@@ -368,33 +371,106 @@ impl Server {
 
     pub fn handle(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         match msg {
-            Msg::Packet(p) => match self.inbox.accept(&self.world, ctx, p)?.1 {
-                Body::Dispatch(task) => self.dispatched(task, ctx),
-                Body::Preempt { victim, task } => self.preempt(victim, task, ctx),
-                Body::PrimaryLoad { cores, reserve } => self.primary_load(cores, reserve, ctx),
-                Body::Reclassify { task } => {
-                    ctx.timer(self.world.reclassify_time, Msg::Reclassified { task })
-                }
-                Body::Migrate { task } => self.migrate_out(task, ctx),
-                Body::Reimage => {
-                    self.reimages += 1;
-                    let lost = self.disk.reimage();
-                    self.replicas_lost += lost.len() as u64;
-                    let log = ReimageLog {
-                        running: self.running.len(),
-                        replicas_lost: lost.len(),
+            Msg::Packet(p) => match self.inbox.accept(&self.world, ctx, p)? {
+                (
+                    src,
+                    Body::DistPressure {
+                        dist,
+                        task,
+                        pressure_milli,
+                    },
+                ) => {
+                    let now = ctx.now();
+                    let outs = match &self.world.distributed {
+                        Some(w) => self.dist.pressure(w, src, dist, task, pressure_milli, now),
+                        None => Vec::new(),
                     };
-                    ctx.log("reimage", &log);
-                    match self.world.storage {
-                        Some(link) => {
-                            let world = Arc::clone(&self.world);
-                            self.nic.send(&world, ctx, link.namenode, Body::Reimaged)
-                        }
-                        None => Ok(()),
-                    }
+                    self.dist_apply(outs, ctx)
                 }
-                other => Err(unexpected(self.world.name(ctx.me()), other.name())),
+                (_, body) => self.packet(body, ctx),
             },
+            Msg::DistFinish { run, generation } => {
+                let (me, now) = (ctx.me(), ctx.now());
+                let outs = match &self.world.distributed {
+                    Some(w) => self.dist.finish_timer(w, me, run, generation, now),
+                    None => Vec::new(),
+                };
+                self.dist_apply(outs, ctx)
+            }
+            other => self.timer_event(other, ctx),
+        }
+    }
+
+    /// What the server does with the distributed side's requests.
+    fn dist_apply(
+        &mut self,
+        outs: Vec<crate::distributed::runtime::Out>,
+        ctx: &mut Ctx<'_, Msg>,
+    ) -> Result<(), ModelError> {
+        use crate::distributed::runtime::Out;
+        let world = Arc::clone(&self.world);
+        for out in outs {
+            match out {
+                Out::Send(to, body) => self.nic.send(&world, ctx, to, body)?,
+                Out::Timer(delay, msg) => ctx.timer(delay, msg)?,
+                Out::Complete(task) => self.dist_complete(task, ctx)?,
+                Out::Log(kind, fields) => ctx.log(kind, &fields),
+            }
+        }
+        Ok(())
+    }
+
+    /// A distributed unit's run is over: it leaves like any task, and its
+    /// co-runners' pressure is recomputed.
+    fn dist_complete(&mut self, task: TaskId, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        if !self.dist.runs(task) {
+            return Ok(());
+        }
+        let now = ctx.now();
+        self.cpu.remove(now, task);
+        self.complete(task, ctx)?;
+        let outs = match &self.world.distributed {
+            Some(w) => self.dist.ended(w, ctx.me(), task, now),
+            None => Vec::new(),
+        };
+        self.dist_apply(outs, ctx)?;
+        self.refresh_rates(now);
+        self.reschedule(ctx)
+    }
+
+    fn packet(&mut self, body: Body, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        match body {
+            Body::DistDone { task } => self.dist_complete(task, ctx),
+            Body::Dispatch(task) => self.dispatched(task, ctx),
+            Body::Preempt { victim, task } => self.preempt(victim, task, ctx),
+            Body::PrimaryLoad { cores, reserve } => self.primary_load(cores, reserve, ctx),
+            Body::Reclassify { task } => {
+                ctx.timer(self.world.reclassify_time, Msg::Reclassified { task })
+            }
+            Body::Migrate { task } => self.migrate_out(task, ctx),
+            Body::Reimage => {
+                self.reimages += 1;
+                let lost = self.disk.reimage();
+                self.replicas_lost += lost.len() as u64;
+                let log = ReimageLog {
+                    running: self.running.len(),
+                    replicas_lost: lost.len(),
+                };
+                ctx.log("reimage", &log);
+                match self.world.storage {
+                    Some(link) => {
+                        let world = Arc::clone(&self.world);
+                        self.nic.send(&world, ctx, link.namenode, Body::Reimaged)
+                    }
+                    None => Ok(()),
+                }
+            }
+            other => Err(unexpected(self.world.name(ctx.me()), other.name())),
+        }
+    }
+
+    fn timer_event(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        match msg {
             Msg::Progress { generation } if generation == self.timer.0 => {
                 self.timer.1 = None;
                 for task in self.cpu.finished(ctx.now()) {
@@ -699,8 +775,16 @@ impl Server {
         self.wake_wait_s.push((ctx.now() - since) as f64 / 1e9);
         task.first_start.get_or_insert(ctx.now());
         self.allocate(&task, ctx)?;
+        // a distributed unit holds its cores until its coordinator ends
+        // the run (`crate::distributed::runtime`)
+        let work = if task.dist.is_some() {
+            u64::MAX / 4
+        } else {
+            task.service_ns
+        };
         self.cpu
-            .add(ctx.now(), id, task.service_ns, task.cores, self.core_speed);
+            .add(ctx.now(), id, work, task.cores, self.core_speed);
+        let dist = task.dist;
         ctx.log(
             "task_start",
             &StartLog {
@@ -711,6 +795,10 @@ impl Server {
             },
         );
         self.running.insert(id, (task, ctx.now()));
+        if let (Some(d), Some(w)) = (dist, &self.world.distributed) {
+            let outs = self.dist.started(w, ctx.me(), id, d, ctx.now());
+            self.dist_apply(outs, ctx)?;
+        }
         self.enforce_reserve(ctx)?;
         self.update_power(ctx);
         self.refresh_rates(ctx.now());
@@ -931,6 +1019,9 @@ impl Server {
 
     pub fn finish(&mut self, end: SimTime, out: &mut Metrics) {
         self.inbox.finish(out);
+        if self.world.distributed.is_some() {
+            self.dist.finish(out);
+        }
         let partial: u128 = self
             .running
             .values()

@@ -86,6 +86,9 @@ fn work(cfg: &TenantConfig, trace: Option<Arc<Vec<TraceTask>>>) -> Work {
     if let Some(rows) = trace {
         return Work::Trace { rows, next: 0 };
     }
+    if cfg.distributed {
+        return Work::Mix { rounds_left: 0 };
+    }
     if let Some(memory_gb) = cfg.google_memory_gb {
         return Work::Google {
             memory_gb,
@@ -181,6 +184,9 @@ enum Work {
     MapReduce(google::MapReduce),
     /// A TPC-DS-like DAG job per arrival (harvesting §6.1).
     Dag(Box<Dags>),
+    /// The `[workload]` mix of distributed applications per arrival, for
+    /// this many more arrivals (ASPLOS'16 §5).
+    Mix { rounds_left: u32 },
 }
 
 /// The DAG jobs of a `dag_jobs` tenant: its templates (drawn at start from
@@ -310,6 +316,12 @@ impl WorkloadTenant {
         ordinal: u64,
         run_end: SimTime,
     ) -> Self {
+        let work = match work(cfg, trace) {
+            Work::Mix { .. } => Work::Mix {
+                rounds_left: world.distributed.as_ref().map_or(0, |d| d.workload.rounds),
+            },
+            w => w,
+        };
         WorkloadTenant {
             world,
             nic: Nic::default(),
@@ -335,7 +347,7 @@ impl WorkloadTenant {
                 }
                 _ => None,
             },
-            work: work(cfg, trace),
+            work,
             start: cfg.start.as_nanos(),
             flow_bps: cfg.flow_bandwidth.map_or(0, |b| b.bps()),
             priority: cfg.priority,
@@ -447,7 +459,7 @@ impl WorkloadTenant {
                 reference_cores,
             ))),
             Work::Synthetic(generator) => Ok(Self::generated(generator.draw(ctx.rng()))),
-            Work::MapReduce(_) | Work::Dag(_) => Err(ModelError::Invariant(
+            Work::MapReduce(_) | Work::Dag(_) | Work::Mix { .. } => Err(ModelError::Invariant(
                 "a job tenant submits whole jobs, not single tasks".into(),
             )),
             &mut Work::Apps(order) => {
@@ -549,7 +561,15 @@ impl WorkloadTenant {
                     );
                     return Ok(());
                 }
-                if let Work::MapReduce(generator) = self.work {
+                if let Work::Mix { rounds_left } = self.work {
+                    if rounds_left == 0 {
+                        return Ok(());
+                    }
+                    self.work = Work::Mix {
+                        rounds_left: rounds_left - 1,
+                    };
+                    self.submit_mix(ctx)?;
+                } else if let Work::MapReduce(generator) = self.work {
                     self.submit_job(ctx, &generator)?;
                 } else if matches!(self.work, Work::Dag(_)) {
                     self.start_dag_job(ctx)?;
@@ -615,6 +635,7 @@ impl WorkloadTenant {
             cpu_ppm: 0,
             job: None,
             dag: None,
+            dist: None,
         }
     }
 
@@ -638,6 +659,64 @@ impl WorkloadTenant {
         let world = Arc::clone(&self.world);
         self.nic
             .send(&world, ctx, world.scheduler, Body::Submit(task))
+    }
+
+    /// The `[workload]` mix (ASPLOS'16 §5, Table 5), `copies` times over:
+    /// each application is `units_per_app` tasks of `unit_cores` slots,
+    /// its solo runtime as work; the run is named by its unit 0's id, and
+    /// the mix's `qos_target` application of the first copy carries the
+    /// QoS bound.
+    fn submit_mix(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let Some(dw) = self.world.distributed.as_ref() else {
+            return Err(ModelError::Invariant(
+                "a distributed tenant needs the [workload] section".into(),
+            ));
+        };
+        let w = dw.workload.clone();
+        let apps = crate::distributed::truth::resolve_mix(&w.mix).map_err(ModelError::Invariant)?;
+        let solo: Vec<f64> = apps
+            .iter()
+            .map(|&a| dw.catalog.get(a).map_or(1.0, |x| x.solo_s))
+            .collect();
+        let units = w.units_per_app.clamp(1, u32::from(u16::MAX));
+        self.check_ids(
+            ctx,
+            u64::from(units) * apps.len() as u64 * u64::from(w.copies),
+        )?;
+        for copy in 0..w.copies {
+            for (i, (&app, &solo_s)) in apps.iter().zip(&solo).enumerate() {
+                let run = self.first_id + self.submitted;
+                let qos = copy == 0 && i == w.qos_target as usize;
+                for unit in 0..units {
+                    let service_ns = crate::sampling::to_nanos(solo_s * 1e9);
+                    let mut task = self.task(
+                        ctx,
+                        &Demand {
+                            service_ns,
+                            app: None,
+                            priority: self.priority,
+                            memory_mb: 0,
+                            cores: w.unit_cores,
+                        },
+                    );
+                    task.cores = w.unit_cores;
+                    task.dist = Some(crate::distributed::DistRef {
+                        app: app as u32,
+                        run,
+                        unit: unit as u16,
+                        units: units as u16,
+                        qos_ppm: if qos {
+                            libm::round(w.qos_perf * 1e6) as u32
+                        } else {
+                            0
+                        },
+                        coordinator: None,
+                    });
+                    self.submit(ctx, task)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// One MapReduce-like job (thesis §4.2.2): all its tasks now, in order,

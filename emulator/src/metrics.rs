@@ -166,6 +166,17 @@ pub fn summarize(out: &EngineOutput, horizon: SimTime, interval: SimTime) -> (Me
     let updates = merged.counter("primary_updates");
     let taken = (updates > 0).then(|| merged.sum("primary_reserve_taken") / updates as f64);
     m.insert("primary_tail_latency_proxy".into(), opt(taken));
+    if m.contains_key("dist_settings_total") {
+        // distributed applications (ASPLOS'16 §4.2, §5.2)
+        let total = merged.counter("dist_settings_total");
+        let cost =
+            (total > 0).then(|| merged.counter("dist_settings_measured") as f64 / total as f64);
+        m.insert("dist_profiling_cost_fraction".into(), opt(cost));
+        let targets = merged.counter("dist_qos_targets");
+        let met =
+            (targets > 0).then(|| merged.counter("dist_qos_targets_met") as f64 / targets as f64);
+        m.insert("dist_qos_met".into(), opt(met));
+    }
     let apps = merged.counter("apps_completed");
     let qos = (apps > 0).then(|| merged.counter("apps_qos_met") as f64 / apps as f64);
     m.insert("qos_met_fraction".into(), opt(qos));
@@ -248,6 +259,9 @@ pub fn wall_means(out: &EngineOutput) -> MetricMap {
 pub fn table_header(name: &str) -> Option<&'static str> {
     match name {
         "applications" => Some("task,app,family,server,server_type,ran_ns,perf_norm"),
+        "distributed" => {
+            Some("run,app,name,units,servers,qos_perf,solo_s,runtime_s,norm_runtime,qos_met")
+        }
         _ => None,
     }
 }

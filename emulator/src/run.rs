@@ -85,6 +85,7 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
         seed: scenario.run.seed,
         end,
         storage: scenario.storage.as_ref(),
+        workload: scenario.workload.as_ref(),
     })?;
     let config = EngineConfig {
         lookahead: model.lookahead,

@@ -63,6 +63,9 @@ pub struct Scenario {
     /// Harvested block storage and its name node (harvesting §4.2, §5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage: Option<StorageConfig>,
+    /// Distributed applications a `distributed` tenant submits (ASPLOS'16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<dcemu_actors::distributed::WorkloadConfig>,
     /// Per `[[tenants]]` entry, the trace it replays, read when the scenario
     /// was loaded (its `arrivals.trace` then names where the results
     /// directory keeps a copy: `traces/<tenant>.csv`).
@@ -217,6 +220,9 @@ impl Scenario {
         }
         for (field, p) in self.scheduler.problems() {
             push(format!("scheduler.{field}"), p);
+        }
+        for (field, p) in distributed::problems(self) {
+            push(field, p);
         }
         if self.scheduler.placement.energy_aware() && self.topology.kind == TopologyKind::Flat {
             push(
@@ -835,5 +841,6 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+mod distributed;
 #[cfg(test)]
 mod tests;

@@ -1031,6 +1031,7 @@ mod tests {
             cpu_ppm: (cpu * 1e6) as u32,
             job,
             dag: None,
+            dist: None,
         }
     }
 

@@ -26,6 +26,7 @@
 //! ground truth directly.
 
 pub mod admission;
+pub mod annealing;
 pub mod arq;
 pub mod cf;
 mod classify;
@@ -87,6 +88,10 @@ pub struct Scheduler {
     energy: Option<EnergyStage>,
     /// The `SlotTick` armed, if any (slot and energy stages).
     slot_tick: Option<SimTime>,
+    /// `annealing`: distributed applications (ASPLOS'16 §5); it then
+    /// queues and places every task itself. With the latest `DistPlace`.
+    annealing: Option<annealing::AnnealingStage>,
+    dist_tick: Option<SimTime>,
     evictions: EvictionStats,
 }
 
@@ -349,6 +354,9 @@ impl Scheduler {
             slots: slot_stage,
             energy,
             slot_tick: None,
+            annealing: (cfg.placement == PlacementKind::Annealing)
+                .then(|| annealing::AnnealingStage::new(cfg, servers)),
+            dist_tick: None,
             evictions: EvictionStats::default(),
             core: Core {
                 classification: None,
@@ -469,6 +477,7 @@ impl Scheduler {
                 return self.drain(ctx);
             }
             Msg::Profiled(task) => return self.profiled(task, ctx),
+            Msg::DistPlace => return self.dist_pass(ctx),
             Msg::Migrated { task, server } => {
                 self.core.migrations += 1;
                 let world = Arc::clone(&self.core.world);
@@ -505,6 +514,18 @@ impl Scheduler {
                     stage.enqueue(task);
                     return self.arm_slot_tick(ctx);
                 }
+                if let Some(stage) = self.annealing.as_mut() {
+                    let now = ctx.now();
+                    let at = stage.submit(task, now, ctx.rng())?;
+                    for (kind, fields) in stage.take_logs() {
+                        ctx.log(kind, &fields);
+                    }
+                    if self.dist_tick.is_none_or(|t| t < at) {
+                        self.dist_tick = Some(at);
+                        ctx.timer(at - now, Msg::DistPlace)?;
+                    }
+                    return Ok(());
+                }
                 if let Some(stage) = self.slots.as_mut() {
                     // One slot per task, and so at most one core (thesis
                     // §6.2.3.1), whatever it asked for.
@@ -528,6 +549,19 @@ impl Scheduler {
                     self.core.short_jobs += 1;
                 }
                 self.admit(task, 0, ctx)
+            }
+            Body::Finished { task, slots } if self.annealing.is_some() => {
+                ctx.log(
+                    "slot_release",
+                    &ReleaseLog {
+                        task,
+                        server: world.name(src),
+                    },
+                );
+                if let Some(stage) = self.annealing.as_mut() {
+                    stage.release(task, src, slots);
+                }
+                self.dist_pass(ctx)
             }
             Body::Finished { task, .. } if self.energy.is_some() => {
                 ctx.log(
@@ -678,8 +712,50 @@ impl Scheduler {
         self.drain(ctx)
     }
 
+    /// `annealing`: places the ready distributed runs (ASPLOS'16 §5).
+    fn dist_pass(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let now = ctx.now();
+        let world = Arc::clone(&self.core.world);
+        let Some(stage) = self.annealing.as_mut() else {
+            return Ok(());
+        };
+        if stage.queued() == 0 {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let names = |id: ActorId| world.name(id).to_string();
+        let pass = stage.place(now, &names, ctx.rng());
+        self.core
+            .decision_us
+            .push(started.elapsed().as_secs_f64() * 1e6);
+        for (kind, fields) in &pass.logs {
+            ctx.log(kind, fields);
+        }
+        for (server, task) in pass.dispatch {
+            let queued_ns = now.saturating_sub(task.submitted_at);
+            self.core.dispatched += 1;
+            self.core.queue_wait_s.push(queued_ns as f64 / 1e9);
+            ctx.log(
+                "task_dispatch",
+                &DispatchLog {
+                    task: task.id,
+                    server: world.name(server),
+                    queued_ns,
+                    violation: None,
+                },
+            );
+            self.core
+                .nic
+                .send(&world, ctx, server, Body::Dispatch(task))?;
+        }
+        Ok(())
+    }
+
     /// Tasks waiting in whichever queue the pipeline uses.
     fn queued(&self) -> usize {
+        if let Some(a) = &self.annealing {
+            return a.queued();
+        }
         if let Some(e) = &self.energy {
             return e.queued();
         }
@@ -896,6 +972,9 @@ impl Scheduler {
             stage.finish(out);
         }
         if let Some(stage) = &self.energy {
+            stage.finish(out);
+        }
+        if let Some(stage) = &self.annealing {
             stage.finish(out);
         }
         out.add("tasks_requeued", core.killed);
@@ -1377,6 +1456,7 @@ impl Core {
             cpu_ppm: 0,
             job: None,
             dag: None,
+            dist: None,
         })
     }
 

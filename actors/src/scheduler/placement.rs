@@ -353,6 +353,7 @@ mod tests {
             cpu_ppm: 0,
             job: None,
             dag: None,
+            dist: None,
         }
     }
 
@@ -483,6 +484,7 @@ mod least_loaded_tests {
             cpu_ppm: 0,
             job: None,
             dag: None,
+            dist: None,
         };
         let req = Request {
             task: &task,

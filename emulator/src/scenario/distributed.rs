@@ -1,0 +1,103 @@
+//! Validation of distributed applications' sections (`[workload]`,
+//! `tenants.distributed`, `scheduler.placement = "annealing"`).
+
+use dcemu_actors::config::PlacementKind;
+
+use super::Scenario;
+
+/// Problems as `(dotted field, problem)`.
+pub fn problems(s: &Scenario) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let distributed = s.tenants.iter().any(|t| t.distributed);
+    if let Some(w) = &s.workload {
+        for (field, p) in w.validate() {
+            out.push((format!("workload.{field}"), p));
+        }
+        let biggest = s
+            .server_types
+            .iter()
+            .filter(|t| t.count > 0)
+            .map(|t| t.slots)
+            .max()
+            .unwrap_or(0);
+        if w.unit_cores > biggest {
+            out.push((
+                "workload.unit_cores".into(),
+                format!(
+                    "no server has {} slots (the largest has {biggest})",
+                    w.unit_cores
+                ),
+            ));
+        }
+    } else if distributed {
+        out.push((
+            "workload".into(),
+            "a tenant with `distributed = true` needs the [workload] section".into(),
+        ));
+    }
+    for (i, t) in s.tenants.iter().enumerate() {
+        let other = t.service.is_some()
+            || t.applications.is_some()
+            || t.google_memory_gb.is_some()
+            || t.synthetic.is_some()
+            || t.mapreduce.is_some()
+            || t.dag_jobs.is_some();
+        if t.distributed && other {
+            out.push((
+                format!("tenants[{i}].distributed"),
+                "a distributed tenant submits the [workload] mix: remove `service`, `applications` and the generators".into(),
+            ));
+        }
+        if s.scheduler.placement == PlacementKind::Annealing && !t.distributed {
+            out.push((
+                format!("tenants[{i}]"),
+                "`annealing` places distributed applications only: set `distributed = true`".into(),
+            ));
+        }
+        if distributed && t.distributed && s.scheduler.placement != PlacementKind::Annealing {
+            out.push((
+                "scheduler.placement".into(),
+                "distributed applications need `annealing` (the only placement that knows them)"
+                    .into(),
+            ));
+        }
+    }
+    if s.scheduler.placement == PlacementKind::Annealing {
+        if !s.primary_tenants.is_empty() {
+            out.push((
+                "primary_tenants".into(),
+                "`annealing` does not take primary tenants (a killed unit would stall its run)"
+                    .into(),
+            ));
+        }
+        if s.scheduler.slots.slotted() {
+            out.push((
+                "scheduler.slots".into(),
+                "`annealing` places every unit itself: use slots = \"none\"".into(),
+            ));
+        }
+        let n = s.scheduler.dist_profile_noise;
+        if !(0.0..=0.5).contains(&n) {
+            out.push((
+                "scheduler.dist_profile_noise".into(),
+                "must be in [0, 0.5]".into(),
+            ));
+        }
+        let sc = s.scheduler.dist_profile_scale;
+        if !(0.0..=1.0).contains(&sc) {
+            out.push((
+                "scheduler.dist_profile_scale".into(),
+                "must be in [0, 1]".into(),
+            ));
+        }
+        if s.scheduler.annealing_iterations > 10_000_000 {
+            out.push((
+                "scheduler.annealing_iterations".into(),
+                "must be at most 10000000".into(),
+            ));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
