@@ -667,6 +667,7 @@ mod tests {
             cpu_ppm: 0,
             job: None,
             dag: None,
+            dist: None,
         }
     }
 
