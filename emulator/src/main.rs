@@ -41,6 +41,8 @@ enum Command {
     Replay(commands::ReplayArgs),
     /// Compare results directories in an HTML report with plots.
     Report(commands::ReportArgs),
+    /// Measure the papers' scenarios, partitions and scale into docs/performance.md.
+    Bench(dcemu::bench::BenchArgs),
 }
 
 #[derive(Args)]
@@ -116,6 +118,10 @@ fn main() -> ExitCode {
         Command::Logs(args) => commands::logs(args).map_err(Failure::from),
         Command::Replay(args) => commands::replay_cmd(args).map_err(Failure::from),
         Command::Report(args) => commands::report_cmd(args).map_err(Failure::from),
+        Command::Bench(args) => dcemu::bench::bench(&args).map_err(|e| match e {
+            dcemu::bench::BenchError::Input(m) => Failure::input(m),
+            dcemu::bench::BenchError::Failed(m) => Failure::run(m),
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -204,6 +210,15 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The process's peak resident set so far (Linux's `VmHWM`), if known.
+fn peak_rss_kb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
 /// `run.json`: facts about this execution that must not reach the digest.
 fn run_facts(o: &Outcome, partitions: usize, started_unix: u64) -> Vec<u8> {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -222,6 +237,7 @@ fn run_facts(o: &Outcome, partitions: usize, started_unix: u64) -> Vec<u8> {
         "command": std::env::args().collect::<Vec<_>>(),
         "digest": o.digest,
         "wall_metrics": o.wall_metrics,
+        "peak_rss_kb": peak_rss_kb(),
     });
     let mut bytes = serde_json::to_vec_pretty(&facts).unwrap_or_default();
     bytes.push(b'\n');

@@ -39,6 +39,7 @@ const ALWAYS: &[&str] = &[
     "tasks_dispatched",
     "tasks_in_transit_end",
     "tasks_queued_end",
+    "tasks_migrating_end",
     "tasks_requeued",
     "tasks_running_end",
     "tasks_submitted",

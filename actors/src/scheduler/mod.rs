@@ -967,6 +967,11 @@ impl Scheduler {
             })
             .count() as u64;
         out.add("tasks_queued_end", queued + waiting);
+        let migrating = undelivered
+            .iter()
+            .filter(|e| matches!(e.payload, Msg::Migrated { .. }))
+            .count() as u64;
+        out.add("tasks_migrating_end", migrating);
         self.evictions.finish(out);
         if let Some(stage) = &self.slots {
             stage.finish(out);

@@ -1,0 +1,570 @@
+//! `dcemu bench`: wall time and peak memory of the papers' scenarios, the
+//! 1 vs 2 partition ratio, and the scale study, as Markdown tables written
+//! into `docs/performance.md` (between `<!-- bench:SUITE -->` markers, so the
+//! prose around them stays) and, for the scale study, an SVG plot.
+//!
+//! Every case is a child `dcemu run` of this same executable, so each gets
+//! a fresh process whose peak RSS it reports itself (`run.json`'s
+//! `peak_rss_kb`, Linux's `VmHWM`). Ratios are measured side by side in one
+//! invocation, never against numbers from another machine or another day.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use clap::{Args, ValueEnum};
+use serde_json::Value;
+
+use crate::scenario::{self, Override};
+
+/// Which measurements to take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum Suite {
+    /// Every scenario the papers' targets name, and the other paper scenarios.
+    Paper,
+    /// One scenario on 1 and on 2 partitions (threads): same digest, ratio.
+    Partitions,
+    /// The 10,000-server scenario at 1,000, 2,500, 5,000 and 10,000 servers.
+    Scale,
+}
+
+/// `dcemu bench`.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Suites to run (repeatable); all of them by default.
+    #[arg(long = "suite", value_enum)]
+    pub suites: Vec<Suite>,
+    /// The scenarios directory of a dcemu checkout.
+    #[arg(long, default_value = "scenarios")]
+    pub scenarios: PathBuf,
+    /// The Markdown file whose `<!-- bench:SUITE -->` sections get the
+    /// tables (created if missing); the scale plot goes beside it.
+    #[arg(long, default_value = "docs/performance.md")]
+    pub out: PathBuf,
+    /// Where the children write their results directories (a temporary
+    /// directory by default, removed at the end).
+    #[arg(long)]
+    pub work: Option<PathBuf>,
+}
+
+/// Why a benchmark could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("{0}")]
+    Input(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// One scenario to run, with an issue's target where it sets one.
+struct Case {
+    file: &'static str,
+    sets: Vec<String>,
+    target_s: Option<f64>,
+    note: &'static str,
+}
+
+fn case(file: &'static str, target_s: Option<f64>, note: &'static str) -> Case {
+    Case {
+        file,
+        sets: Vec::new(),
+        target_s,
+        note,
+    }
+}
+
+/// What a child run measured.
+#[derive(Clone, Debug)]
+struct Measured {
+    wall_s: f64,
+    peak_rss_kb: Option<u64>,
+    events: u64,
+    digest: String,
+}
+
+/// The paper suite: the issue's targets first, then every other scenario.
+fn paper_cases() -> Vec<Case> {
+    vec![
+        case("paragon/local-low.toml", Some(1.0), "Paragon 40 servers"),
+        case("paragon/local-medium.toml", Some(1.0), "Paragon 40 servers"),
+        case(
+            "paragon/local-oversubscribed.toml",
+            Some(1.0),
+            "Paragon 40 servers",
+        ),
+        case("paragon/local-phases.toml", Some(1.0), "Paragon 40 servers"),
+        case(
+            "paragon/ec2-oversubscribed.toml",
+            Some(10.0),
+            "EC2 1,000 servers, 8,500 apps",
+        ),
+        case(
+            "thesis/google-15h.toml",
+            Some(10.0),
+            "thesis 125 servers, 15 h",
+        ),
+        case(
+            "gems/mapreduce-24h.toml",
+            Some(60.0),
+            "GEMS 1,250 servers, 24 h",
+        ),
+        case(
+            "harvest/durability-year.toml",
+            Some(120.0),
+            "a year, 4 M blocks",
+        ),
+        case("paragon/ec2-low.toml", None, ""),
+        case("paragon/ec2-high.toml", None, ""),
+        case("thesis/cluster-125.toml", None, ""),
+        case("thesis/w-b.toml", None, ""),
+        case("gems/mapreduce-4h.toml", None, ""),
+        case("gems/small-dc-2h.toml", None, ""),
+        case("network/thesis-large-dc.toml", None, ""),
+        case("harvest/testbed-5h.toml", None, ""),
+        case(
+            "harvest/datacenter-month.toml",
+            None,
+            "2,000 servers, a month",
+        ),
+        case("distributed/mixes.toml", None, ""),
+        case("distributed/large.toml", None, ""),
+    ]
+}
+
+/// The scale study's sizes, in servers.
+const SCALE_SIZES: [u32; 4] = [1_000, 2_500, 5_000, 10_000];
+const SCALE_FILE: &str = "scale/paragon-10k.toml";
+
+/// `--set`s that shrink the 10,000-server scenario to `servers`: every
+/// server type, the access and aggregation switches, the pods and the
+/// arrival rate scale alike (10 applications per server).
+fn scale_sets(base: &scenario::Scenario, servers: u32) -> Vec<String> {
+    let f = f64::from(servers) / 10_000.0;
+    let mut sets: Vec<String> = base
+        .server_types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let n = (f64::from(t.count) * f).round().max(1.0);
+            format!("server_types.{i}.count={n}")
+        })
+        .collect();
+    let topo = &base.topology;
+    let pods = (f64::from(topo.pods) * f).round().max(1.0);
+    sets.push(format!(
+        "topology.access={}",
+        (f64::from(topo.access) * f).round().max(1.0)
+    ));
+    sets.push(format!(
+        "topology.aggregation={}",
+        (f64::from(topo.aggregation) * f).round().max(pods)
+    ));
+    sets.push(format!("topology.pods={pods}"));
+    if let Some(rate) = base.tenants.first().and_then(|t| t.arrivals.rate_per_s) {
+        sets.push(format!("tenants.0.arrivals.rate_per_s={}", rate * f));
+    }
+    sets
+}
+
+/// Runs the suites and writes their tables.
+pub fn bench(args: &BenchArgs) -> Result<(), BenchError> {
+    let mut suites = args.suites.clone();
+    if suites.is_empty() {
+        suites = vec![Suite::Paper, Suite::Partitions, Suite::Scale];
+    }
+    suites.sort();
+    suites.dedup();
+    if !args.scenarios.is_dir() {
+        return Err(BenchError::Input(format!(
+            "--scenarios {}: not a directory (run from a dcemu checkout or pass its scenarios/)",
+            args.scenarios.display()
+        )));
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| BenchError::Failed(format!("cannot find this executable: {e}")))?;
+    let temp;
+    let work = match &args.work {
+        Some(w) => w.clone(),
+        None => {
+            temp = tempfile::tempdir()
+                .map_err(|e| BenchError::Failed(format!("cannot create a work directory: {e}")))?;
+            temp.path().to_path_buf()
+        }
+    };
+    let runner = Runner {
+        exe,
+        scenarios: args.scenarios.clone(),
+        work,
+    };
+    let mut sections = Vec::new();
+    for suite in suites {
+        let (name, body) = match suite {
+            Suite::Paper => ("paper", paper(&runner)?),
+            Suite::Partitions => ("partitions", partitions(&runner)?),
+            Suite::Scale => ("scale", scale(&runner, &args.out)?),
+        };
+        println!("{body}");
+        sections.push((name, body));
+    }
+    write_sections(&args.out, &sections)
+}
+
+struct Runner {
+    exe: PathBuf,
+    scenarios: PathBuf,
+    work: PathBuf,
+}
+
+impl Runner {
+    /// Runs `file` with `sets` on `partitions` threads in a child process.
+    fn run(&self, file: &str, sets: &[String], partitions: u32) -> Result<Measured, BenchError> {
+        let path = self.scenarios.join(file);
+        if !path.is_file() {
+            return Err(BenchError::Input(format!(
+                "{}: no such scenario",
+                path.display()
+            )));
+        }
+        let out = self.work.join(file.replace(['/', '.'], "_"));
+        let mut cmd = Command::new(&self.exe);
+        cmd.arg("run")
+            .arg(&path)
+            .arg("--out")
+            .arg(&out)
+            .arg("--force")
+            .arg("--quiet")
+            .arg("--partitions")
+            .arg(partitions.to_string());
+        for s in sets {
+            cmd.arg("--set").arg(s);
+        }
+        eprint!(
+            "  {file} {} ({partitions} partition(s)) ... ",
+            sets.join(" ")
+        );
+        let started = Instant::now();
+        let status = cmd
+            .status()
+            .map_err(|e| BenchError::Failed(format!("cannot start {}: {e}", self.exe.display())))?;
+        let wall_s = started.elapsed().as_secs_f64();
+        if !status.success() {
+            return Err(BenchError::Failed(format!(
+                "dcemu run {} exited with {status}",
+                path.display()
+            )));
+        }
+        let read_json = |name: &str| -> Result<Value, BenchError> {
+            let p = out.join(name);
+            let text = std::fs::read_to_string(&p)
+                .map_err(|e| BenchError::Failed(format!("{}: {e}", p.display())))?;
+            serde_json::from_str(&text)
+                .map_err(|e| BenchError::Failed(format!("{}: {e}", p.display())))
+        };
+        let facts = read_json("run.json")?;
+        let metrics = read_json("metrics.json")?;
+        let measured = Measured {
+            wall_s,
+            peak_rss_kb: facts.get("peak_rss_kb").and_then(Value::as_u64),
+            events: metrics.get("events").and_then(Value::as_u64).unwrap_or(0),
+            digest: facts
+                .get("digest")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+        };
+        std::fs::remove_dir_all(&out).ok();
+        eprintln!("{wall_s:.2} s");
+        Ok(measured)
+    }
+}
+
+fn mb(kb: Option<u64>) -> String {
+    kb.map_or("n/a".into(), |kb| format!("{:.0}", kb as f64 / 1024.0))
+}
+
+fn paper(runner: &Runner) -> Result<String, BenchError> {
+    let mut t = String::from(
+        "| scenario | what | target | wall s | peak RSS MB | events | events/s | verdict |\n\
+         |---|---|---:|---:|---:|---:|---:|---|\n",
+    );
+    for c in paper_cases() {
+        let m = runner.run(c.file, &c.sets, 1)?;
+        let verdict = match c.target_s {
+            Some(target) if m.wall_s < target => "met",
+            Some(_) => "**missed**",
+            None => "",
+        };
+        let _ = writeln!(
+            t,
+            "| `{}` | {} | {} | {:.2} | {} | {} | {:.2} M | {} |",
+            c.file,
+            c.note,
+            c.target_s.map_or(String::new(), |s| format!("< {s} s")),
+            m.wall_s,
+            mb(m.peak_rss_kb),
+            m.events,
+            m.events as f64 / m.wall_s.max(1e-9) / 1e6,
+            verdict
+        );
+    }
+    Ok(t)
+}
+
+fn partitions(runner: &Runner) -> Result<String, BenchError> {
+    let mut t = String::from(
+        "| scenario | partitions | wall s | events/s | same digest | ratio 1 / 2 |\n\
+         |---|---:|---:|---:|---|---:|\n",
+    );
+    for file in ["paragon/ec2-oversubscribed.toml", "gems/mapreduce-4h.toml"] {
+        let one = runner.run(file, &[], 1)?;
+        let two = runner.run(file, &[], 2)?;
+        for (p, m) in [(1, &one), (2, &two)] {
+            let _ = writeln!(
+                t,
+                "| `{file}` | {p} | {:.2} | {:.2} M | {} | {} |",
+                m.wall_s,
+                m.events as f64 / m.wall_s.max(1e-9) / 1e6,
+                if p == 1 {
+                    String::new()
+                } else if one.digest == two.digest {
+                    "yes".into()
+                } else {
+                    "**no**".into()
+                },
+                if p == 1 {
+                    String::new()
+                } else {
+                    format!("{:.2}", one.wall_s / two.wall_s.max(1e-9))
+                }
+            );
+        }
+        if one.digest != two.digest {
+            return Err(BenchError::Failed(format!(
+                "{file}: 1 and 2 partitions gave different digests ({} vs {})",
+                one.digest, two.digest
+            )));
+        }
+    }
+    Ok(t)
+}
+
+fn scale(runner: &Runner, out: &Path) -> Result<String, BenchError> {
+    let path = runner.scenarios.join(SCALE_FILE);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| BenchError::Input(format!("{}: {e}", path.display())))?;
+    let base = scenario::load(&path.display().to_string(), &text, &[] as &[Override])
+        .map_err(|e| BenchError::Input(e.to_string()))?;
+    let mut rows = Vec::new();
+    for servers in SCALE_SIZES {
+        let sets = if servers == 10_000 {
+            Vec::new()
+        } else {
+            scale_sets(&base, servers)
+        };
+        let m = runner.run(SCALE_FILE, &sets, 1)?;
+        rows.push((servers, m));
+    }
+    let (first_servers, first) = (rows[0].0, rows[0].1.clone());
+    let mut t = String::from(
+        "| servers | applications | wall s | peak RSS MB | events | wall / (wall at 1,000 × size) |\n\
+         |---:|---:|---:|---:|---:|---:|\n",
+    );
+    for (servers, m) in &rows {
+        let size = f64::from(*servers) / f64::from(first_servers);
+        let _ = writeln!(
+            t,
+            "| {servers} | {} | {:.2} | {} | {} | {:.2} |",
+            servers * 10,
+            m.wall_s,
+            mb(m.peak_rss_kb),
+            m.events,
+            m.wall_s / (first.wall_s * size).max(1e-9)
+        );
+    }
+    let svg = out.with_file_name("scale.svg");
+    plot_scale(&svg, &rows)?;
+    let _ = writeln!(
+        t,
+        "\n![wall time against servers](scale.svg) (the dashed line: linear from 1,000 servers)"
+    );
+    Ok(t)
+}
+
+/// Wall time against servers, with the line linear growth from the first
+/// size would follow.
+fn plot_scale(path: &Path, rows: &[(u32, Measured)]) -> Result<(), BenchError> {
+    use plotters::prelude::*;
+    let fail = |e: &dyn std::fmt::Display| BenchError::Failed(format!("{}: {e}", path.display()));
+    let max_x = rows.iter().map(|r| r.0).max().unwrap_or(1) as f64;
+    let (x0, w0) = rows
+        .first()
+        .map_or((1.0, 0.0), |r| (f64::from(r.0), r.1.wall_s));
+    let linear = |x: f64| w0 * x / x0;
+    let max_y = rows
+        .iter()
+        .map(|r| r.1.wall_s)
+        .fold(linear(max_x), f64::max)
+        * 1.1;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (640, 400)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| fail(&e))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption("dcemu scale: wall time against servers", ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0.0..max_x * 1.05, 0.0..max_y.max(1.0))
+            .map_err(|e| fail(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc("servers (10 applications each)")
+            .y_desc("wall s")
+            .draw()
+            .map_err(|e| fail(&e))?;
+        chart
+            .draw_series(LineSeries::new(
+                rows.iter().map(|r| (f64::from(r.0), r.1.wall_s)),
+                BLUE.stroke_width(2),
+            ))
+            .map_err(|e| fail(&e))?
+            .label("measured")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLUE));
+        chart
+            .draw_series(
+                rows.iter()
+                    .map(|r| Circle::new((f64::from(r.0), r.1.wall_s), 4, BLUE.filled())),
+            )
+            .map_err(|e| fail(&e))?;
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(x0, linear(x0)), (max_x, linear(max_x))],
+                6,
+                4,
+                RED.into(),
+            ))
+            .map_err(|e| fail(&e))?
+            .label("linear from the first size")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], RED));
+        chart
+            .configure_series_labels()
+            .border_style(BLACK)
+            .background_style(WHITE)
+            .draw()
+            .map_err(|e| fail(&e))?;
+        root.present().map_err(|e| fail(&e))?;
+    }
+    write_atomic(path, svg.as_bytes())
+}
+
+/// The machine the numbers were taken on.
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mem_gb = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or("?".into(), |kb| format!("{:.0}", kb / 1024.0 / 1024.0));
+    let date = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() / 86_400);
+    format!(
+        "{cpu}, {cores} cores available, {mem_gb} GB; dcemu {} (release build); day {date} since 1970",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// Puts each section's table between its markers in `out`, appending
+/// sections that have none yet, and writes the file atomically.
+fn write_sections(out: &Path, sections: &[(&str, String)]) -> Result<(), BenchError> {
+    let mut doc = std::fs::read_to_string(out).unwrap_or_else(|_| "# Performance\n".into());
+    for (name, body) in sections {
+        let start = format!("<!-- bench:{name} -->");
+        let end = format!("<!-- /bench:{name} -->");
+        let block = format!("{start}\nMeasured on {}.\n\n{body}{end}", machine());
+        match (doc.find(&start), doc.find(&end)) {
+            (Some(a), Some(b)) if a < b => doc.replace_range(a..b + end.len(), &block),
+            _ => {
+                doc.push('\n');
+                doc.push_str(&block);
+                doc.push('\n');
+            }
+        }
+    }
+    write_atomic(out, doc.as_bytes())
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), BenchError> {
+    let fail = |e: std::io::Error| BenchError::Failed(format!("{}: {e}", path.display()));
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(d) = dir {
+        std::fs::create_dir_all(d).map_err(fail)?;
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes).map_err(fail)?;
+    std::fs::rename(&tmp, path).map_err(fail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_replace_their_own_markers_and_keep_the_prose() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("perf.md");
+        std::fs::write(
+            &out,
+            "# P\nprose\n<!-- bench:paper -->\nold\n<!-- /bench:paper -->\nafter\n",
+        )
+        .unwrap();
+        write_sections(
+            &out,
+            &[("paper", "| new |\n".into()), ("scale", "| s |\n".into())],
+        )
+        .unwrap();
+        let doc = std::fs::read_to_string(&out).unwrap();
+        assert!(doc.starts_with("# P\nprose\n<!-- bench:paper -->\nMeasured on "));
+        assert!(doc.contains("| new |\n<!-- /bench:paper -->\nafter\n"));
+        assert!(!doc.contains("old"));
+        assert!(doc.trim_end().ends_with("| s |\n<!-- /bench:scale -->"));
+    }
+
+    #[test]
+    fn scale_sets_shrink_servers_switches_and_rate_alike() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let text = std::fs::read_to_string(root.join(SCALE_FILE)).unwrap();
+        let base = scenario::load("s", &text, &[]).unwrap();
+        let overrides: Vec<Override> = scale_sets(&base, 1_000)
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        let small = scenario::load("s", &text, &overrides).unwrap();
+        let servers =
+            |s: &scenario::Scenario| -> u32 { s.server_types.iter().map(|t| t.count).sum() };
+        assert_eq!(servers(&base), 10_000);
+        assert!(
+            (990..=1_010).contains(&servers(&small)),
+            "{}",
+            servers(&small)
+        );
+        assert_eq!(small.topology.access, 25);
+        assert_eq!(small.topology.pods, 1);
+        let rate = |s: &scenario::Scenario| s.tenants[0].arrivals.rate_per_s.unwrap();
+        assert!((rate(&small) * 10.0 - rate(&base)).abs() < 1e-9);
+    }
+}
