@@ -6,6 +6,7 @@
 //! the results directory with its digest. [`run::execute`] strings these
 //! together; the `dcemu` binary adds flags, progress and a summary.
 
+pub mod cluster;
 pub mod engine;
 pub mod metrics;
 pub mod progress;

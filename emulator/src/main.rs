@@ -16,6 +16,8 @@ use dcemu::scenario::{self, MAX_SEED, Override, QUICKSTART, QUICKSTART_LABEL, Sc
 use dcemu_topology::format_sim_time;
 use serde_json::Value;
 
+mod cluster_cli;
+
 #[derive(Parser)]
 #[command(
     name = "dcemu",
@@ -34,6 +36,10 @@ enum Command {
     Run(RunArgs),
     /// Check a scenario (and overrides) without running it.
     Validate(ScenarioArgs),
+    /// Drive a run whose actors live in `dcemu node` processes (same results as `run`).
+    Coordinator(cluster_cli::CoordinatorArgs),
+    /// Host a share of a coordinator's run.
+    Node(cluster_cli::NodeArgs),
 }
 
 #[derive(Args)]
@@ -97,6 +103,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run(args),
         Command::Validate(args) => validate(args),
+        Command::Coordinator(args) => cluster_cli::coordinator(args),
+        Command::Node(args) => cluster_cli::node(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

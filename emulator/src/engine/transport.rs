@@ -33,6 +33,10 @@ pub enum TransportError {
     },
     #[error("received an envelope for actor #{dst}, which partition {partition} does not host")]
     Misrouted { dst: u32, partition: usize },
+    #[error("the link to partition {peer} failed: {reason}")]
+    Link { peer: usize, reason: String },
+    #[error("stopped: {reason}")]
+    Stopped { reason: String },
 }
 
 /// The link between one partition and all the others.

@@ -1,0 +1,415 @@
+//! [`QuicTransport`]: the engine's [`Transport`] between node processes.
+//!
+//! Every pair of nodes shares one QUIC connection with one bidirectional
+//! stream. Per window, each node sends every peer one batch (split into
+//! frames under the size limit, the last marked) that carries its
+//! contribution to the next window time, exactly as the in-memory transport
+//! does; so the window barrier is a single all-to-all round between nodes,
+//! and the coordinator is not on the per-window path.
+//!
+//! Encoding and decoding run on the tokio runtime (one writer and one
+//! reader task per peer); the partition's thread only hands batches over
+//! and waits for its peers'. Bytes from a peer are checked before they reach
+//! the engine: an oversized or undecodable frame, or an envelope whose
+//! sender the peer does not host or whose receiver this node does not host,
+//! closes that link with the reason, and the run stops with an error.
+
+use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use dcemu_actors::kernel::Envelope;
+use dcemu_topology::SimTime;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::mpsc;
+
+use super::wire::{self, BarrierStats, PeerFrame};
+use crate::engine::{Transport, TransportError};
+
+/// Envelopes per frame before a batch is split (frames over the size limit
+/// are split further).
+const ENVELOPES_PER_FRAME: usize = 4096;
+
+/// QUIC application error code when a link is closed for bad input.
+pub const CLOSE_BAD_INPUT: u32 = 2;
+/// QUIC application error code when a node stops early.
+pub const CLOSE_ABORT: u32 = 3;
+
+/// What reaches the partition thread.
+pub enum Inbound<M> {
+    Batch {
+        from: usize,
+        window: u64,
+        next: SimTime,
+        last: bool,
+        envelopes: Vec<Envelope<M>>,
+    },
+    /// A link failed (the reason names what the peer did wrong, if anything).
+    Failed { peer: usize, reason: String },
+    /// The node is told to stop (by the coordinator, or on Ctrl-C).
+    Stop { reason: String },
+}
+
+struct OutBatch<M> {
+    window: u64,
+    next: SimTime,
+    envelopes: Vec<Envelope<M>>,
+}
+
+/// One established link to a peer node.
+pub struct Link {
+    pub peer: usize,
+    pub conn: quinn::Connection,
+    pub send: quinn::SendStream,
+    pub recv: quinn::RecvStream,
+}
+
+/// One node's end of the mesh.
+pub struct QuicTransport<M> {
+    window: u64,
+    writers: Vec<Option<mpsc::UnboundedSender<OutBatch<M>>>>,
+    conns: Vec<quinn::Connection>,
+    inbox: std_mpsc::Receiver<Inbound<M>>,
+    early: Vec<Inbound<M>>,
+    barrier: Arc<Mutex<BarrierStats>>,
+}
+
+impl<M> QuicTransport<M>
+where
+    M: Serialize + DeserializeOwned + Send + 'static,
+{
+    /// Starts the reader and writer tasks of `links` on `runtime`.
+    /// `assignment[actor id]` is the node hosting each actor. `inbox` and
+    /// `stop` are the two ends of the channel to the partition thread;
+    /// `stop` lets others (the control link) stop it.
+    pub fn start(
+        runtime: &tokio::runtime::Handle,
+        me: usize,
+        nodes: usize,
+        links: Vec<Link>,
+        assignment: Arc<Vec<u32>>,
+        max_frame: usize,
+        inbox: (std_mpsc::Sender<Inbound<M>>, std_mpsc::Receiver<Inbound<M>>),
+        barrier: Arc<Mutex<BarrierStats>>,
+    ) -> Self {
+        let (to_partition, inbox) = inbox;
+        let mut writers: Vec<Option<mpsc::UnboundedSender<OutBatch<M>>>> =
+            (0..nodes).map(|_| None).collect();
+        let mut conns = Vec::new();
+        for link in links {
+            let (tx, rx) = mpsc::unbounded_channel();
+            writers[link.peer] = Some(tx);
+            conns.push(link.conn.clone());
+            runtime.spawn(write_loop(
+                link.peer,
+                link.send,
+                rx,
+                max_frame,
+                to_partition.clone(),
+            ));
+            runtime.spawn(read_loop(
+                me,
+                link.peer,
+                link.conn,
+                link.recv,
+                assignment.clone(),
+                max_frame,
+                to_partition.clone(),
+            ));
+        }
+        QuicTransport {
+            window: 0,
+            writers,
+            conns,
+            inbox,
+            early: Vec::new(),
+            barrier,
+        }
+    }
+}
+
+async fn write_loop<M: Serialize>(
+    peer: usize,
+    mut send: quinn::SendStream,
+    mut rx: mpsc::UnboundedReceiver<OutBatch<M>>,
+    max_frame: usize,
+    to_partition: std_mpsc::Sender<Inbound<M>>,
+) {
+    while let Some(batch) = rx.recv().await {
+        if let Err(e) = write_batch(&mut send, batch, max_frame).await {
+            let _ = to_partition.send(Inbound::Failed {
+                peer,
+                reason: format!("cannot send: {e}"),
+            });
+            return;
+        }
+    }
+    let _ = send.finish();
+}
+
+async fn write_batch<M: Serialize>(
+    send: &mut quinn::SendStream,
+    batch: OutBatch<M>,
+    max_frame: usize,
+) -> Result<(), wire::WireError> {
+    let mut frames = Vec::new();
+    let mut rest = batch.envelopes;
+    loop {
+        let tail = rest.split_off(rest.len().min(ENVELOPES_PER_FRAME));
+        let chunk = std::mem::replace(&mut rest, tail);
+        encode_chunks(chunk, batch.window, batch.next, max_frame, &mut frames)?;
+        if rest.is_empty() {
+            break;
+        }
+    }
+    // mark the last frame; re-encoding only it is cheap
+    if let Some((envelopes, _)) = frames.pop() {
+        let frame = PeerFrame::Batch {
+            window: batch.window,
+            next: batch.next,
+            last: true,
+            envelopes,
+        };
+        let bytes = wire::encode(&frame, max_frame)?;
+        let PeerFrame::Batch { envelopes, .. } = frame else {
+            unreachable!("built above as a batch")
+        };
+        frames.push((envelopes, bytes));
+    }
+    for (_, bytes) in frames {
+        send.write_all(&bytes)
+            .await
+            .map_err(|e| wire::WireError::Stream(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// Encodes `chunk` as one or more non-final frames under `max_frame`.
+fn encode_chunks<M: Serialize>(
+    chunk: Vec<Envelope<M>>,
+    window: u64,
+    next: SimTime,
+    max_frame: usize,
+    out: &mut Vec<(Vec<Envelope<M>>, Vec<u8>)>,
+) -> Result<(), wire::WireError> {
+    let frame = PeerFrame::Batch {
+        window,
+        next,
+        last: false,
+        envelopes: chunk,
+    };
+    let result = wire::encode(&frame, max_frame);
+    let PeerFrame::Batch { mut envelopes, .. } = frame else {
+        unreachable!("built above as a batch")
+    };
+    match result {
+        Ok(bytes) => {
+            out.push((envelopes, bytes));
+            Ok(())
+        }
+        Err(wire::WireError::TooLarge { .. }) if envelopes.len() > 1 => {
+            let second = envelopes.split_off(envelopes.len() / 2);
+            encode_chunks(envelopes, window, next, max_frame, out)?;
+            encode_chunks(second, window, next, max_frame, out)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+async fn read_loop<M: DeserializeOwned>(
+    me: usize,
+    peer: usize,
+    conn: quinn::Connection,
+    mut recv: quinn::RecvStream,
+    assignment: Arc<Vec<u32>>,
+    max_frame: usize,
+    to_partition: std_mpsc::Sender<Inbound<M>>,
+) {
+    let fail = |reason: String, bad_input: bool| {
+        if bad_input {
+            conn.close(CLOSE_BAD_INPUT.into(), reason.as_bytes());
+        }
+        let _ = to_partition.send(Inbound::Failed { peer, reason });
+    };
+    loop {
+        let frame = match wire::read::<PeerFrame<M>>(&mut recv, max_frame).await {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return,
+            Err(e @ (wire::WireError::TooLarge { .. } | wire::WireError::Decode(_))) => {
+                return fail(e.to_string(), true);
+            }
+            Err(e) => return fail(e.to_string(), false),
+        };
+        let PeerFrame::Batch {
+            window,
+            next,
+            last,
+            envelopes,
+        } = frame
+        else {
+            return fail("sent a second hello".into(), true);
+        };
+        if let Some(problem) = envelopes
+            .iter()
+            .find_map(|e| misrouted(e, me, peer, &assignment))
+        {
+            return fail(problem, true);
+        }
+        let batch = Inbound::Batch {
+            from: peer,
+            window,
+            next,
+            last,
+            envelopes,
+        };
+        if to_partition.send(batch).is_err() {
+            return;
+        }
+    }
+}
+
+/// Why an envelope from `peer` must be refused, if it must.
+pub fn misrouted<M>(
+    env: &Envelope<M>,
+    me: usize,
+    peer: usize,
+    assignment: &[u32],
+) -> Option<String> {
+    let host = |id: u32| assignment.get(id as usize).map(|&p| p as usize);
+    match (host(env.src.0), host(env.dst.0)) {
+        (Some(src), _) if src != peer => Some(format!(
+            "sent an envelope from actor #{}, which it does not host (node {src} does)",
+            env.src.0
+        )),
+        (_, Some(dst)) if dst != me => Some(format!(
+            "sent an envelope for actor #{}, which this node does not host (node {dst} does)",
+            env.dst.0
+        )),
+        (None, _) | (_, None) => Some(format!(
+            "sent an envelope between unknown actors #{} → #{}",
+            env.src.0, env.dst.0
+        )),
+        _ => None,
+    }
+}
+
+impl<M: Send> Transport<M> for QuicTransport<M> {
+    fn exchange(
+        &mut self,
+        outgoing: &mut [Vec<Envelope<M>>],
+        local_next: SimTime,
+        incoming: &mut Vec<Envelope<M>>,
+    ) -> Result<SimTime, TransportError> {
+        let window = self.window;
+        self.window += 1;
+        let started = Instant::now();
+        let mut peers = 0;
+        for (peer, writer) in self.writers.iter().enumerate() {
+            let Some(writer) = writer else { continue };
+            peers += 1;
+            let batch = OutBatch {
+                window,
+                next: local_next,
+                envelopes: std::mem::take(&mut outgoing[peer]),
+            };
+            writer.send(batch).map_err(|_| TransportError::Link {
+                peer,
+                reason: "its sender stopped".into(),
+            })?;
+        }
+        let mut next = local_next;
+        let mut complete = 0;
+        let early = std::mem::take(&mut self.early);
+        let mut pending = early.into_iter();
+        while complete < peers {
+            let item = match pending.next() {
+                Some(item) => item,
+                None => self
+                    .inbox
+                    .recv()
+                    .map_err(|_| TransportError::PeerGone { peer: usize::MAX })?,
+            };
+            match item {
+                Inbound::Batch {
+                    from,
+                    window: w,
+                    next: peer_next,
+                    last,
+                    envelopes,
+                } => {
+                    if w == window {
+                        incoming.extend(envelopes);
+                        if last {
+                            next = next.min(peer_next);
+                            complete += 1;
+                        }
+                    } else if w == window + 1 {
+                        self.early.push(Inbound::Batch {
+                            from,
+                            window: w,
+                            next: peer_next,
+                            last,
+                            envelopes,
+                        });
+                    } else {
+                        return Err(TransportError::OutOfStep {
+                            peer: from,
+                            got: w,
+                            expected: window,
+                        });
+                    }
+                }
+                Inbound::Failed { peer, reason } => {
+                    return Err(TransportError::Link { peer, reason });
+                }
+                Inbound::Stop { reason } => return Err(TransportError::Stopped { reason }),
+            }
+        }
+        // early items not consumed (only possible for window + 1) stay buffered
+        self.early.extend(pending);
+        if let Ok(mut stats) = self.barrier.lock() {
+            stats.record(started.elapsed().as_nanos() as u64);
+        }
+        Ok(next)
+    }
+
+    fn abort(&mut self) {
+        for conn in &self.conns {
+            conn.close(CLOSE_ABORT.into(), b"node stopped early");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dcemu_actors::kernel::ActorId;
+
+    fn env(src: u32, dst: u32) -> Envelope<()> {
+        Envelope {
+            deliver_at: 1,
+            src: ActorId(src),
+            dst: ActorId(dst),
+            src_seq: 0,
+            payload: (),
+        }
+    }
+
+    #[test]
+    fn envelopes_must_come_from_the_peers_actors_to_ours() {
+        let assignment = [0, 0, 1, 1];
+        assert_eq!(misrouted(&env(2, 0), 0, 1, &assignment), None);
+        assert!(
+            misrouted(&env(0, 1), 0, 1, &assignment)
+                .unwrap()
+                .contains("does not host")
+        );
+        assert!(
+            misrouted(&env(3, 2), 0, 1, &assignment)
+                .unwrap()
+                .contains("this node does not host")
+        );
+        assert!(misrouted(&env(9, 0), 0, 1, &assignment).is_some());
+    }
+}
