@@ -99,7 +99,7 @@ fn secret_from(flag: Option<String>) -> Result<Option<String>, Failure> {
 
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(1)
         .enable_all()
         .build()
         .map_err(|e| Failure::run(format!("cannot start the async runtime: {e}")))

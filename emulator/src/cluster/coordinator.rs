@@ -296,7 +296,7 @@ pub async fn run_coordinator(
         let tx = events_tx.clone();
         let mut recv = n.recv;
         let max_frame = opts.max_frame;
-        // connecting the mesh may take a while; heartbeats come after that
+        // connecting the mesh may take a while; heartbeats come once the run starts
         let silence = opts.failure_timeout.max(opts.join_timeout);
         let run_silence = opts.failure_timeout;
         tokio::spawn(async move {
@@ -308,7 +308,7 @@ pub async fn run_coordinator(
                         return;
                     }
                     Ok(Ok(Some(msg))) => {
-                        if matches!(msg, ToCoordinator::Ready) {
+                        if matches!(msg, ToCoordinator::Heartbeat { .. }) {
                             limit = run_silence;
                         }
                         if tx.send(Event::Msg(i, msg)).is_err() {

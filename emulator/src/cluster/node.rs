@@ -8,7 +8,6 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,9 +19,11 @@ use super::tls::{self, NodeKey, Role};
 use super::transport::{Inbound, Link, QuicTransport};
 use super::wire::{self, BarrierStats, Join, PeerFrame, Setup, ToCoordinator, ToNode};
 use super::{ClusterError, LOG_CHUNK};
+use crate::engine::Partition;
 use crate::engine::{Logs, Progress};
 use crate::run::prepare;
 use crate::scenario;
+use dcemu_actors::model::Node;
 
 /// How a node is started.
 #[derive(Clone, Debug)]
@@ -57,12 +58,21 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     let name = opts.name.clone();
     let e = |what: String| err(&name, what);
     let bootstrap = tls::bootstrap_client(Duration::from_secs(10)).map_err(|x| e(x.to_string()))?;
-    let endpoint = quinn::Endpoint::client(opts.listen)
-        .map_err(|x| e(format!("cannot listen on {}: {x}", opts.listen)))?;
-    let port = endpoint
-        .local_addr()
-        .map_err(|x| e(format!("no local address: {x}")))?
-        .port();
+    // the peer side lives on its own thread (see `peer_thread`)
+    let (cmd_tx, cmd_rx) = mpsc::unbounded_channel::<PeerCmd>();
+    let (reply_tx, mut replies) = mpsc::unbounded_channel::<PeerReply>();
+    let listen = opts.listen;
+    std::thread::Builder::new()
+        .name("partition".into())
+        .spawn(move || peer_thread(listen, cmd_rx, reply_tx))
+        .map_err(|x| e(format!("cannot start the partition thread: {x}")))?;
+    let port = match replies.recv().await {
+        Some(PeerReply::Port(Ok(port))) => port,
+        Some(PeerReply::Port(Err(why))) => return Err(e(why)),
+        _ => return Err(e("the partition thread stopped".into())),
+    };
+    let endpoint = quinn::Endpoint::client(SocketAddr::new(opts.listen.ip(), 0))
+        .map_err(|x| e(format!("cannot open a socket on {}: {x}", opts.listen.ip())))?;
 
     // 1. reach the coordinator (it may start after us)
     let deadline = Instant::now() + opts.connect_timeout;
@@ -172,9 +182,8 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     }
     let my_cert = nodes[me].cert.clone();
     let identity = key.identity(my_cert);
-    endpoint.set_server_config(Some(
-        tls::peer_server(&ca, &identity, failure_timeout).map_err(|x| e(x.to_string()))?,
-    ));
+    let peer_server =
+        tls::peer_server(&ca, &identity, failure_timeout).map_err(|x| e(x.to_string()))?;
     let peer_client =
         tls::peer_client(&ca, &identity, failure_timeout).map_err(|x| e(x.to_string()))?;
 
@@ -213,15 +222,28 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     );
 
     // 5. connect to every peer: dial lower indices, accept higher ones
-    let links = connect_mesh(
-        &endpoint,
-        &peer_client,
+    let _ = cmd_tx.send(PeerCmd::Mesh {
+        server: peer_server,
+        client: peer_client,
         me,
-        &nodes,
-        deadline_from(opts.connect_timeout),
-    )
-    .await
-    .map_err(e)?;
+        nodes: nodes.clone(),
+        within: opts.connect_timeout,
+    });
+    match replies.recv().await {
+        Some(PeerReply::Mesh(Ok(()))) => {}
+        Some(PeerReply::Mesh(Err(why))) => {
+            let _ = wire::write(
+                &mut ctl_send,
+                &ToCoordinator::Failed {
+                    reason: why.clone(),
+                },
+                max_frame,
+            )
+            .await;
+            return Err(e(why));
+        }
+        _ => return Err(e("the partition thread stopped".into())),
+    }
     wire::write(&mut ctl_send, &ToCoordinator::Ready, max_frame)
         .await
         .map_err(|x| e(format!("coordinator: {x}")))?;
@@ -234,35 +256,25 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     }
 
     // 6. the run
-    let (to_partition, inbox) = std_mpsc::channel::<Inbound<Msg>>();
+    let (to_partition, inbox) = mpsc::unbounded_channel::<Inbound<Msg>>();
     let barrier = Arc::new(Mutex::new(BarrierStats::default()));
-    let transport = QuicTransport::start(
-        &tokio::runtime::Handle::current(),
-        me,
-        nodes.len(),
-        links,
-        Arc::new(assignment.clone()),
-        max_frame,
-        (to_partition.clone(), inbox),
-        barrier.clone(),
-    );
     // counters indexed by partition: this node's is `me`
     let progress_for_run = Arc::new(Progress {
         vtime: (0..nodes.len()).map(|_| Default::default()).collect(),
         events: (0..nodes.len()).map(|_| Default::default()).collect(),
         done: Default::default(),
     });
-    let (done_tx, mut done_rx) = tokio::sync::oneshot::channel();
-    let run_progress = progress_for_run.clone();
-    std::thread::Builder::new()
-        .name(format!("partition-{me}"))
-        .spawn(move || {
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                partition.run(transport, &run_progress)
-            }));
-            let _ = done_tx.send(result);
-        })
-        .map_err(|x| e(format!("cannot start the partition thread: {x}")))?;
+    let _ = cmd_tx.send(PeerCmd::Run(Box::new(RunCmd {
+        partition,
+        assignment: Arc::new(assignment.clone()),
+        max_frame,
+        barrier: barrier.clone(),
+        progress: progress_for_run.clone(),
+        inbox: (to_partition.clone(), inbox),
+        nodes: nodes.len(),
+        me,
+        close_within: failure_timeout,
+    })));
 
     // one task owns the control stream's sending half
     let (ctl_tx, mut ctl_rx) = mpsc::unbounded_channel::<ToCoordinator>();
@@ -298,7 +310,10 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     let beat = Duration::from_millis(heartbeat_ms.clamp(10, 60_000));
     let result = loop {
         tokio::select! {
-            r = &mut done_rx => break r,
+            r = replies.recv() => match r {
+                Some(PeerReply::Done(r)) => break r,
+                _ => break Err("the partition thread stopped".to_string()),
+            },
             _ = sleep(beat) => {
                 let _ = ctl_tx.send(ToCoordinator::Heartbeat {
                     vtime: progress_for_run.vtime[me].load(std::sync::atomic::Ordering::Relaxed),
@@ -311,9 +326,8 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         }
     };
     let output = match result {
-        Ok(Ok(Ok(output))) => output,
-        Ok(Ok(Err(engine_error))) => {
-            let reason = engine_error.to_string();
+        Ok(output) => output,
+        Err(reason) => {
             let _ = ctl_tx.send(ToCoordinator::Failed {
                 reason: reason.clone(),
             });
@@ -321,18 +335,11 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
             let _ = timeout(Duration::from_secs(2), writer).await;
             return Err(e(format!("the run failed: {reason}")));
         }
-        Ok(Err(_)) | Err(_) => {
-            let _ = ctl_tx.send(ToCoordinator::Failed {
-                reason: "its partition panicked".into(),
-            });
-            drop(ctl_tx);
-            let _ = timeout(Duration::from_secs(2), writer).await;
-            return Err(e("the partition panicked".into()));
-        }
     };
 
     // 7. hand over the results
     let stats = barrier.lock().map(|s| *s).unwrap_or_default();
+    drop(cmd_tx);
     let _ = ctl_tx.send(ToCoordinator::Finished(Box::new(wire::Finished {
         events: output.events,
         windows: output.windows,
@@ -375,10 +382,6 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
             "the coordinator did not confirm the end of the run".into()
         )),
     }
-}
-
-fn deadline_from(d: Duration) -> Instant {
-    Instant::now() + d
 }
 
 /// A name safe for a file name.
@@ -475,7 +478,7 @@ async fn connect_mesh(
                     .await
                     .map_err(|_| "no answer".to_string())?
                     .map_err(|x| x.to_string())?;
-                let (mut send, recv) = conn.open_bi().await.map_err(|x| x.to_string())?;
+                let (mut send, mut recv) = conn.open_bi().await.map_err(|x| x.to_string())?;
                 wire::write(
                     &mut send,
                     &PeerFrame::<Msg>::Hello { from: me as u32 },
@@ -483,6 +486,18 @@ async fn connect_mesh(
                 )
                 .await
                 .map_err(|x| x.to_string())?;
+                // the peer answers once it has checked who we are
+                match timeout(
+                    Duration::from_secs(5),
+                    wire::read::<PeerFrame<Msg>>(&mut recv, 1024),
+                )
+                .await
+                {
+                    Ok(Ok(Some(PeerFrame::Hello { from }))) if from as usize == peer => {}
+                    Ok(Ok(other)) => return Err(format!("unexpected answer {other:?}")),
+                    Ok(Err(x)) => return Err(x.to_string()),
+                    Err(_) => return Err("no answer to hello".into()),
+                }
                 Ok::<_, String>(Link {
                     peer,
                     conn,
@@ -529,7 +544,7 @@ async fn accept_peers(
         let checked = async {
             let conn = incoming.await.map_err(|x| x.to_string())?;
             let cert = tls::peer_cert(&conn).ok_or("no client certificate")?;
-            let (send, mut recv) = timeout(Duration::from_secs(5), conn.accept_bi())
+            let (mut send, mut recv) = timeout(Duration::from_secs(5), conn.accept_bi())
                 .await
                 .map_err(|_| "no hello".to_string())?
                 .map_err(|x| x.to_string())?;
@@ -545,6 +560,13 @@ async fn accept_peers(
                 conn.close(2u32.into(), b"not that node");
                 return Err(format!("claimed to be node {from} without its certificate"));
             }
+            wire::write(
+                &mut send,
+                &PeerFrame::<Msg>::Hello { from: me as u32 },
+                wire::DEFAULT_MAX_FRAME,
+            )
+            .await
+            .map_err(|x| x.to_string())?;
             Ok(Link {
                 peer: from,
                 conn,
@@ -575,4 +597,145 @@ async fn accept_peers(
         }
     });
     links
+}
+
+/// Commands to the partition's thread.
+enum PeerCmd {
+    /// Connect to every peer.
+    Mesh {
+        server: quinn::ServerConfig,
+        client: quinn::ClientConfig,
+        me: usize,
+        nodes: Vec<wire::PeerInfo>,
+        within: Duration,
+    },
+    /// Run the partition over the mesh.
+    Run(Box<RunCmd>),
+}
+
+struct RunCmd {
+    partition: Partition<Node>,
+    assignment: Arc<Vec<u32>>,
+    max_frame: usize,
+    barrier: Arc<Mutex<BarrierStats>>,
+    progress: Arc<Progress>,
+    inbox: (
+        mpsc::UnboundedSender<Inbound<Msg>>,
+        mpsc::UnboundedReceiver<Inbound<Msg>>,
+    ),
+    nodes: usize,
+    me: usize,
+    close_within: Duration,
+}
+
+enum PeerReply {
+    Port(Result<u16, String>),
+    Mesh(Result<(), String>),
+    Done(Result<crate::engine::partition::PartitionOutput, String>),
+}
+
+/// The partition's thread. It owns a current-thread runtime with the peer
+/// endpoint, so the window exchanges run on the thread that computes the
+/// windows (see [`QuicTransport`]); the control link stays on the main
+/// runtime.
+fn peer_thread(
+    listen: SocketAddr,
+    mut cmds: mpsc::UnboundedReceiver<PeerCmd>,
+    replies: mpsc::UnboundedSender<PeerReply>,
+) {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => Arc::new(rt),
+        Err(x) => {
+            let _ = replies.send(PeerReply::Port(Err(format!("no runtime: {x}"))));
+            return;
+        }
+    };
+    let _context = rt.enter();
+    let endpoint = match quinn::Endpoint::client(listen) {
+        Ok(ep) => ep,
+        Err(x) => {
+            let _ = replies.send(PeerReply::Port(Err(format!(
+                "cannot listen on {listen}: {x}"
+            ))));
+            return;
+        }
+    };
+    let port = endpoint
+        .local_addr()
+        .map(|a| a.port())
+        .map_err(|x| x.to_string());
+    let _ = replies.send(PeerReply::Port(port));
+    let mut links = Vec::new();
+    // waiting for a command drives the runtime, so the links stay serviced
+    while let Some(cmd) = rt.block_on(cmds.recv()) {
+        match cmd {
+            PeerCmd::Mesh {
+                server,
+                client,
+                me,
+                nodes,
+                within,
+            } => {
+                endpoint.set_server_config(Some(server));
+                let result = rt.block_on(connect_mesh(
+                    &endpoint,
+                    &client,
+                    me,
+                    &nodes,
+                    Instant::now() + within,
+                ));
+                let reply = match result {
+                    Ok(l) => {
+                        links = l;
+                        Ok(())
+                    }
+                    Err(why) => Err(why),
+                };
+                let _ = replies.send(PeerReply::Mesh(reply));
+            }
+            PeerCmd::Run(run) => {
+                let RunCmd {
+                    partition,
+                    assignment,
+                    max_frame,
+                    barrier,
+                    progress,
+                    inbox,
+                    nodes,
+                    me,
+                    close_within,
+                } = *run;
+                let mut transport = QuicTransport::start(
+                    rt.clone(),
+                    me,
+                    nodes,
+                    std::mem::take(&mut links),
+                    assignment,
+                    max_frame,
+                    inbox,
+                    barrier,
+                );
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    partition.run(&mut transport, &progress)
+                }));
+                let reply = match result {
+                    Ok(Ok(output)) => {
+                        transport.close(close_within);
+                        Ok(output)
+                    }
+                    Ok(Err(engine_error)) => Err(engine_error.to_string()),
+                    Err(_) => Err("its partition panicked".to_string()),
+                };
+                let _ = replies.send(PeerReply::Done(reply));
+            }
+        }
+    }
+    endpoint.close(0u32.into(), b"done");
+    let _ = rt.block_on(tokio::time::timeout(
+        Duration::from_secs(1),
+        endpoint.wait_idle(),
+    ));
 }

@@ -14,7 +14,6 @@
 //! sender the peer does not host or whose receiver this node does not host,
 //! closes that link with the reason, and the run stops with an error.
 
-use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -66,12 +65,19 @@ pub struct Link {
 }
 
 /// One node's end of the mesh.
+///
+/// It owns a current-thread tokio runtime that only runs while the
+/// partition's thread waits in [`Transport::exchange`]: sending, receiving
+/// and decoding then all happen on that one thread, so a window costs no
+/// hand-offs between threads, only the network round itself.
 pub struct QuicTransport<M> {
+    rt: Arc<tokio::runtime::Runtime>,
     window: u64,
-    writers: Vec<Option<mpsc::UnboundedSender<OutBatch<M>>>>,
+    sends: Vec<Option<quinn::SendStream>>,
     conns: Vec<quinn::Connection>,
-    inbox: std_mpsc::Receiver<Inbound<M>>,
+    inbox: mpsc::UnboundedReceiver<Inbound<M>>,
     early: Vec<Inbound<M>>,
+    max_frame: usize,
     barrier: Arc<Mutex<BarrierStats>>,
 }
 
@@ -79,36 +85,31 @@ impl<M> QuicTransport<M>
 where
     M: Serialize + DeserializeOwned + Send + 'static,
 {
-    /// Starts the reader and writer tasks of `links` on `runtime`.
-    /// `assignment[actor id]` is the node hosting each actor. `inbox` and
-    /// `stop` are the two ends of the channel to the partition thread;
-    /// `stop` lets others (the control link) stop it.
+    /// Starts a reader task per link on `rt` (the current-thread runtime the
+    /// links were made on). `assignment[actor id]` is the node hosting each
+    /// actor; `inbox` receives what the readers decode, and whatever else
+    /// holds its sender (the control link) can stop the partition through it.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
-        runtime: &tokio::runtime::Handle,
+        rt: Arc<tokio::runtime::Runtime>,
         me: usize,
         nodes: usize,
         links: Vec<Link>,
         assignment: Arc<Vec<u32>>,
         max_frame: usize,
-        inbox: (std_mpsc::Sender<Inbound<M>>, std_mpsc::Receiver<Inbound<M>>),
+        inbox: (
+            mpsc::UnboundedSender<Inbound<M>>,
+            mpsc::UnboundedReceiver<Inbound<M>>,
+        ),
         barrier: Arc<Mutex<BarrierStats>>,
     ) -> Self {
         let (to_partition, inbox) = inbox;
-        let mut writers: Vec<Option<mpsc::UnboundedSender<OutBatch<M>>>> =
-            (0..nodes).map(|_| None).collect();
+        let mut sends: Vec<Option<quinn::SendStream>> = (0..nodes).map(|_| None).collect();
         let mut conns = Vec::new();
         for link in links {
-            let (tx, rx) = mpsc::unbounded_channel();
-            writers[link.peer] = Some(tx);
+            sends[link.peer] = Some(link.send);
             conns.push(link.conn.clone());
-            runtime.spawn(write_loop(
-                link.peer,
-                link.send,
-                rx,
-                max_frame,
-                to_partition.clone(),
-            ));
-            runtime.spawn(read_loop(
+            rt.spawn(read_loop(
                 me,
                 link.peer,
                 link.conn,
@@ -119,33 +120,34 @@ where
             ));
         }
         QuicTransport {
+            rt,
             window: 0,
-            writers,
+            sends,
             conns,
             inbox,
             early: Vec::new(),
+            max_frame,
             barrier,
         }
     }
-}
 
-async fn write_loop<M: Serialize>(
-    peer: usize,
-    mut send: quinn::SendStream,
-    mut rx: mpsc::UnboundedReceiver<OutBatch<M>>,
-    max_frame: usize,
-    to_partition: std_mpsc::Sender<Inbound<M>>,
-) {
-    while let Some(batch) = rx.recv().await {
-        if let Err(e) = write_batch(&mut send, batch, max_frame).await {
-            let _ = to_partition.send(Inbound::Failed {
-                peer,
-                reason: format!("cannot send: {e}"),
-            });
-            return;
-        }
+    /// Finishes the streams and waits (boundedly) until the peers have read
+    /// everything, so a node leaving first never strands its last batch.
+    pub fn close(&mut self, limit: std::time::Duration) {
+        let mut sends: Vec<quinn::SendStream> =
+            self.sends.iter_mut().filter_map(Option::take).collect();
+        self.rt.block_on(async {
+            let _ = tokio::time::timeout(limit, async {
+                for s in &mut sends {
+                    let _ = s.finish();
+                }
+                for s in &mut sends {
+                    let _ = s.stopped().await;
+                }
+            })
+            .await;
+        });
     }
-    let _ = send.finish();
 }
 
 async fn write_batch<M: Serialize>(
@@ -224,7 +226,7 @@ async fn read_loop<M: DeserializeOwned>(
     mut recv: quinn::RecvStream,
     assignment: Arc<Vec<u32>>,
     max_frame: usize,
-    to_partition: std_mpsc::Sender<Inbound<M>>,
+    to_partition: mpsc::UnboundedSender<Inbound<M>>,
 ) {
     let fail = |reason: String, bad_input: bool| {
         if bad_input {
@@ -248,7 +250,7 @@ async fn read_loop<M: DeserializeOwned>(
             envelopes,
         } = frame
         else {
-            return fail("sent a second hello".into(), true);
+            return fail("sent a hello in the middle of the run".into(), true);
         };
         if let Some(problem) = envelopes
             .iter()
@@ -294,8 +296,8 @@ pub fn misrouted<M>(
     }
 }
 
-impl<M: Send> Transport<M> for QuicTransport<M> {
-    fn exchange(
+impl<M: Serialize + Send> QuicTransport<M> {
+    async fn exchange_async(
         &mut self,
         outgoing: &mut [Vec<Envelope<M>>],
         local_next: SimTime,
@@ -303,32 +305,33 @@ impl<M: Send> Transport<M> for QuicTransport<M> {
     ) -> Result<SimTime, TransportError> {
         let window = self.window;
         self.window += 1;
-        let started = Instant::now();
         let mut peers = 0;
-        for (peer, writer) in self.writers.iter().enumerate() {
-            let Some(writer) = writer else { continue };
+        for (peer, send) in self.sends.iter_mut().enumerate() {
+            let Some(send) = send else { continue };
             peers += 1;
             let batch = OutBatch {
                 window,
                 next: local_next,
                 envelopes: std::mem::take(&mut outgoing[peer]),
             };
-            writer.send(batch).map_err(|_| TransportError::Link {
-                peer,
-                reason: "its sender stopped".into(),
-            })?;
+            write_batch(send, batch, self.max_frame)
+                .await
+                .map_err(|e| TransportError::Link {
+                    peer,
+                    reason: format!("cannot send: {e}"),
+                })?;
         }
         let mut next = local_next;
         let mut complete = 0;
-        let early = std::mem::take(&mut self.early);
-        let mut pending = early.into_iter();
+        let mut pending = std::mem::take(&mut self.early).into_iter();
         while complete < peers {
             let item = match pending.next() {
                 Some(item) => item,
                 None => self
                     .inbox
                     .recv()
-                    .map_err(|_| TransportError::PeerGone { peer: usize::MAX })?,
+                    .await
+                    .ok_or(TransportError::PeerGone { peer: usize::MAX })?,
             };
             match item {
                 Inbound::Batch {
@@ -366,8 +369,20 @@ impl<M: Send> Transport<M> for QuicTransport<M> {
                 Inbound::Stop { reason } => return Err(TransportError::Stopped { reason }),
             }
         }
-        // early items not consumed (only possible for window + 1) stay buffered
-        self.early.extend(pending);
+        Ok(next)
+    }
+}
+
+impl<M: Serialize + Send> Transport<M> for QuicTransport<M> {
+    fn exchange(
+        &mut self,
+        outgoing: &mut [Vec<Envelope<M>>],
+        local_next: SimTime,
+        incoming: &mut Vec<Envelope<M>>,
+    ) -> Result<SimTime, TransportError> {
+        let started = Instant::now();
+        let rt = self.rt.clone();
+        let next = rt.block_on(self.exchange_async(outgoing, local_next, incoming))?;
         if let Ok(mut stats) = self.barrier.lock() {
             stats.record(started.elapsed().as_nanos() as u64);
         }

@@ -57,6 +57,23 @@ pub trait Transport<M>: Send {
     fn abort(&mut self);
 }
 
+/// A borrowed transport, so its owner can still use it after the run (e.g.
+/// to close links gracefully).
+impl<M, T: Transport<M> + ?Sized> Transport<M> for &mut T {
+    fn exchange(
+        &mut self,
+        outgoing: &mut [Vec<Envelope<M>>],
+        local_next: SimTime,
+        incoming: &mut Vec<Envelope<M>>,
+    ) -> Result<SimTime, TransportError> {
+        (**self).exchange(outgoing, local_next, incoming)
+    }
+
+    fn abort(&mut self) {
+        (**self).abort()
+    }
+}
+
 enum Frame<M> {
     Batch {
         window: u64,
