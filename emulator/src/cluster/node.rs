@@ -152,9 +152,9 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     );
 
     // 3. the setup (may come only once every node has joined)
-    let setup = loop {
+    let setup = {
         match wire::read::<ToNode>(&mut ctl_recv, setup_limit).await {
-            Ok(Some(ToNode::Setup(setup))) => break setup,
+            Ok(Some(ToNode::Setup(setup))) => setup,
             Ok(Some(ToNode::Abort { reason })) => {
                 return Err(e(format!("the coordinator aborted the run: {reason}")));
             }
@@ -223,8 +223,8 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
 
     // 5. connect to every peer: dial lower indices, accept higher ones
     let _ = cmd_tx.send(PeerCmd::Mesh {
-        server: peer_server,
-        client: peer_client,
+        server: Box::new(peer_server),
+        client: Box::new(peer_client),
         me,
         nodes: nodes.clone(),
         within: opts.connect_timeout,
@@ -289,16 +289,14 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     let (bye_tx, bye_rx) = tokio::sync::oneshot::channel::<Result<(), String>>();
     let stop = to_partition.clone();
     tokio::spawn(async move {
-        let outcome = loop {
-            match wire::read::<ToNode>(&mut ctl_recv, max_frame).await {
-                Ok(Some(ToNode::Bye)) => break Ok(()),
-                Ok(Some(ToNode::Abort { reason })) => {
-                    break Err(format!("the coordinator aborted the run: {reason}"));
-                }
-                Ok(Some(other)) => break Err(format!("unexpected message {other:?}")),
-                Ok(None) => break Err("the coordinator closed the connection".into()),
-                Err(x) => break Err(format!("lost the coordinator: {x}")),
+        let outcome = match wire::read::<ToNode>(&mut ctl_recv, max_frame).await {
+            Ok(Some(ToNode::Bye)) => Ok(()),
+            Ok(Some(ToNode::Abort { reason })) => {
+                Err(format!("the coordinator aborted the run: {reason}"))
             }
+            Ok(Some(other)) => Err(format!("unexpected message {other:?}")),
+            Ok(None) => Err("the coordinator closed the connection".into()),
+            Err(x) => Err(format!("lost the coordinator: {x}")),
         };
         if let Err(reason) = &outcome {
             let _ = stop.send(Inbound::Stop {
@@ -603,8 +601,8 @@ async fn accept_peers(
 enum PeerCmd {
     /// Connect to every peer.
     Mesh {
-        server: quinn::ServerConfig,
-        client: quinn::ClientConfig,
+        server: Box<quinn::ServerConfig>,
+        client: Box<quinn::ClientConfig>,
         me: usize,
         nodes: Vec<wire::PeerInfo>,
         within: Duration,
@@ -679,7 +677,7 @@ fn peer_thread(
                 nodes,
                 within,
             } => {
-                endpoint.set_server_config(Some(server));
+                endpoint.set_server_config(Some(*server));
                 let result = rt.block_on(connect_mesh(
                     &endpoint,
                     &client,
