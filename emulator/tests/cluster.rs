@@ -420,3 +420,60 @@ fn coordinator_and_nodes_in_separate_network_namespaces_match_a_single_process_r
     }
     drop(guard);
 }
+
+#[test]
+fn ctrl_c_on_the_coordinator_stops_every_node() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut procs = Procs::default();
+    let out = tmp.path().join("multi");
+    let mut coord = Watched::spawn(
+        Command::new(BIN)
+            .args([
+                "coordinator",
+                "--nodes",
+                "2",
+                "--listen",
+                "127.0.0.1:0",
+                "-q",
+            ])
+            .args(["--secret", SECRET, "--out"])
+            .arg(&out),
+        &mut procs,
+    );
+    let line = coord.wait_for("listening on", Duration::from_secs(30));
+    let addr = line
+        .split("listening on ")
+        .nth(1)
+        .and_then(|s| s.split(',').next())
+        .unwrap()
+        .to_string();
+    let mut nodes = Vec::new();
+    for name in ["a", "b"] {
+        nodes.push(Watched::spawn(
+            Command::new(BIN)
+                .args(["node", "--coordinator", &addr, "--name", name])
+                .args(["--listen", "127.0.0.1:0", "--secret", SECRET]),
+            &mut procs,
+        ));
+    }
+    coord.wait_for("running", Duration::from_secs(30));
+    let pid = procs.0[0].id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = wait_exit(&mut procs.0[0], Duration::from_secs(5));
+    let log = coord.rest();
+    assert_eq!(status.and_then(|s| s.code()), Some(1), "{log}");
+    assert!(log.contains("interrupted (Ctrl-C)"), "{log}");
+    assert!(out.join("INCOMPLETE").exists());
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let status = wait_exit(&mut procs.0[i + 1], Duration::from_secs(5));
+        let text = node.rest();
+        assert_eq!(status.and_then(|s| s.code()), Some(1), "node {i}: {text}");
+        assert!(text.contains("interrupted (Ctrl-C)"), "node {i}: {text}");
+    }
+}

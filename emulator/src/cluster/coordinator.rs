@@ -26,11 +26,12 @@ use tokio::time::timeout;
 use super::ClusterError;
 use super::tls::{self, Role, RunCa};
 use super::wire::{self, BarrierStats, Join, PeerInfo, Setup, ToCoordinator, ToNode};
+use crate::engine::ActorOutput;
 use crate::engine::partition::{PartitionOutput, combine};
-use crate::engine::{ActorOutput, contiguous_assignment};
 use crate::results::Staging;
 use crate::run::{Outcome, assemble, prepare};
 use crate::scenario::{LoadedTrace, Scenario};
+use dcemu_topology::{TopologyConfig, TopologyKind};
 
 /// How the coordinator runs.
 #[derive(Clone, Debug)]
@@ -67,16 +68,115 @@ enum Event {
     Lost(usize, String),
 }
 
-/// Describes the contiguous block each node hosts, by its first and last actor.
-fn describe(names: &[String], assignment: &[u32], nodes: usize) -> Vec<String> {
+/// Rack and pod of every server actor (by actor id), for a three-tier
+/// network: racked hosts (the scheduler, then the servers) are spread over
+/// the access switches in order, and access switches over pods in order, as
+/// `dcemu_topology::Network::build` wires them.
+fn server_racks(names: &[String], topology: &TopologyConfig) -> BTreeMap<usize, (u64, u64)> {
+    let mut out = BTreeMap::new();
+    if topology.kind != TopologyKind::ThreeTier || topology.access == 0 {
+        return out;
+    }
+    let servers: Vec<usize> = (0..names.len())
+        .filter(|&i| names[i].starts_with("server-"))
+        .collect();
+    let racked = servers.len() as u64 + 1;
+    let access = u64::from(topology.access);
+    let pods = u64::from(topology.pods.max(1));
+    for (j, &id) in servers.iter().enumerate() {
+        let rack = (j as u64 + 1) * access / racked;
+        out.insert(id, (rack, rack * pods / access));
+    }
+    out
+}
+
+/// Which node hosts each actor: `nodes` contiguous blocks of actor ids of
+/// about equal size (ids keep neighbours together: the scheduler and
+/// tenants, then the servers in order, then the switches). With a three-tier
+/// network, a boundary that falls among the servers moves to the nearest pod
+/// boundary if one is within a quarter of a block, else to the nearest rack
+/// boundary, so that a rack's servers (and where possible a pod's) share a
+/// node.
+pub fn assign(names: &[String], topology: &TopologyConfig, nodes: usize) -> Vec<u32> {
+    let actors = names.len();
+    let plain: Vec<usize> = (1..nodes).map(|i| (i * actors).div_ceil(nodes)).collect();
+    let racks = server_racks(names, topology);
+    let mut rack_starts = Vec::new();
+    let mut pod_starts = Vec::new();
+    let mut prev: Option<(u64, u64)> = None;
+    for (&id, &(rack, pod)) in &racks {
+        match prev {
+            Some((r, p)) if r == rack && p == pod => {}
+            Some((_, p)) => {
+                rack_starts.push(id);
+                if p != pod {
+                    pod_starts.push(id);
+                }
+            }
+            None => {}
+        }
+        prev = Some((rack, pod));
+    }
+    let nearest =
+        |b: usize, starts: &[usize]| starts.iter().copied().min_by_key(|&s| s.abs_diff(b));
+    let block = actors / nodes.max(1);
+    let snapped: Vec<usize> = plain
+        .iter()
+        .map(|&b| {
+            let (Some(first), Some(last)) = (racks.keys().next(), racks.keys().last()) else {
+                return b;
+            };
+            if b <= *first || b > *last {
+                return b;
+            }
+            match nearest(b, &pod_starts) {
+                Some(p) if p.abs_diff(b) <= block / 4 => p,
+                _ => nearest(b, &rack_starts).unwrap_or(b),
+            }
+        })
+        .collect();
+    let valid = snapped.windows(2).all(|w| w[0] < w[1])
+        && snapped.first().is_none_or(|&b| b > 0)
+        && snapped.last().is_none_or(|&b| b < actors);
+    let bounds = if valid { snapped } else { plain };
+    (0..actors)
+        .map(|a| bounds.iter().filter(|&&b| a >= b).count() as u32)
+        .collect()
+}
+
+/// Describes the block each node hosts: its first and last actor, and the
+/// racks and pods of its servers.
+fn describe(
+    names: &[String],
+    topology: &TopologyConfig,
+    assignment: &[u32],
+    nodes: usize,
+) -> Vec<String> {
+    let racks = server_racks(names, topology);
     (0..nodes)
         .map(|n| {
             let ids: Vec<usize> = (0..names.len())
                 .filter(|&i| assignment[i] as usize == n)
                 .collect();
+            let span = |v: Vec<u64>| match (v.iter().min(), v.iter().max()) {
+                (Some(a), Some(b)) if a == b => format!("{a}"),
+                (Some(a), Some(b)) => format!("{a}-{b}"),
+                _ => "none".into(),
+            };
+            let where_ = if racks.is_empty() {
+                String::new()
+            } else {
+                let mine: Vec<(u64, u64)> =
+                    ids.iter().filter_map(|i| racks.get(i).copied()).collect();
+                format!(
+                    " (servers of racks {}, pods {})",
+                    span(mine.iter().map(|r| r.0).collect()),
+                    span(mine.iter().map(|r| r.1).collect())
+                )
+            };
             match (ids.first(), ids.last()) {
                 (Some(&a), Some(&b)) => format!(
-                    "node {n}: {} actors, #{a} {} … #{b} {}",
+                    "node {n}: {} actors, #{a} {} … #{b} {}{where_}",
                     ids.len(),
                     names[a],
                     names[b]
@@ -113,11 +213,8 @@ pub async fn run_coordinator(
             names.len()
         )));
     }
-    let assignment: Vec<u32> = contiguous_assignment(names.len(), opts.nodes)
-        .into_iter()
-        .map(|p| p as u32)
-        .collect();
-    let described = describe(&names, &assignment, opts.nodes);
+    let assignment = assign(&names, &scenario.topology, opts.nodes);
+    let described = describe(&names, &scenario.topology, &assignment, opts.nodes);
 
     let ca = RunCa::generate().map_err(|e| fail(e.to_string()))?;
     let identity = ca.coordinator_identity().map_err(|e| fail(e.to_string()))?;
@@ -687,5 +784,59 @@ impl Gather<'_> {
                 .map_err(|e| format!("cannot write the log of actor #{id}: {e}"))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(servers: usize, switches: usize) -> Vec<String> {
+        let mut n = vec!["scheduler".to_string(), "tenant-a-0".into()];
+        n.extend((0..servers).map(|i| format!("server-{i:04}")));
+        n.extend((0..switches).map(|i| format!("switch-x-{i}")));
+        n
+    }
+
+    #[test]
+    fn flat_networks_get_even_contiguous_blocks() {
+        let names = names(10, 0);
+        let a = assign(&names, &TopologyConfig::default(), 3);
+        assert_eq!(a, vec![0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]);
+    }
+
+    #[test]
+    fn three_tier_boundaries_fall_between_racks() {
+        let names = names(39, 7);
+        let topology = TopologyConfig {
+            kind: TopologyKind::ThreeTier,
+            core: 1,
+            aggregation: 2,
+            access: 4,
+            pods: 2,
+            ..TopologyConfig::default()
+        };
+        let racks = server_racks(&names, &topology);
+        for nodes in [2, 3, 4] {
+            let a = assign(&names, &topology, nodes);
+            assert_eq!(a.iter().copied().max(), Some(nodes as u32 - 1));
+            assert!(a.windows(2).all(|w| w[0] <= w[1]), "contiguous");
+            for (id, rack) in &racks {
+                for (other, rack2) in &racks {
+                    if rack.0 == rack2.0 {
+                        assert_eq!(
+                            a[*id], a[*other],
+                            "rack {} split with {nodes} nodes",
+                            rack.0
+                        );
+                    }
+                }
+            }
+        }
+        // two nodes and two pods: one pod each
+        let a = assign(&names, &topology, 2);
+        for (id, (_, pod)) in &racks {
+            assert_eq!(a[*id] as u64, *pod);
+        }
     }
 }

@@ -286,7 +286,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         Ok::<_, wire::WireError>(())
     });
     // the coordinator may abort us, or vanish
-    let (bye_tx, bye_rx) = tokio::sync::oneshot::channel::<Result<(), String>>();
+    let (bye_tx, mut bye_rx) = tokio::sync::oneshot::channel::<Result<(), String>>();
     let stop = to_partition.clone();
     tokio::spawn(async move {
         let outcome = match wire::read::<ToNode>(&mut ctl_recv, max_frame).await {
@@ -326,6 +326,12 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     let output = match result {
         Ok(output) => output,
         Err(reason) => {
+            // a peer stopping is usually the echo of the coordinator's
+            // abort: report the coordinator's reason when it comes soon
+            let reason = match timeout(Duration::from_millis(500), &mut bye_rx).await {
+                Ok(Ok(Err(coordinator_reason))) => coordinator_reason,
+                _ => reason,
+            };
             let _ = ctl_tx.send(ToCoordinator::Failed {
                 reason: reason.clone(),
             });
@@ -368,7 +374,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         Ok(Err(x)) => return Err(e(format!("cannot send the results: {x}"))),
         Err(x) => return Err(e(format!("cannot send the results: {x}"))),
     }
-    match timeout(failure_timeout * 3, bye_rx).await {
+    match timeout(failure_timeout * 3, &mut bye_rx).await {
         Ok(Ok(Ok(()))) => {
             conn.close(0u32.into(), b"done");
             endpoint.wait_idle().await;
