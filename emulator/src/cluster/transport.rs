@@ -399,7 +399,111 @@ impl<M: Serialize + Send> Transport<M> for QuicTransport<M> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::tls::{self, NodeKey, RunCa};
     use dcemu_actors::kernel::ActorId;
+    use std::time::Duration;
+
+    /// Node 0's peer endpoint and a connection to it from node 1 (both
+    /// with certificates of one run CA); what node 0's reader of that link
+    /// reports after node 1 sends `bytes`.
+    async fn reader_reaction(bytes: Vec<u8>) -> String {
+        let ca = RunCa::generate().unwrap();
+        let (k0, k1) = (NodeKey::generate().unwrap(), NodeKey::generate().unwrap());
+        let id0 = k0.identity(ca.sign_node(&k0.csr, 0).unwrap());
+        let id1 = k1.identity(ca.sign_node(&k1.csr, 1).unwrap());
+        let limit = Duration::from_secs(5);
+        let server = quinn::Endpoint::server(
+            tls::peer_server(&ca.cert_der(), &id0, limit).unwrap(),
+            "127.0.0.1:0".parse().unwrap(),
+        )
+        .unwrap();
+        let client = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+        let server_addr = server.local_addr().unwrap();
+        let accepting = {
+            let server = server.clone();
+            tokio::spawn(async move { server.accept().await.unwrap().await.unwrap() })
+        };
+        let conn = client
+            .connect_with(
+                tls::peer_client(&ca.cert_der(), &id1, limit).unwrap(),
+                server_addr,
+                &tls::node_dns_name(0),
+            )
+            .unwrap()
+            .await
+            .unwrap();
+        let (mut send, _recv) = conn.open_bi().await.unwrap();
+        send.write_all(&bytes).await.unwrap();
+        let accepted = accepting.await.unwrap();
+        let (_send, recv) = accepted.accept_bi().await.unwrap();
+        let (tx, mut rx) = mpsc::unbounded_channel::<Inbound<()>>();
+        tokio::spawn(read_loop(
+            0,
+            1,
+            accepted.clone(),
+            recv,
+            Arc::new(vec![0, 1]),
+            1024,
+            tx,
+        ));
+        let reason = match tokio::time::timeout(limit, rx.recv()).await {
+            Ok(Some(Inbound::Failed { peer: 1, reason })) => reason,
+            Ok(Some(Inbound::Batch { .. })) => "accepted a batch".into(),
+            _ => "no reaction".into(),
+        };
+        // the offending link is closed by the receiver
+        let closed = tokio::time::timeout(limit, conn.closed()).await;
+        assert!(closed.is_ok(), "the link stayed open after: {reason}");
+        reason
+    }
+
+    fn batch(src: u32, dst: u32) -> Vec<u8> {
+        let frame = PeerFrame::Batch {
+            window: 0,
+            next: 0,
+            last: true,
+            envelopes: vec![env(src, dst)],
+        };
+        wire::encode(&frame, 1024).unwrap()
+    }
+
+    #[tokio::test]
+    async fn bad_bytes_from_a_peer_close_its_link_with_the_reason() {
+        let garbage = vec![0, 0, 0, 3, 0xff, 0xff, 0xff];
+        assert!(reader_reaction(garbage).await.contains("undecodable"));
+        let oversized = (1u32 << 20).to_be_bytes().to_vec();
+        assert!(reader_reaction(oversized).await.contains("over the limit"));
+        let foreign = batch(0, 0); // from actor 0, which node 1 does not host
+        assert!(reader_reaction(foreign).await.contains("does not host"));
+    }
+
+    #[tokio::test]
+    async fn a_process_without_a_run_certificate_cannot_reach_a_node() {
+        let ca = RunCa::generate().unwrap();
+        let k0 = NodeKey::generate().unwrap();
+        let id0 = k0.identity(ca.sign_node(&k0.csr, 0).unwrap());
+        let limit = Duration::from_secs(5);
+        let server = quinn::Endpoint::server(
+            tls::peer_server(&ca.cert_der(), &id0, limit).unwrap(),
+            "127.0.0.1:0".parse().unwrap(),
+        )
+        .unwrap();
+        // a rogue: trusts anything, presents no certificate
+        let rogue = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+        let attempt = rogue
+            .connect_with(
+                tls::bootstrap_client(limit).unwrap(),
+                server.local_addr().unwrap(),
+                &tls::node_dns_name(0),
+            )
+            .unwrap();
+        let accepted = server.accept().await.unwrap().await;
+        assert!(
+            accepted.is_err(),
+            "the node accepted a client without a certificate"
+        );
+        let _ = attempt.await;
+    }
 
     fn env(src: u32, dst: u32) -> Envelope<()> {
         Envelope {
