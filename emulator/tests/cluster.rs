@@ -193,29 +193,30 @@ fn quickstart() -> Vec<&'static str> {
     ]
 }
 
-#[test]
-fn coordinator_with_two_nodes_matches_a_single_process_run() {
-    let tmp = tempfile::tempdir().unwrap();
-    let scenario = quickstart();
-    let single = single_digest(tmp.path(), &scenario);
-    let multi = cluster_digest(tmp.path(), &scenario, &loopback(2));
-    assert_eq!(single, multi);
-}
-
-#[test]
-fn a_thousand_servers_on_four_nodes_match_a_single_process_run() {
-    let tmp = tempfile::tempdir().unwrap();
-    let scenario = vec![
+fn thousand_servers() -> Vec<&'static str> {
+    vec![
         concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../scenarios/paragon/ec2-low.toml"
         ),
         "--set",
         "run.end=20s",
-    ];
-    let single = single_digest(tmp.path(), &scenario);
-    let multi = cluster_digest(tmp.path(), &scenario, &loopback(4));
-    assert_eq!(single, multi);
+    ]
+}
+
+#[test]
+fn two_and_four_nodes_on_loopback_match_a_single_process_run() {
+    for (label, scenario) in [
+        ("quickstart", quickstart()),
+        ("ec2-low", thousand_servers()),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let single = single_digest(tmp.path(), &scenario);
+        for nodes in [2, 4] {
+            let multi = cluster_digest(tmp.path(), &scenario, &loopback(nodes));
+            assert_eq!(single, multi, "{label} on {nodes} nodes");
+        }
+    }
 }
 
 #[test]
