@@ -70,8 +70,9 @@ pub struct Task {
     pub job: Option<JobRef>,
     /// The DAG job it belongs to (harvesting §4.1, §6.1), if any.
     pub dag: Option<crate::google::DagRef>,
-    /// The distributed run it is a unit of (ASPLOS'16), if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The distributed run it is a unit of (ASPLOS'16), if any. (No
+    /// `skip_serializing_if` on message fields: bincode, the wire format
+    /// between processes, is not self-describing.)
     pub dist: Option<crate::distributed::DistRef>,
 }
 

@@ -17,6 +17,8 @@ use dcemu::scenario::{self, MAX_SEED, Override, QUICKSTART, QUICKSTART_LABEL, Sc
 use dcemu_topology::format_sim_time;
 use serde_json::Value;
 
+mod cluster_cli;
+
 #[derive(Parser)]
 #[command(
     name = "dcemu",
@@ -43,6 +45,10 @@ enum Command {
     Report(commands::ReportArgs),
     /// Measure the papers' scenarios, partitions and scale into docs/performance.md.
     Bench(dcemu::bench::BenchArgs),
+    /// Drive a run whose actors live in `dcemu node` processes (same results as `run`).
+    Coordinator(cluster_cli::CoordinatorArgs),
+    /// Host a share of a coordinator's run.
+    Node(cluster_cli::NodeArgs),
 }
 
 #[derive(Args)]
@@ -122,6 +128,8 @@ fn main() -> ExitCode {
             dcemu::bench::BenchError::Input(m) => Failure::input(m),
             dcemu::bench::BenchError::Failed(m) => Failure::run(m),
         }),
+        Command::Coordinator(args) => cluster_cli::coordinator(args),
+        Command::Node(args) => cluster_cli::node(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -202,6 +202,29 @@ impl Staging {
     }
 }
 
+impl Staging {
+    /// Moves what a failed run left (e.g. partial logs) into place with a
+    /// file `INCOMPLETE` saying why, and no `digest`, so it cannot pass for
+    /// a complete results directory. An existing directory is never
+    /// replaced by an incomplete one: the files then go to `<target>.incomplete`.
+    pub fn mark_incomplete(mut self, reason: &str) -> Result<PathBuf, WriteError> {
+        write_file(
+            &self.tmp.join("INCOMPLETE"),
+            format!("this run did not finish: {reason}\n").as_bytes(),
+        )?;
+        let mut target = self.target.clone();
+        if target.exists() {
+            target = self.parent.join(format!("{}.incomplete", self.base));
+            if target.exists() {
+                fs::remove_dir_all(&target).map_err(|e| WriteError::io(&target, e))?;
+            }
+        }
+        fs::rename(&self.tmp, &target).map_err(|e| WriteError::io(&target, e))?;
+        self.committed = true;
+        Ok(target)
+    }
+}
+
 impl Drop for Staging {
     fn drop(&mut self) {
         if !self.committed {

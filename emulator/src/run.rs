@@ -1,6 +1,6 @@
 //! One run, start to finish: scenario → network → actors → engine → results.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration as WallDuration, Instant};
 
@@ -8,7 +8,7 @@ use dcemu_actors::model::BuildError;
 use dcemu_actors::model::{self, ModelSpec};
 use dcemu_topology::SimTime;
 
-use crate::engine::{EngineConfig, EngineError, Logs, Progress, run_threads};
+use crate::engine::{EngineConfig, EngineError, EngineOutput, Logs, Progress, run_threads};
 use crate::metrics::{self, MetricMap};
 use crate::results::{Content, ResultSet};
 use crate::scenario::{LoadedTrace, Scenario};
@@ -63,13 +63,42 @@ pub struct Outcome {
 /// Builds the model of `scenario` and runs it to its end.
 pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, RunError> {
     let started = Instant::now();
+    let prepared = prepare(scenario, options.log_dir.clone())?;
+    let actor_count = prepared.actors.len();
+    let output = run_threads(
+        &prepared.config,
+        prepared.actors,
+        options.partitions.max(1),
+        options.progress.clone(),
+    )?;
+    assemble(
+        scenario,
+        output,
+        options.log_dir.as_deref(),
+        actor_count,
+        prepared.slot_table,
+        started,
+    )
+}
+
+/// A scenario's model, built and ready for the engine.
+pub struct Prepared {
+    pub config: EngineConfig,
+    /// Every actor with its name, in id order.
+    pub actors: Vec<(String, model::Node)>,
+    pub slot_table: Option<String>,
+}
+
+/// Builds the model of `scenario`; actor logs go to files in `log_dir` when
+/// given, else stay in memory (when the scenario keeps them at all).
+pub fn prepare(scenario: &Scenario, log_dir: Option<PathBuf>) -> Result<Prepared, RunError> {
     let end = scenario.run.end.as_nanos();
     let traces: Vec<_> = scenario
         .traces
         .iter()
         .map(|t| t.as_ref().map(|t| Arc::clone(&t.rows)))
         .collect();
-    let (primary_tenants, primary_factor) = scenario
+    let (primary_tenants, _) = scenario
         .scaled_primary_tenants()
         .map_err(RunError::PrimaryScaling)?;
     let model = model::build(&ModelSpec {
@@ -91,20 +120,34 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
         lookahead: model.lookahead,
         end,
         seed: scenario.run.seed,
-        logs: match (&options.log_dir, scenario.output.actor_logs) {
+        logs: match (log_dir, scenario.output.actor_logs) {
             (_, false) => Logs::Off,
             (None, true) => Logs::InMemory,
-            (Some(dir), true) => Logs::Files(dir.clone()),
+            (Some(dir), true) => Logs::Files(dir),
         },
     };
-    let actor_count = model.actors.len();
-    let slot_table = model.slot_table.clone();
-    let output = run_threads(
-        &config,
-        model.actors,
-        options.partitions.max(1),
-        options.progress.clone(),
-    )?;
+    Ok(Prepared {
+        config,
+        actors: model.actors,
+        slot_table: model.slot_table,
+    })
+}
+
+/// Turns the engine's output into the results files and their digest; logs
+/// the engine wrote to files are expected in `log_dir`. Single- and
+/// multi-process runs both end here, so they write the same results.
+pub fn assemble(
+    scenario: &Scenario,
+    output: EngineOutput,
+    log_dir: Option<&Path>,
+    actor_count: usize,
+    slot_table: Option<String>,
+    started: Instant,
+) -> Result<Outcome, RunError> {
+    let end = scenario.run.end.as_nanos();
+    let (_, primary_factor) = scenario
+        .scaled_primary_tenants()
+        .map_err(RunError::PrimaryScaling)?;
     let (mut metrics, timeseries) =
         metrics::summarize(&output, end, scenario.power.sample_interval.as_nanos());
     if let Some(factor) = primary_factor {
@@ -155,7 +198,7 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
         .collect();
     if scenario.output.actor_logs {
         files.extend(output.actors.into_iter().map(|a| {
-            let content = match (a.log, &options.log_dir) {
+            let content = match (a.log, log_dir) {
                 (Some(bytes), _) => Content::Bytes(bytes),
                 (None, Some(dir)) => Content::File(dir.join(format!("{}.jsonl", a.name))),
                 (None, None) => Content::Bytes(Vec::new()),

@@ -2,6 +2,8 @@ use std::collections::BTreeMap;
 
 use dcemu_topology::SimTime;
 
+mod wire;
+
 /// What actors report at the end of a run: counters and samples by metric
 /// name. The engine merges every actor's `Metrics` in actor-id order, so the
 /// merged result (and the floats computed from it) is the same however the

@@ -17,7 +17,7 @@
 //! sequential run would. Partitioning changes who hosts an actor, never what
 //! it sees.
 
-mod partition;
+pub(crate) mod partition;
 pub mod reference;
 pub mod transport;
 

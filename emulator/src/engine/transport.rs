@@ -33,6 +33,10 @@ pub enum TransportError {
     },
     #[error("received an envelope for actor #{dst}, which partition {partition} does not host")]
     Misrouted { dst: u32, partition: usize },
+    #[error("the link to partition {peer} failed: {reason}")]
+    Link { peer: usize, reason: String },
+    #[error("stopped: {reason}")]
+    Stopped { reason: String },
 }
 
 /// The link between one partition and all the others.
@@ -51,6 +55,23 @@ pub trait Transport<M>: Send {
 
     /// Tells the peers this partition is stopping early, so none waits forever.
     fn abort(&mut self);
+}
+
+/// A borrowed transport, so its owner can still use it after the run (e.g.
+/// to close links gracefully).
+impl<M, T: Transport<M> + ?Sized> Transport<M> for &mut T {
+    fn exchange(
+        &mut self,
+        outgoing: &mut [Vec<Envelope<M>>],
+        local_next: SimTime,
+        incoming: &mut Vec<Envelope<M>>,
+    ) -> Result<SimTime, TransportError> {
+        (**self).exchange(outgoing, local_next, incoming)
+    }
+
+    fn abort(&mut self) {
+        (**self).abort()
+    }
 }
 
 enum Frame<M> {

@@ -1,0 +1,146 @@
+//! Cluster benchmark: wall time of a 1,000-server scenario as one process
+//! (`dcemu run`) against a coordinator and `NODES` node processes on
+//! loopback, and the cost of the window barrier the nodes measured.
+//!
+//! The scenario is `scenarios/paragon/ec2-low.toml` (1,000 EC2-like servers,
+//! Paragon Table VI). Both runs must give the same digest, or the benchmark
+//! exits with status 1. Wall times are the runs' own (`run.json`
+//! `wall_time_s`: model building, the run and the results); the barrier
+//! cost is each node's mean wall time per window exchange, from handing its
+//! batches to the transport to having every peer's batch (so it includes
+//! waiting for the slowest peer), and its minimum, close to the bare cost
+//! of one all-to-all round.
+//!
+//! Run with `cargo bench -p dcemu-emulator --bench cluster`. Environment:
+//!
+//! * `DCEMU_BENCH_NODES` node processes (default 4);
+//! * `DCEMU_BENCH_END`   `run.end` override (default: the scenario's own,
+//!   which runs until the last application finishes);
+//! * `DCEMU_BENCH_SCENARIO` another scenario file.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
+
+const BIN: &str = env!("CARGO_BIN_EXE_dcemu");
+const SECRET: &str = "bench-secret-0123456789";
+
+fn wall_of(dir: &Path) -> (f64, serde_json::Value) {
+    let text = std::fs::read_to_string(dir.join("run.json")).expect("run.json");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("run.json is JSON");
+    (v["wall_time_s"].as_f64().unwrap_or(f64::NAN), v)
+}
+
+fn main() -> ExitCode {
+    let nodes: usize = std::env::var("DCEMU_BENCH_NODES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4);
+    let scenario = std::env::var("DCEMU_BENCH_SCENARIO").unwrap_or_else(|_| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../scenarios/paragon/ec2-low.toml"
+        )
+        .into()
+    });
+    let mut args = vec![scenario.clone()];
+    if let Ok(end) = std::env::var("DCEMU_BENCH_END") {
+        args.extend(["--set".to_string(), format!("run.end={end}")]);
+    }
+    let tmp = std::env::temp_dir().join(format!("dcemu-bench-cluster-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).expect("temp dir");
+
+    let single = tmp.join("single");
+    let status = Command::new(BIN)
+        .arg("run")
+        .args(&args)
+        .arg("--out")
+        .arg(&single)
+        .arg("-q")
+        .status()
+        .expect("dcemu run");
+    assert!(status.success(), "dcemu run failed");
+    let (single_wall, single_facts) = wall_of(&single);
+
+    let multi = tmp.join("multi");
+    let started = Instant::now();
+    let mut coord = Command::new(BIN)
+        .args(["coordinator", "--scenario"])
+        .args(&args)
+        .args([
+            "--nodes",
+            &nodes.to_string(),
+            "--listen",
+            "127.0.0.1:0",
+            "-q",
+        ])
+        .args(["--secret", SECRET, "--out"])
+        .arg(&multi)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("dcemu coordinator");
+    let mut lines = BufReader::new(coord.stderr.take().expect("stderr")).lines();
+    let addr = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.split("listening on ")
+                .nth(1)
+                .and_then(|s| s.split(',').next())
+                .map(str::to_string)
+        })
+        .expect("the coordinator's address");
+    std::thread::spawn(move || for _ in lines.map_while(Result::ok) {});
+    let mut children: Vec<_> = (0..nodes)
+        .map(|i| {
+            Command::new(BIN)
+                .args(["node", "--coordinator", &addr, "--name", &format!("n{i}")])
+                .args(["--listen", "127.0.0.1:0", "--secret", SECRET])
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("dcemu node")
+        })
+        .collect();
+    let ok = coord.wait().map(|s| s.success()).unwrap_or(false);
+    for c in &mut children {
+        let _ = c.wait();
+    }
+    let process_wall = started.elapsed().as_secs_f64();
+    if !ok {
+        eprintln!("the coordinator failed");
+        return ExitCode::FAILURE;
+    }
+    let (multi_wall, facts) = wall_of(&multi);
+    let digest = |d: &Path| std::fs::read_to_string(d.join("digest")).unwrap_or_default();
+    println!("scenario {scenario} {}", args[1..].join(" "));
+    println!(
+        "  single process      {single_wall:.2} s wall, {} windows",
+        single_facts["windows"]
+    );
+    println!(
+        "  coordinator + {nodes}     {multi_wall:.2} s wall ({process_wall:.2} s from launch to exit of every process)"
+    );
+    println!("  ratio               {:.2}", multi_wall / single_wall);
+    for n in facts["nodes"].as_array().into_iter().flatten() {
+        println!(
+            "  barrier  {:>4}       mean {:.1} µs, min {:.1} µs over {} exchanges",
+            n["name"].as_str().unwrap_or("?"),
+            n["barrier_mean_us"].as_f64().unwrap_or(f64::NAN),
+            n["barrier_min_us"].as_f64().unwrap_or(f64::NAN),
+            n["barrier_exchanges"]
+        );
+    }
+    let same = digest(&single) == digest(&multi);
+    println!(
+        "  digests             {}",
+        if same { "identical" } else { "DIFFER" }
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
+    if same {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

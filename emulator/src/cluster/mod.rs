@@ -1,0 +1,21 @@
+//! Multi-process runs: a coordinator and node processes over QUIC.
+pub mod node;
+pub mod tls;
+pub mod transport;
+pub mod wire;
+
+/// Bytes of an actor's log per frame when nodes hand logs to the coordinator.
+pub const LOG_CHUNK: usize = 1 << 20;
+
+/// Why a multi-process run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// Bad input (flags, scenario, secret): exit code 2.
+    #[error("{0}")]
+    Input(String),
+    #[error("{0}")]
+    Node(String),
+    #[error("{0}")]
+    Coordinator(String),
+}
+pub mod coordinator;

@@ -1,0 +1,745 @@
+//! `dcemu node`: hosts one partition of a run that a coordinator drives.
+//!
+//! A node joins the coordinator (proving membership, see [`super::tls`]),
+//! receives the scenario and which actors it hosts, connects to every other
+//! node, runs its partition's windows exchanging envelopes directly with its
+//! peers, sends heartbeats meanwhile, and at the end hands its actors'
+//! metrics and logs to the coordinator.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dcemu_actors::model::Msg;
+use tokio::sync::mpsc;
+use tokio::time::{Instant, sleep, timeout};
+
+use super::tls::{self, NodeKey, Role};
+use super::transport::{Inbound, Link, QuicTransport};
+use super::wire::{self, BarrierStats, Join, PeerFrame, Setup, ToCoordinator, ToNode};
+use super::{ClusterError, LOG_CHUNK};
+use crate::engine::Partition;
+use crate::engine::{Logs, Progress};
+use crate::run::prepare;
+use crate::scenario;
+use dcemu_actors::model::Node;
+
+/// How a node is started.
+#[derive(Clone, Debug)]
+pub struct NodeOptions {
+    /// `host:port` of the coordinator.
+    pub coordinator: String,
+    pub name: String,
+    /// Where its peer endpoint listens.
+    pub listen: SocketAddr,
+    /// Address peers dial, when not the one the coordinator sees.
+    pub advertise: Option<SocketAddr>,
+    pub secret: String,
+    /// How long to keep trying to reach the coordinator, and then the peers.
+    pub connect_timeout: Duration,
+}
+
+/// Removes the node's scratch directory however it exits.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn err(node: &str, what: impl std::fmt::Display) -> ClusterError {
+    ClusterError::Node(format!("node {node}: {what}"))
+}
+
+/// Runs a node to the end of the run; an error when the run failed or was aborted.
+pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
+    let name = opts.name.clone();
+    let e = |what: String| err(&name, what);
+    let bootstrap = tls::bootstrap_client(Duration::from_secs(10)).map_err(|x| e(x.to_string()))?;
+    // the peer side lives on its own thread (see `peer_thread`)
+    let (cmd_tx, cmd_rx) = mpsc::unbounded_channel::<PeerCmd>();
+    let (reply_tx, mut replies) = mpsc::unbounded_channel::<PeerReply>();
+    let listen = opts.listen;
+    std::thread::Builder::new()
+        .name("partition".into())
+        .spawn(move || peer_thread(listen, cmd_rx, reply_tx))
+        .map_err(|x| e(format!("cannot start the partition thread: {x}")))?;
+    let port = match replies.recv().await {
+        Some(PeerReply::Port(Ok(port))) => port,
+        Some(PeerReply::Port(Err(why))) => return Err(e(why)),
+        _ => return Err(e("the partition thread stopped".into())),
+    };
+    let endpoint = quinn::Endpoint::client(SocketAddr::new(opts.listen.ip(), 0))
+        .map_err(|x| e(format!("cannot open a socket on {}: {x}", opts.listen.ip())))?;
+
+    // 1. reach the coordinator (it may start after us)
+    let deadline = Instant::now() + opts.connect_timeout;
+    let conn = loop {
+        let attempt = async {
+            let addr = tokio::net::lookup_host(&opts.coordinator)
+                .await
+                .map_err(|x| format!("cannot resolve {}: {x}", opts.coordinator))?
+                .next()
+                .ok_or_else(|| format!("{} resolves to no address", opts.coordinator))?;
+            let connecting = endpoint
+                .connect_with(bootstrap.clone(), addr, "coordinator.dcemu")
+                .map_err(|x| x.to_string())?;
+            timeout(Duration::from_secs(2), connecting)
+                .await
+                .map_err(|_| "no answer".to_string())?
+                .map_err(|x| x.to_string())
+        };
+        match attempt.await {
+            Ok(conn) => break conn,
+            Err(why) if Instant::now() >= deadline => {
+                return Err(e(format!(
+                    "cannot reach the coordinator at {}: {why}",
+                    opts.coordinator
+                )));
+            }
+            Err(_) => sleep(Duration::from_millis(200)).await,
+        }
+    };
+
+    // 2. prove membership, check the coordinator's proof
+    let key = NodeKey::generate().map_err(|x| e(x.to_string()))?;
+    let (mut ctl_send, mut ctl_recv) = conn
+        .open_bi()
+        .await
+        .map_err(|x| e(format!("coordinator: {x}")))?;
+    let proof =
+        tls::proof(opts.secret.as_bytes(), &conn, Role::Node).map_err(|x| e(x.to_string()))?;
+    let join = ToCoordinator::Join(Box::new(Join {
+        protocol: wire::PROTOCOL,
+        name: name.clone(),
+        proof,
+        csr: key.csr.clone(),
+        port,
+        advertise: opts.advertise,
+    }));
+    let refused = |x: wire::WireError| {
+        e(format!(
+            "refused by the coordinator (wrong cluster secret or run already full?): {x}"
+        ))
+    };
+    wire::write(&mut ctl_send, &join, wire::DEFAULT_MAX_FRAME)
+        .await
+        .map_err(refused)?;
+    let setup_limit = wire::HARD_MAX_FRAME;
+    match wire::read::<ToNode>(&mut ctl_recv, setup_limit).await {
+        Ok(Some(ToNode::Welcome { proof }))
+            if tls::verify_proof(opts.secret.as_bytes(), &conn, Role::Coordinator, &proof) => {}
+        Ok(Some(ToNode::Welcome { .. })) => {
+            conn.close(2u32.into(), b"bad proof");
+            return Err(e(
+                "the coordinator could not prove it knows the cluster secret; not joining".into(),
+            ));
+        }
+        Ok(Some(ToNode::Abort { reason })) => return Err(e(format!("refused: {reason}"))),
+        Ok(other) => {
+            return Err(e(format!(
+                "unexpected answer to joining: {}",
+                other.map_or("end of stream".into(), |m| format!("{m:?}"))
+            )));
+        }
+        Err(x) => return Err(refused(x)),
+    }
+    eprintln!(
+        "node {name}: joined the coordinator at {}",
+        conn.remote_address()
+    );
+
+    // 3. the setup (may come only once every node has joined)
+    let setup = {
+        match wire::read::<ToNode>(&mut ctl_recv, setup_limit).await {
+            Ok(Some(ToNode::Setup(setup))) => setup,
+            Ok(Some(ToNode::Abort { reason })) => {
+                return Err(e(format!("the coordinator aborted the run: {reason}")));
+            }
+            Ok(Some(other)) => return Err(e(format!("unexpected message {other:?}"))),
+            Ok(None) => return Err(e("the coordinator closed the connection".into())),
+            Err(x) => return Err(e(format!("coordinator: {x}"))),
+        }
+    };
+    let Setup {
+        index,
+        nodes,
+        ca,
+        scenario: scenario_text,
+        traces,
+        assignment,
+        max_frame,
+        heartbeat_ms,
+        failure_timeout_ms,
+    } = *setup;
+    let me = index as usize;
+    let max_frame = (max_frame as usize).min(wire::HARD_MAX_FRAME);
+    let failure_timeout = Duration::from_millis(failure_timeout_ms.max(100));
+    if me >= nodes.len() || assignment.iter().any(|&p| p as usize >= nodes.len()) {
+        return Err(e("inconsistent setup from the coordinator".into()));
+    }
+    let my_cert = nodes[me].cert.clone();
+    let identity = key.identity(my_cert);
+    let peer_server =
+        tls::peer_server(&ca, &identity, failure_timeout).map_err(|x| e(x.to_string()))?;
+    let peer_client =
+        tls::peer_client(&ca, &identity, failure_timeout).map_err(|x| e(x.to_string()))?;
+
+    // 4. the scenario, loaded exactly as the coordinator loaded it
+    let scratch = Scratch(std::env::temp_dir().join(format!(
+        "dcemu-node-{}-{}",
+        std::process::id(),
+        sanitize(&name)
+    )));
+    let scenario = load_scenario(&scratch.0, &scenario_text, &traces).map_err(e)?;
+    let logs_dir = scratch.0.join("actors");
+    std::fs::create_dir_all(&logs_dir)
+        .map_err(|x| e(format!("cannot create {}: {x}", logs_dir.display())))?;
+    let prepared = prepare(&scenario, Some(logs_dir.clone())).map_err(|x| e(x.to_string()))?;
+    if prepared.actors.len() != assignment.len() {
+        return Err(e(format!(
+            "the scenario has {} actors but the assignment covers {}",
+            prepared.actors.len(),
+            assignment.len()
+        )));
+    }
+    let assignment_usize: Vec<usize> = assignment.iter().map(|&p| p as usize).collect();
+    let mut parts = crate::engine::partition::split(
+        &prepared.config,
+        prepared.actors,
+        &assignment_usize,
+        nodes.len(),
+    )
+    .map_err(|x| e(x.to_string()))?;
+    let partition = parts.swap_remove(me);
+    drop(parts);
+    let hosted = assignment.iter().filter(|&&p| p == index).count();
+    eprintln!(
+        "node {name}: node {me} of {}, hosting {hosted} actors",
+        nodes.len()
+    );
+
+    // 5. connect to every peer: dial lower indices, accept higher ones
+    let _ = cmd_tx.send(PeerCmd::Mesh {
+        server: Box::new(peer_server),
+        client: Box::new(peer_client),
+        me,
+        nodes: nodes.clone(),
+        within: opts.connect_timeout,
+    });
+    match replies.recv().await {
+        Some(PeerReply::Mesh(Ok(()))) => {}
+        Some(PeerReply::Mesh(Err(why))) => {
+            let _ = wire::write(
+                &mut ctl_send,
+                &ToCoordinator::Failed {
+                    reason: why.clone(),
+                },
+                max_frame,
+            )
+            .await;
+            return Err(e(why));
+        }
+        _ => return Err(e("the partition thread stopped".into())),
+    }
+    wire::write(&mut ctl_send, &ToCoordinator::Ready, max_frame)
+        .await
+        .map_err(|x| e(format!("coordinator: {x}")))?;
+    match wire::read::<ToNode>(&mut ctl_recv, max_frame).await {
+        Ok(Some(ToNode::Start)) => {}
+        Ok(Some(ToNode::Abort { reason })) => {
+            return Err(e(format!("the coordinator aborted the run: {reason}")));
+        }
+        other => return Err(e(format!("expected the start, got {other:?}"))),
+    }
+
+    // 6. the run
+    let (to_partition, inbox) = mpsc::unbounded_channel::<Inbound<Msg>>();
+    let barrier = Arc::new(Mutex::new(BarrierStats::default()));
+    // counters indexed by partition: this node's is `me`
+    let progress_for_run = Arc::new(Progress {
+        vtime: (0..nodes.len()).map(|_| Default::default()).collect(),
+        events: (0..nodes.len()).map(|_| Default::default()).collect(),
+        done: Default::default(),
+    });
+    let _ = cmd_tx.send(PeerCmd::Run(Box::new(RunCmd {
+        partition,
+        assignment: Arc::new(assignment.clone()),
+        max_frame,
+        barrier: barrier.clone(),
+        progress: progress_for_run.clone(),
+        inbox: (to_partition.clone(), inbox),
+        nodes: nodes.len(),
+        me,
+        close_within: failure_timeout,
+    })));
+
+    // one task owns the control stream's sending half
+    let (ctl_tx, mut ctl_rx) = mpsc::unbounded_channel::<ToCoordinator>();
+    let writer = tokio::spawn(async move {
+        while let Some(msg) = ctl_rx.recv().await {
+            wire::write(&mut ctl_send, &msg, max_frame).await?;
+        }
+        let _ = ctl_send.finish();
+        Ok::<_, wire::WireError>(())
+    });
+    // the coordinator may abort us, or vanish
+    let (bye_tx, mut bye_rx) = tokio::sync::oneshot::channel::<Result<(), String>>();
+    let stop = to_partition.clone();
+    tokio::spawn(async move {
+        let outcome = match wire::read::<ToNode>(&mut ctl_recv, max_frame).await {
+            Ok(Some(ToNode::Bye)) => Ok(()),
+            Ok(Some(ToNode::Abort { reason })) => {
+                Err(format!("the coordinator aborted the run: {reason}"))
+            }
+            Ok(Some(other)) => Err(format!("unexpected message {other:?}")),
+            Ok(None) => Err("the coordinator closed the connection".into()),
+            Err(x) => Err(format!("lost the coordinator: {x}")),
+        };
+        if let Err(reason) = &outcome {
+            let _ = stop.send(Inbound::Stop {
+                reason: reason.clone(),
+            });
+        }
+        let _ = bye_tx.send(outcome);
+    });
+    let beat = Duration::from_millis(heartbeat_ms.clamp(10, 60_000));
+    let result = loop {
+        tokio::select! {
+            r = replies.recv() => match r {
+                Some(PeerReply::Done(r)) => break r,
+                _ => break Err("the partition thread stopped".to_string()),
+            },
+            _ = sleep(beat) => {
+                let _ = ctl_tx.send(ToCoordinator::Heartbeat {
+                    vtime: progress_for_run.vtime[me].load(std::sync::atomic::Ordering::Relaxed),
+                    events: progress_for_run.events[me].load(std::sync::atomic::Ordering::Relaxed),
+                });
+            }
+            _ = tokio::signal::ctrl_c() => {
+                let _ = to_partition.send(Inbound::Stop { reason: "interrupted (Ctrl-C)".into() });
+            }
+        }
+    };
+    let output = match result {
+        Ok(output) => output,
+        Err(reason) => {
+            // a peer stopping is usually the echo of the coordinator's
+            // abort: report the coordinator's reason when it comes soon
+            let reason = match timeout(Duration::from_millis(500), &mut bye_rx).await {
+                Ok(Ok(Err(coordinator_reason))) => coordinator_reason,
+                _ => reason,
+            };
+            let _ = ctl_tx.send(ToCoordinator::Failed {
+                reason: reason.clone(),
+            });
+            drop(ctl_tx);
+            let _ = timeout(Duration::from_secs(2), writer).await;
+            return Err(e(format!("the run failed: {reason}")));
+        }
+    };
+
+    // 7. hand over the results
+    let stats = barrier.lock().map(|s| *s).unwrap_or_default();
+    drop(cmd_tx);
+    let _ = ctl_tx.send(ToCoordinator::Finished(Box::new(wire::Finished {
+        events: output.events,
+        windows: output.windows,
+        last_event: output.last_event,
+        pending: output.pending,
+        barrier: stats,
+    })));
+    let files = matches!(prepared.config.logs, Logs::Files(_));
+    for (id, actor) in output.actors {
+        let _ = ctl_tx.send(ToCoordinator::Actor {
+            id: id.0,
+            metrics: actor.metrics,
+        });
+        if files {
+            send_log(
+                &ctl_tx,
+                id.0,
+                &logs_dir.join(format!("{}.jsonl", actor.name)),
+            )
+            .await
+            .map_err(e)?;
+        }
+    }
+    let _ = ctl_tx.send(ToCoordinator::Done);
+    drop(ctl_tx);
+    match writer.await {
+        Ok(Ok(())) => {}
+        Ok(Err(x)) => return Err(e(format!("cannot send the results: {x}"))),
+        Err(x) => return Err(e(format!("cannot send the results: {x}"))),
+    }
+    match timeout(failure_timeout * 3, &mut bye_rx).await {
+        Ok(Ok(Ok(()))) => {
+            conn.close(0u32.into(), b"done");
+            endpoint.wait_idle().await;
+            eprintln!("node {name}: run complete");
+            Ok(())
+        }
+        Ok(Ok(Err(reason))) => Err(e(reason)),
+        _ => Err(e(
+            "the coordinator did not confirm the end of the run".into()
+        )),
+    }
+}
+
+/// A name safe for a file name.
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .take(64)
+        .collect()
+}
+
+/// Writes the received scenario and traces where loading expects them and
+/// loads them; the result must print back to the same text.
+fn load_scenario(
+    dir: &std::path::Path,
+    text: &str,
+    traces: &[(String, Vec<u8>)],
+) -> Result<scenario::Scenario, String> {
+    std::fs::create_dir_all(dir.join("traces"))
+        .map_err(|x| format!("cannot create {}: {x}", dir.display()))?;
+    for (rel, bytes) in traces {
+        let file = rel
+            .strip_prefix("traces/")
+            .filter(|f| !f.contains('/') && !f.contains('\\') && !f.starts_with('.'))
+            .ok_or_else(|| format!("the coordinator sent a trace with a bad path {rel:?}"))?;
+        std::fs::write(dir.join("traces").join(file), bytes)
+            .map_err(|x| format!("cannot write trace {rel}: {x}"))?;
+    }
+    let path = dir.join("scenario.toml");
+    std::fs::write(&path, text).map_err(|x| format!("cannot write {}: {x}", path.display()))?;
+    let label = path.display().to_string();
+    let loaded = scenario::load(&label, text, &[])
+        .map_err(|x| format!("the scenario from the coordinator does not load: {x}"))?;
+    if loaded.to_toml() != text {
+        return Err("the scenario from the coordinator does not load back to itself".into());
+    }
+    Ok(loaded)
+}
+
+async fn send_log(
+    ctl: &mpsc::UnboundedSender<ToCoordinator>,
+    id: u32,
+    path: &std::path::Path,
+) -> Result<(), String> {
+    use std::io::Read;
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(x) if x.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(x) => return Err(format!("cannot read {}: {x}", path.display())),
+    };
+    loop {
+        let mut buf = vec![0u8; LOG_CHUNK];
+        let mut filled = 0;
+        while filled < buf.len() {
+            let n = file
+                .read(&mut buf[filled..])
+                .map_err(|x| format!("cannot read {}: {x}", path.display()))?;
+            if n == 0 {
+                break;
+            }
+            filled += n;
+        }
+        if filled == 0 {
+            return Ok(());
+        }
+        buf.truncate(filled);
+        let _ = ctl.send(ToCoordinator::Log { id, bytes: buf });
+    }
+}
+
+/// Connects to every other node: dials those with a lower index (they
+/// check this node's certificate), accepts those with a higher one
+/// (checking theirs); anything else that connects is refused and logged.
+async fn connect_mesh(
+    endpoint: &quinn::Endpoint,
+    client: &quinn::ClientConfig,
+    me: usize,
+    nodes: &[wire::PeerInfo],
+    deadline: Instant,
+) -> Result<Vec<Link>, String> {
+    let mut links = Vec::new();
+    let expected_in = nodes.len() - me - 1;
+    let accept = {
+        let endpoint = endpoint.clone();
+        let nodes = nodes.to_vec();
+        tokio::spawn(async move { accept_peers(endpoint, me, nodes, expected_in).await })
+    };
+    for (peer, info) in nodes.iter().enumerate().take(me) {
+        let link = loop {
+            let attempt = async {
+                let connecting = endpoint
+                    .connect_with(client.clone(), info.addr, &tls::node_dns_name(peer as u32))
+                    .map_err(|x| x.to_string())?;
+                let conn = timeout(Duration::from_secs(2), connecting)
+                    .await
+                    .map_err(|_| "no answer".to_string())?
+                    .map_err(|x| x.to_string())?;
+                let (mut send, mut recv) = conn.open_bi().await.map_err(|x| x.to_string())?;
+                wire::write(
+                    &mut send,
+                    &PeerFrame::<Msg>::Hello { from: me as u32 },
+                    wire::DEFAULT_MAX_FRAME,
+                )
+                .await
+                .map_err(|x| x.to_string())?;
+                // the peer answers once it has checked who we are
+                match timeout(
+                    Duration::from_secs(5),
+                    wire::read::<PeerFrame<Msg>>(&mut recv, 1024),
+                )
+                .await
+                {
+                    Ok(Ok(Some(PeerFrame::Hello { from }))) if from as usize == peer => {}
+                    Ok(Ok(other)) => return Err(format!("unexpected answer {other:?}")),
+                    Ok(Err(x)) => return Err(x.to_string()),
+                    Err(_) => return Err("no answer to hello".into()),
+                }
+                Ok::<_, String>(Link {
+                    peer,
+                    conn,
+                    send,
+                    recv,
+                })
+            };
+            match attempt.await {
+                Ok(link) => break link,
+                Err(why) if Instant::now() >= deadline => {
+                    accept.abort();
+                    return Err(format!(
+                        "cannot connect to node {peer} ({}) at {}: {why}",
+                        info.name, info.addr
+                    ));
+                }
+                Err(_) => sleep(Duration::from_millis(200)).await,
+            }
+        };
+        links.push(link);
+    }
+    let accepted = match timeout(deadline.saturating_duration_since(Instant::now()), accept).await {
+        Ok(Ok(accepted)) => accepted,
+        Ok(Err(x)) => return Err(format!("accepting peers: {x}")),
+        Err(_) => return Err("not every peer connected in time".into()),
+    };
+    links.extend(accepted);
+    links.sort_by_key(|l| l.peer);
+    Ok(links)
+}
+
+async fn accept_peers(
+    endpoint: quinn::Endpoint,
+    me: usize,
+    nodes: Vec<wire::PeerInfo>,
+    expected: usize,
+) -> Vec<Link> {
+    let mut links: Vec<Link> = Vec::new();
+    while links.len() < expected {
+        let Some(incoming) = endpoint.accept().await else {
+            break;
+        };
+        let from_addr = incoming.remote_address();
+        let checked = async {
+            let conn = incoming.await.map_err(|x| x.to_string())?;
+            let cert = tls::peer_cert(&conn).ok_or("no client certificate")?;
+            let (mut send, mut recv) = timeout(Duration::from_secs(5), conn.accept_bi())
+                .await
+                .map_err(|_| "no hello".to_string())?
+                .map_err(|x| x.to_string())?;
+            let hello = wire::read::<PeerFrame<Msg>>(&mut recv, 1024)
+                .await
+                .map_err(|x| x.to_string())?;
+            let Some(PeerFrame::Hello { from }) = hello else {
+                conn.close(2u32.into(), b"expected hello");
+                return Err("did not say hello".to_string());
+            };
+            let from = from as usize;
+            if from <= me || from >= nodes.len() || nodes[from].cert != cert {
+                conn.close(2u32.into(), b"not that node");
+                return Err(format!("claimed to be node {from} without its certificate"));
+            }
+            wire::write(
+                &mut send,
+                &PeerFrame::<Msg>::Hello { from: me as u32 },
+                wire::DEFAULT_MAX_FRAME,
+            )
+            .await
+            .map_err(|x| x.to_string())?;
+            Ok(Link {
+                peer: from,
+                conn,
+                send,
+                recv,
+            })
+        };
+        match checked.await {
+            Ok(link) if links.iter().all(|l| l.peer != link.peer) => links.push(link),
+            Ok(link) => {
+                link.conn.close(2u32.into(), b"duplicate");
+                eprintln!(
+                    "node {me}: refused a second connection from node {}",
+                    link.peer
+                );
+            }
+            Err(why) => eprintln!("node {me}: refused a peer connection from {from_addr}: {why}"),
+        }
+    }
+    // later connections are refused (and logged) while the run goes on
+    tokio::spawn(async move {
+        while let Some(incoming) = endpoint.accept().await {
+            eprintln!(
+                "node {me}: refused a connection from {} (the mesh is complete)",
+                incoming.remote_address()
+            );
+            incoming.refuse();
+        }
+    });
+    links
+}
+
+/// Commands to the partition's thread.
+enum PeerCmd {
+    /// Connect to every peer.
+    Mesh {
+        server: Box<quinn::ServerConfig>,
+        client: Box<quinn::ClientConfig>,
+        me: usize,
+        nodes: Vec<wire::PeerInfo>,
+        within: Duration,
+    },
+    /// Run the partition over the mesh.
+    Run(Box<RunCmd>),
+}
+
+struct RunCmd {
+    partition: Partition<Node>,
+    assignment: Arc<Vec<u32>>,
+    max_frame: usize,
+    barrier: Arc<Mutex<BarrierStats>>,
+    progress: Arc<Progress>,
+    inbox: (
+        mpsc::UnboundedSender<Inbound<Msg>>,
+        mpsc::UnboundedReceiver<Inbound<Msg>>,
+    ),
+    nodes: usize,
+    me: usize,
+    close_within: Duration,
+}
+
+enum PeerReply {
+    Port(Result<u16, String>),
+    Mesh(Result<(), String>),
+    Done(Result<crate::engine::partition::PartitionOutput, String>),
+}
+
+/// The partition's thread. It owns a current-thread runtime with the peer
+/// endpoint, so the window exchanges run on the thread that computes the
+/// windows (see [`QuicTransport`]); the control link stays on the main
+/// runtime.
+fn peer_thread(
+    listen: SocketAddr,
+    mut cmds: mpsc::UnboundedReceiver<PeerCmd>,
+    replies: mpsc::UnboundedSender<PeerReply>,
+) {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => Arc::new(rt),
+        Err(x) => {
+            let _ = replies.send(PeerReply::Port(Err(format!("no runtime: {x}"))));
+            return;
+        }
+    };
+    let _context = rt.enter();
+    let endpoint = match quinn::Endpoint::client(listen) {
+        Ok(ep) => ep,
+        Err(x) => {
+            let _ = replies.send(PeerReply::Port(Err(format!(
+                "cannot listen on {listen}: {x}"
+            ))));
+            return;
+        }
+    };
+    let port = endpoint
+        .local_addr()
+        .map(|a| a.port())
+        .map_err(|x| x.to_string());
+    let _ = replies.send(PeerReply::Port(port));
+    let mut links = Vec::new();
+    // waiting for a command drives the runtime, so the links stay serviced
+    while let Some(cmd) = rt.block_on(cmds.recv()) {
+        match cmd {
+            PeerCmd::Mesh {
+                server,
+                client,
+                me,
+                nodes,
+                within,
+            } => {
+                endpoint.set_server_config(Some(*server));
+                let result = rt.block_on(connect_mesh(
+                    &endpoint,
+                    &client,
+                    me,
+                    &nodes,
+                    Instant::now() + within,
+                ));
+                let reply = match result {
+                    Ok(l) => {
+                        links = l;
+                        Ok(())
+                    }
+                    Err(why) => Err(why),
+                };
+                let _ = replies.send(PeerReply::Mesh(reply));
+            }
+            PeerCmd::Run(run) => {
+                let RunCmd {
+                    partition,
+                    assignment,
+                    max_frame,
+                    barrier,
+                    progress,
+                    inbox,
+                    nodes,
+                    me,
+                    close_within,
+                } = *run;
+                let mut transport = QuicTransport::start(
+                    rt.clone(),
+                    me,
+                    nodes,
+                    std::mem::take(&mut links),
+                    assignment,
+                    max_frame,
+                    inbox,
+                    barrier,
+                );
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    partition.run(&mut transport, &progress)
+                }));
+                let reply = match result {
+                    Ok(Ok(output)) => {
+                        transport.close(close_within);
+                        Ok(output)
+                    }
+                    Ok(Err(engine_error)) => Err(engine_error.to_string()),
+                    Err(_) => Err("its partition panicked".to_string()),
+                };
+                let _ = replies.send(PeerReply::Done(reply));
+            }
+        }
+    }
+    endpoint.close(0u32.into(), b"done");
+    let _ = rt.block_on(tokio::time::timeout(
+        Duration::from_secs(1),
+        endpoint.wait_idle(),
+    ));
+}

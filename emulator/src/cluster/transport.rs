@@ -1,0 +1,534 @@
+//! [`QuicTransport`]: the engine's [`Transport`] between node processes.
+//!
+//! Every pair of nodes shares one QUIC connection with one bidirectional
+//! stream. Per window, each node sends every peer one batch (split into
+//! frames under the size limit, the last marked) that carries its
+//! contribution to the next window time, exactly as the in-memory transport
+//! does; so the window barrier is a single all-to-all round between nodes,
+//! and the coordinator is not on the per-window path.
+//!
+//! Encoding and decoding run on the tokio runtime (one writer and one
+//! reader task per peer); the partition's thread only hands batches over
+//! and waits for its peers'. Bytes from a peer are checked before they reach
+//! the engine: an oversized or undecodable frame, or an envelope whose
+//! sender the peer does not host or whose receiver this node does not host,
+//! closes that link with the reason, and the run stops with an error.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use dcemu_actors::kernel::Envelope;
+use dcemu_topology::SimTime;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::mpsc;
+
+use super::wire::{self, BarrierStats, PeerFrame};
+use crate::engine::{Transport, TransportError};
+
+/// Envelopes per frame before a batch is split (frames over the size limit
+/// are split further).
+const ENVELOPES_PER_FRAME: usize = 4096;
+
+/// QUIC application error code when a link is closed for bad input.
+pub const CLOSE_BAD_INPUT: u32 = 2;
+/// QUIC application error code when a node stops early.
+pub const CLOSE_ABORT: u32 = 3;
+
+/// What reaches the partition thread.
+pub enum Inbound<M> {
+    Batch {
+        from: usize,
+        window: u64,
+        next: SimTime,
+        last: bool,
+        envelopes: Vec<Envelope<M>>,
+    },
+    /// A link failed (the reason names what the peer did wrong, if anything).
+    Failed { peer: usize, reason: String },
+    /// The node is told to stop (by the coordinator, or on Ctrl-C).
+    Stop { reason: String },
+}
+
+struct OutBatch<M> {
+    window: u64,
+    next: SimTime,
+    envelopes: Vec<Envelope<M>>,
+}
+
+/// One established link to a peer node.
+pub struct Link {
+    pub peer: usize,
+    pub conn: quinn::Connection,
+    pub send: quinn::SendStream,
+    pub recv: quinn::RecvStream,
+}
+
+/// One node's end of the mesh.
+///
+/// It owns a current-thread tokio runtime that only runs while the
+/// partition's thread waits in [`Transport::exchange`]: sending, receiving
+/// and decoding then all happen on that one thread, so a window costs no
+/// hand-offs between threads, only the network round itself.
+pub struct QuicTransport<M> {
+    rt: Arc<tokio::runtime::Runtime>,
+    window: u64,
+    sends: Vec<Option<quinn::SendStream>>,
+    conns: Vec<quinn::Connection>,
+    inbox: mpsc::UnboundedReceiver<Inbound<M>>,
+    early: Vec<Inbound<M>>,
+    max_frame: usize,
+    barrier: Arc<Mutex<BarrierStats>>,
+}
+
+impl<M> QuicTransport<M>
+where
+    M: Serialize + DeserializeOwned + Send + 'static,
+{
+    /// Starts a reader task per link on `rt` (the current-thread runtime the
+    /// links were made on). `assignment[actor id]` is the node hosting each
+    /// actor; `inbox` receives what the readers decode, and whatever else
+    /// holds its sender (the control link) can stop the partition through it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start(
+        rt: Arc<tokio::runtime::Runtime>,
+        me: usize,
+        nodes: usize,
+        links: Vec<Link>,
+        assignment: Arc<Vec<u32>>,
+        max_frame: usize,
+        inbox: (
+            mpsc::UnboundedSender<Inbound<M>>,
+            mpsc::UnboundedReceiver<Inbound<M>>,
+        ),
+        barrier: Arc<Mutex<BarrierStats>>,
+    ) -> Self {
+        let (to_partition, inbox) = inbox;
+        let mut sends: Vec<Option<quinn::SendStream>> = (0..nodes).map(|_| None).collect();
+        let mut conns = Vec::new();
+        for link in links {
+            sends[link.peer] = Some(link.send);
+            conns.push(link.conn.clone());
+            rt.spawn(read_loop(
+                me,
+                link.peer,
+                link.conn,
+                link.recv,
+                assignment.clone(),
+                max_frame,
+                to_partition.clone(),
+            ));
+        }
+        QuicTransport {
+            rt,
+            window: 0,
+            sends,
+            conns,
+            inbox,
+            early: Vec::new(),
+            max_frame,
+            barrier,
+        }
+    }
+
+    /// Finishes the streams and waits (boundedly) until the peers have read
+    /// everything, so a node leaving first never strands its last batch.
+    pub fn close(&mut self, limit: std::time::Duration) {
+        let mut sends: Vec<quinn::SendStream> =
+            self.sends.iter_mut().filter_map(Option::take).collect();
+        self.rt.block_on(async {
+            let _ = tokio::time::timeout(limit, async {
+                for s in &mut sends {
+                    let _ = s.finish();
+                }
+                for s in &mut sends {
+                    let _ = s.stopped().await;
+                }
+            })
+            .await;
+        });
+    }
+}
+
+async fn write_batch<M: Serialize>(
+    send: &mut quinn::SendStream,
+    batch: OutBatch<M>,
+    max_frame: usize,
+) -> Result<(), wire::WireError> {
+    let mut frames = Vec::new();
+    let mut rest = batch.envelopes;
+    loop {
+        let tail = rest.split_off(rest.len().min(ENVELOPES_PER_FRAME));
+        let chunk = std::mem::replace(&mut rest, tail);
+        encode_chunks(chunk, batch.window, batch.next, max_frame, &mut frames)?;
+        if rest.is_empty() {
+            break;
+        }
+    }
+    // mark the last frame; re-encoding only it is cheap
+    if let Some((envelopes, _)) = frames.pop() {
+        let frame = PeerFrame::Batch {
+            window: batch.window,
+            next: batch.next,
+            last: true,
+            envelopes,
+        };
+        let bytes = wire::encode(&frame, max_frame)?;
+        let PeerFrame::Batch { envelopes, .. } = frame else {
+            unreachable!("built above as a batch")
+        };
+        frames.push((envelopes, bytes));
+    }
+    for (_, bytes) in frames {
+        send.write_all(&bytes)
+            .await
+            .map_err(|e| wire::WireError::Stream(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// Encodes `chunk` as one or more non-final frames under `max_frame`.
+fn encode_chunks<M: Serialize>(
+    chunk: Vec<Envelope<M>>,
+    window: u64,
+    next: SimTime,
+    max_frame: usize,
+    out: &mut Vec<(Vec<Envelope<M>>, Vec<u8>)>,
+) -> Result<(), wire::WireError> {
+    let frame = PeerFrame::Batch {
+        window,
+        next,
+        last: false,
+        envelopes: chunk,
+    };
+    let result = wire::encode(&frame, max_frame);
+    let PeerFrame::Batch { mut envelopes, .. } = frame else {
+        unreachable!("built above as a batch")
+    };
+    match result {
+        Ok(bytes) => {
+            out.push((envelopes, bytes));
+            Ok(())
+        }
+        Err(wire::WireError::TooLarge { .. }) if envelopes.len() > 1 => {
+            let second = envelopes.split_off(envelopes.len() / 2);
+            encode_chunks(envelopes, window, next, max_frame, out)?;
+            encode_chunks(second, window, next, max_frame, out)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+async fn read_loop<M: DeserializeOwned>(
+    me: usize,
+    peer: usize,
+    conn: quinn::Connection,
+    mut recv: quinn::RecvStream,
+    assignment: Arc<Vec<u32>>,
+    max_frame: usize,
+    to_partition: mpsc::UnboundedSender<Inbound<M>>,
+) {
+    let fail = |reason: String, bad_input: bool| {
+        if bad_input {
+            conn.close(CLOSE_BAD_INPUT.into(), reason.as_bytes());
+        }
+        let _ = to_partition.send(Inbound::Failed { peer, reason });
+    };
+    loop {
+        let frame = match wire::read::<PeerFrame<M>>(&mut recv, max_frame).await {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return,
+            Err(e @ (wire::WireError::TooLarge { .. } | wire::WireError::Decode(_))) => {
+                return fail(e.to_string(), true);
+            }
+            Err(e) => return fail(e.to_string(), false),
+        };
+        let PeerFrame::Batch {
+            window,
+            next,
+            last,
+            envelopes,
+        } = frame
+        else {
+            return fail("sent a hello in the middle of the run".into(), true);
+        };
+        if let Some(problem) = envelopes
+            .iter()
+            .find_map(|e| misrouted(e, me, peer, &assignment))
+        {
+            return fail(problem, true);
+        }
+        let batch = Inbound::Batch {
+            from: peer,
+            window,
+            next,
+            last,
+            envelopes,
+        };
+        if to_partition.send(batch).is_err() {
+            return;
+        }
+    }
+}
+
+/// Why an envelope from `peer` must be refused, if it must.
+pub fn misrouted<M>(
+    env: &Envelope<M>,
+    me: usize,
+    peer: usize,
+    assignment: &[u32],
+) -> Option<String> {
+    let host = |id: u32| assignment.get(id as usize).map(|&p| p as usize);
+    match (host(env.src.0), host(env.dst.0)) {
+        (Some(src), _) if src != peer => Some(format!(
+            "sent an envelope from actor #{}, which it does not host (node {src} does)",
+            env.src.0
+        )),
+        (_, Some(dst)) if dst != me => Some(format!(
+            "sent an envelope for actor #{}, which this node does not host (node {dst} does)",
+            env.dst.0
+        )),
+        (None, _) | (_, None) => Some(format!(
+            "sent an envelope between unknown actors #{} → #{}",
+            env.src.0, env.dst.0
+        )),
+        _ => None,
+    }
+}
+
+impl<M: Serialize + Send> QuicTransport<M> {
+    async fn exchange_async(
+        &mut self,
+        outgoing: &mut [Vec<Envelope<M>>],
+        local_next: SimTime,
+        incoming: &mut Vec<Envelope<M>>,
+    ) -> Result<SimTime, TransportError> {
+        let window = self.window;
+        self.window += 1;
+        let mut peers = 0;
+        for (peer, send) in self.sends.iter_mut().enumerate() {
+            let Some(send) = send else { continue };
+            peers += 1;
+            let batch = OutBatch {
+                window,
+                next: local_next,
+                envelopes: std::mem::take(&mut outgoing[peer]),
+            };
+            write_batch(send, batch, self.max_frame)
+                .await
+                .map_err(|e| TransportError::Link {
+                    peer,
+                    reason: format!("cannot send: {e}"),
+                })?;
+        }
+        let mut next = local_next;
+        let mut complete = 0;
+        let mut pending = std::mem::take(&mut self.early).into_iter();
+        while complete < peers {
+            let item = match pending.next() {
+                Some(item) => item,
+                None => self
+                    .inbox
+                    .recv()
+                    .await
+                    .ok_or(TransportError::PeerGone { peer: usize::MAX })?,
+            };
+            match item {
+                Inbound::Batch {
+                    from,
+                    window: w,
+                    next: peer_next,
+                    last,
+                    envelopes,
+                } => {
+                    if w == window {
+                        incoming.extend(envelopes);
+                        if last {
+                            next = next.min(peer_next);
+                            complete += 1;
+                        }
+                    } else if w == window + 1 {
+                        self.early.push(Inbound::Batch {
+                            from,
+                            window: w,
+                            next: peer_next,
+                            last,
+                            envelopes,
+                        });
+                    } else {
+                        return Err(TransportError::OutOfStep {
+                            peer: from,
+                            got: w,
+                            expected: window,
+                        });
+                    }
+                }
+                Inbound::Failed { peer, reason } => {
+                    return Err(TransportError::Link { peer, reason });
+                }
+                Inbound::Stop { reason } => return Err(TransportError::Stopped { reason }),
+            }
+        }
+        Ok(next)
+    }
+}
+
+impl<M: Serialize + Send> Transport<M> for QuicTransport<M> {
+    fn exchange(
+        &mut self,
+        outgoing: &mut [Vec<Envelope<M>>],
+        local_next: SimTime,
+        incoming: &mut Vec<Envelope<M>>,
+    ) -> Result<SimTime, TransportError> {
+        let started = Instant::now();
+        let rt = self.rt.clone();
+        let next = rt.block_on(self.exchange_async(outgoing, local_next, incoming))?;
+        if let Ok(mut stats) = self.barrier.lock() {
+            stats.record(started.elapsed().as_nanos() as u64);
+        }
+        Ok(next)
+    }
+
+    fn abort(&mut self) {
+        for conn in &self.conns {
+            conn.close(CLOSE_ABORT.into(), b"node stopped early");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::tls::{self, NodeKey, RunCa};
+    use dcemu_actors::kernel::ActorId;
+    use std::time::Duration;
+
+    /// Node 0's peer endpoint and a connection to it from node 1 (both
+    /// with certificates of one run CA); what node 0's reader of that link
+    /// reports after node 1 sends `bytes`.
+    async fn reader_reaction(bytes: Vec<u8>) -> String {
+        let ca = RunCa::generate().unwrap();
+        let (k0, k1) = (NodeKey::generate().unwrap(), NodeKey::generate().unwrap());
+        let id0 = k0.identity(ca.sign_node(&k0.csr, 0).unwrap());
+        let id1 = k1.identity(ca.sign_node(&k1.csr, 1).unwrap());
+        let limit = Duration::from_secs(5);
+        let server = quinn::Endpoint::server(
+            tls::peer_server(&ca.cert_der(), &id0, limit).unwrap(),
+            "127.0.0.1:0".parse().unwrap(),
+        )
+        .unwrap();
+        let client = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+        let server_addr = server.local_addr().unwrap();
+        let accepting = {
+            let server = server.clone();
+            tokio::spawn(async move { server.accept().await.unwrap().await.unwrap() })
+        };
+        let conn = client
+            .connect_with(
+                tls::peer_client(&ca.cert_der(), &id1, limit).unwrap(),
+                server_addr,
+                &tls::node_dns_name(0),
+            )
+            .unwrap()
+            .await
+            .unwrap();
+        let (mut send, _recv) = conn.open_bi().await.unwrap();
+        send.write_all(&bytes).await.unwrap();
+        let accepted = accepting.await.unwrap();
+        let (_send, recv) = accepted.accept_bi().await.unwrap();
+        let (tx, mut rx) = mpsc::unbounded_channel::<Inbound<()>>();
+        tokio::spawn(read_loop(
+            0,
+            1,
+            accepted.clone(),
+            recv,
+            Arc::new(vec![0, 1]),
+            1024,
+            tx,
+        ));
+        let reason = match tokio::time::timeout(limit, rx.recv()).await {
+            Ok(Some(Inbound::Failed { peer: 1, reason })) => reason,
+            Ok(Some(Inbound::Batch { .. })) => "accepted a batch".into(),
+            _ => "no reaction".into(),
+        };
+        // the offending link is closed by the receiver
+        let closed = tokio::time::timeout(limit, conn.closed()).await;
+        assert!(closed.is_ok(), "the link stayed open after: {reason}");
+        reason
+    }
+
+    fn batch(src: u32, dst: u32) -> Vec<u8> {
+        let frame = PeerFrame::Batch {
+            window: 0,
+            next: 0,
+            last: true,
+            envelopes: vec![env(src, dst)],
+        };
+        wire::encode(&frame, 1024).unwrap()
+    }
+
+    #[tokio::test]
+    async fn bad_bytes_from_a_peer_close_its_link_with_the_reason() {
+        let garbage = vec![0, 0, 0, 3, 0xff, 0xff, 0xff];
+        assert!(reader_reaction(garbage).await.contains("undecodable"));
+        let oversized = (1u32 << 20).to_be_bytes().to_vec();
+        assert!(reader_reaction(oversized).await.contains("over the limit"));
+        let foreign = batch(0, 0); // from actor 0, which node 1 does not host
+        assert!(reader_reaction(foreign).await.contains("does not host"));
+    }
+
+    #[tokio::test]
+    async fn a_process_without_a_run_certificate_cannot_reach_a_node() {
+        let ca = RunCa::generate().unwrap();
+        let k0 = NodeKey::generate().unwrap();
+        let id0 = k0.identity(ca.sign_node(&k0.csr, 0).unwrap());
+        let limit = Duration::from_secs(5);
+        let server = quinn::Endpoint::server(
+            tls::peer_server(&ca.cert_der(), &id0, limit).unwrap(),
+            "127.0.0.1:0".parse().unwrap(),
+        )
+        .unwrap();
+        // a rogue: trusts anything, presents no certificate
+        let rogue = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+        let attempt = rogue
+            .connect_with(
+                tls::bootstrap_client(limit).unwrap(),
+                server.local_addr().unwrap(),
+                &tls::node_dns_name(0),
+            )
+            .unwrap();
+        let accepted = server.accept().await.unwrap().await;
+        assert!(
+            accepted.is_err(),
+            "the node accepted a client without a certificate"
+        );
+        let _ = attempt.await;
+    }
+
+    fn env(src: u32, dst: u32) -> Envelope<()> {
+        Envelope {
+            deliver_at: 1,
+            src: ActorId(src),
+            dst: ActorId(dst),
+            src_seq: 0,
+            payload: (),
+        }
+    }
+
+    #[test]
+    fn envelopes_must_come_from_the_peers_actors_to_ours() {
+        let assignment = [0, 0, 1, 1];
+        assert_eq!(misrouted(&env(2, 0), 0, 1, &assignment), None);
+        assert!(
+            misrouted(&env(0, 1), 0, 1, &assignment)
+                .unwrap()
+                .contains("does not host")
+        );
+        assert!(
+            misrouted(&env(3, 2), 0, 1, &assignment)
+                .unwrap()
+                .contains("this node does not host")
+        );
+        assert!(misrouted(&env(9, 0), 0, 1, &assignment).is_some());
+    }
+}

@@ -1,0 +1,328 @@
+//! Frames on the wire: a 4-byte big-endian length, then a bincode body.
+//!
+//! Every stream between dcemu processes carries such frames. A length over
+//! the limit is refused before anything is read or allocated, and a body
+//! that does not decode is an error, never a panic.
+
+use dcemu_actors::kernel::{Envelope, Metrics};
+use dcemu_topology::SimTime;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// The default largest frame accepted (bytes).
+pub const DEFAULT_MAX_FRAME: usize = 64 << 20;
+
+/// The largest frame any setting allows (`--max-frame`); bincode's own
+/// limit on what a body may claim to contain.
+pub const HARD_MAX_FRAME: usize = 1 << 30;
+
+/// Version of the protocol; processes of different versions refuse each other.
+pub const PROTOCOL: u32 = 1;
+
+/// Why a frame could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    #[error("frame of {len} bytes is over the limit of {max} bytes")]
+    TooLarge { len: usize, max: usize },
+    #[error("undecodable frame: {0}")]
+    Decode(String),
+    #[error("cannot encode a frame: {0}")]
+    Encode(String),
+    #[error("stream error: {0}")]
+    Stream(String),
+    #[error("the stream ended in the middle of a frame")]
+    Truncated,
+}
+
+fn config() -> impl bincode::config::Config {
+    bincode::config::standard().with_limit::<HARD_MAX_FRAME>()
+}
+
+/// Encodes `msg` as one frame (length prefix included), refusing it when
+/// it is over `max`.
+pub fn encode<T: Serialize>(msg: &T, max: usize) -> Result<Vec<u8>, WireError> {
+    let mut buf = vec![0u8; 4];
+    bincode::serde::encode_into_std_write(msg, &mut buf, config())
+        .map_err(|e| WireError::Encode(e.to_string()))?;
+    let len = buf.len() - 4;
+    if len > max {
+        return Err(WireError::TooLarge { len, max });
+    }
+    buf[..4].copy_from_slice(&(len as u32).to_be_bytes());
+    Ok(buf)
+}
+
+/// Decodes a frame body; trailing bytes are an error.
+pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, WireError> {
+    let (msg, used) = bincode::serde::decode_from_slice(body, config())
+        .map_err(|e| WireError::Decode(e.to_string()))?;
+    if used != body.len() {
+        return Err(WireError::Decode(format!(
+            "{} bytes left over after the message",
+            body.len() - used
+        )));
+    }
+    Ok(msg)
+}
+
+/// Writes one message as a frame.
+pub async fn write<T: Serialize>(
+    send: &mut quinn::SendStream,
+    msg: &T,
+    max: usize,
+) -> Result<(), WireError> {
+    let buf = encode(msg, max)?;
+    send.write_all(&buf)
+        .await
+        .map_err(|e| WireError::Stream(e.to_string()))
+}
+
+/// Reads one frame; `Ok(None)` when the stream ended cleanly between frames.
+pub async fn read<T: DeserializeOwned>(
+    recv: &mut quinn::RecvStream,
+    max: usize,
+) -> Result<Option<T>, WireError> {
+    let mut len = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        match recv
+            .read(&mut len[got..])
+            .await
+            .map_err(|e| WireError::Stream(e.to_string()))?
+        {
+            None if got == 0 => return Ok(None),
+            None => return Err(WireError::Truncated),
+            Some(n) => got += n,
+        }
+    }
+    let len = u32::from_be_bytes(len) as usize;
+    if len > max {
+        return Err(WireError::TooLarge { len, max });
+    }
+    let mut body = vec![0u8; len];
+    recv.read_exact(&mut body).await.map_err(|e| match e {
+        quinn::ReadExactError::FinishedEarly(_) => WireError::Truncated,
+        quinn::ReadExactError::ReadError(e) => WireError::Stream(e.to_string()),
+    })?;
+    decode(&body).map(Some)
+}
+
+/// A node's request to join a run (first frame on its control stream).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Join {
+    pub protocol: u32,
+    pub name: String,
+    /// HMAC-SHA256 of the cluster secret over this TLS session's exporter
+    /// keying material (see `tls::proof`).
+    pub proof: Vec<u8>,
+    /// Certificate signing request (DER) for the node's own key.
+    pub csr: Vec<u8>,
+    /// Port its peer endpoint listens on.
+    pub port: u16,
+    /// Address peers should dial, when the one the coordinator sees is not it.
+    pub advertise: Option<std::net::SocketAddr>,
+}
+
+/// One node of the run as every node learns it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PeerInfo {
+    pub name: String,
+    pub addr: std::net::SocketAddr,
+    /// Its certificate (DER), issued by the run's CA.
+    pub cert: Vec<u8>,
+}
+
+/// What the coordinator sends a node on its control stream.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum ToNode {
+    /// The coordinator's half of the mutual proof.
+    Welcome { proof: Vec<u8> },
+    /// Everything the node needs to run its partition.
+    Setup(Box<Setup>),
+    /// Every node is connected to every other: start the windows.
+    Start,
+    /// The run is over and complete; exit successfully.
+    Bye,
+    /// The run failed; stop and exit non-zero.
+    Abort { reason: String },
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Setup {
+    /// This node's index (its partition).
+    pub index: u32,
+    pub nodes: Vec<PeerInfo>,
+    /// The run CA's certificate (DER); its key stays with the coordinator.
+    pub ca: Vec<u8>,
+    /// The scenario as run (`Scenario::to_toml`).
+    pub scenario: String,
+    /// Replayed traces: `traces/<tenant>.csv` → bytes.
+    pub traces: Vec<(String, Vec<u8>)>,
+    /// Partition (node index) of every actor, by actor id.
+    pub assignment: Vec<u32>,
+    pub max_frame: u64,
+    pub heartbeat_ms: u64,
+    pub failure_timeout_ms: u64,
+}
+
+/// What a node sends the coordinator on its control stream.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum ToCoordinator {
+    Join(Box<Join>),
+    /// Connected to every peer.
+    Ready,
+    /// Still alive: the window it is in and the events handled so far.
+    Heartbeat {
+        vtime: SimTime,
+        events: u64,
+    },
+    /// Its partition reached the end of the run.
+    Finished(Box<Finished>),
+    /// One hosted actor's output (its log follows in [`ToCoordinator::Log`]).
+    Actor {
+        id: u32,
+        metrics: Metrics,
+    },
+    /// A piece of an actor's log, in order.
+    Log {
+        id: u32,
+        bytes: Vec<u8>,
+    },
+    /// Everything was sent.
+    Done,
+    /// Its partition failed.
+    Failed {
+        reason: String,
+    },
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Finished {
+    pub events: u64,
+    pub windows: u64,
+    pub last_event: SimTime,
+    pub pending: bool,
+    pub barrier: BarrierStats,
+}
+
+/// Wall-clock cost of the window barrier as one node saw it: the time from
+/// handing its batches to the transport to having every peer's batch.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct BarrierStats {
+    pub exchanges: u64,
+    pub total_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+}
+
+impl BarrierStats {
+    pub fn record(&mut self, ns: u64) {
+        self.min_ns = if self.exchanges == 0 {
+            ns
+        } else {
+            self.min_ns.min(ns)
+        };
+        self.max_ns = self.max_ns.max(ns);
+        self.total_ns = self.total_ns.saturating_add(ns);
+        self.exchanges += 1;
+    }
+
+    pub fn mean_us(&self) -> f64 {
+        self.total_ns as f64 / self.exchanges.max(1) as f64 / 1e3
+    }
+}
+
+/// What nodes send each other: per window, one batch (possibly in several
+/// frames, the last with `last`).
+#[derive(Debug, Serialize, Deserialize)]
+pub enum PeerFrame<M> {
+    /// The dialing node says who it is (its certificate must match).
+    Hello { from: u32 },
+    Batch {
+        window: u64,
+        next: SimTime,
+        last: bool,
+        envelopes: Vec<Envelope<M>>,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_and_carry_their_length() {
+        let msg = ToCoordinator::Heartbeat {
+            vtime: 5,
+            events: 7,
+        };
+        let buf = encode(&msg, DEFAULT_MAX_FRAME).unwrap();
+        let len = u32::from_be_bytes(buf[..4].try_into().unwrap()) as usize;
+        assert_eq!(len, buf.len() - 4);
+        match decode::<ToCoordinator>(&buf[4..]).unwrap() {
+            ToCoordinator::Heartbeat { vtime, events } => assert_eq!((vtime, events), (5, 7)),
+            other => panic!("decoded {other:?}"),
+        }
+    }
+
+    /// Model messages cross processes as bincode, which is not
+    /// self-describing: a field skipped when serialised (serde's
+    /// `skip_serializing_if`) would not decode. Tasks with every optional
+    /// part empty and filled must both survive.
+    #[test]
+    fn tasks_round_trip_with_and_without_their_optional_parts() {
+        use dcemu_actors::kernel::ActorId;
+        use dcemu_actors::model::{JobRef, Task};
+        let bare = Task {
+            id: 3,
+            tenant: ActorId(1),
+            submitted_at: 10,
+            service_ns: 20,
+            flow_bps: 0,
+            app: None,
+            priority: 2,
+            memory_mb: 0,
+            cores: 1,
+            first_start: None,
+            total_ns: 20,
+            evictions: 0,
+            priority_evictions: 0,
+            cpu_ppm: 0,
+            job: None,
+            dag: None,
+            dist: None,
+        };
+        let full = Task {
+            first_start: Some(12),
+            job: Some(JobRef {
+                id: 9,
+                master: true,
+                external_bytes: 100,
+                internal_bytes: 200,
+            }),
+            ..bare.clone()
+        };
+        for task in [bare, full] {
+            let buf = encode(&task, DEFAULT_MAX_FRAME).unwrap();
+            assert_eq!(decode::<Task>(&buf[4..]).unwrap(), task);
+        }
+    }
+
+    #[test]
+    fn oversized_and_garbage_frames_are_errors() {
+        let msg = ToCoordinator::Log {
+            id: 1,
+            bytes: vec![0; 100],
+        };
+        assert!(matches!(
+            encode(&msg, 50),
+            Err(WireError::TooLarge { max: 50, .. })
+        ));
+        assert!(matches!(
+            decode::<ToCoordinator>(&[0xff, 0xff, 0xff, 0xff, 0xff]),
+            Err(WireError::Decode(_))
+        ));
+        // a claimed length far beyond the bytes present must not allocate it
+        assert!(decode::<ToCoordinator>(&[4, 0xfc, 0xff, 0xff, 0xff, 0x0f]).is_err());
+    }
+}

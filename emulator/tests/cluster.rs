@@ -1,0 +1,480 @@
+//! Multi-process runs: coordinator + node processes give the same digest as
+//! `dcemu run`; rogue processes are refused; a dead node aborts the run
+//! within the failure bound; and the same over network namespaces.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_dcemu");
+const SECRET: &str = "test-secret-0123456789";
+
+/// Kills and reaps every process it holds, whatever happens to the test.
+#[derive(Default)]
+struct Procs(Vec<Child>);
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A child whose stderr lines are collected by a thread.
+struct Watched {
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Watched {
+    fn spawn(cmd: &mut Command, procs: &mut Procs) -> Watched {
+        let mut child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn dcemu");
+        let stderr = child.stderr.take().expect("stderr piped");
+        procs.0.push(child);
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Watched {
+            lines: rx,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits for a line containing `needle`; returns it.
+    fn wait_for(&mut self, needle: &str, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!("no line with {needle:?}; saw:\n{}", self.seen.join("\n")),
+            }
+        }
+    }
+
+    fn rest(&mut self) -> String {
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_millis(200)) {
+            self.seen.push(l);
+        }
+        self.seen.join("\n")
+    }
+}
+
+fn wait_exit(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+fn single_digest(dir: &Path, scenario: &[&str]) -> String {
+    let out = dir.join("single");
+    let status = Command::new(BIN)
+        .arg("run")
+        .args(scenario)
+        .args(["-q", "--out"])
+        .arg(&out)
+        .status()
+        .expect("run dcemu");
+    assert!(status.success());
+    std::fs::read_to_string(out.join("digest")).unwrap()
+}
+
+/// `prefix` wraps every command (e.g. `ip netns exec NS`); `hosts[i]` is
+/// the address node i listens on (the coordinator uses `coord_host`).
+struct Layout<'a> {
+    coord_prefix: Vec<String>,
+    coord_host: &'a str,
+    node_prefix: Vec<Vec<String>>,
+    node_hosts: Vec<String>,
+}
+
+fn command(prefix: &[String]) -> Command {
+    match prefix.split_first() {
+        None => Command::new(BIN),
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(BIN);
+            c
+        }
+    }
+}
+
+fn loopback(nodes: usize) -> Layout<'static> {
+    Layout {
+        coord_prefix: Vec::new(),
+        coord_host: "127.0.0.1",
+        node_prefix: vec![Vec::new(); nodes],
+        node_hosts: vec!["127.0.0.1".into(); nodes],
+    }
+}
+
+/// Runs the scenario on a coordinator and nodes; returns the digest.
+fn cluster_digest(dir: &Path, scenario: &[&str], layout: &Layout) -> String {
+    let mut procs = Procs::default();
+    let out = dir.join(format!("multi-{}", layout.node_hosts.len()));
+    let mut coord = Watched::spawn(
+        command(&layout.coord_prefix)
+            .args(["coordinator", "--scenario"])
+            .args(scenario)
+            .arg("--nodes")
+            .arg(layout.node_hosts.len().to_string())
+            .arg("--listen")
+            .arg(format!("{}:0", layout.coord_host))
+            .args(["-q", "--secret", SECRET, "--out"])
+            .arg(&out),
+        &mut procs,
+    );
+    let line = coord.wait_for("listening on", Duration::from_secs(30));
+    let addr = line
+        .split("listening on ")
+        .nth(1)
+        .and_then(|s| s.split(',').next())
+        .unwrap()
+        .to_string();
+    let mut nodes = Vec::new();
+    for (i, host) in layout.node_hosts.iter().enumerate() {
+        nodes.push(Watched::spawn(
+            command(&layout.node_prefix[i])
+                .args(["node", "--coordinator", &addr, "--name"])
+                .arg(format!("n{i}"))
+                .arg("--listen")
+                .arg(format!("{host}:0"))
+                .env("DCEMU_SECRET", SECRET),
+            &mut procs,
+        ));
+    }
+    let status = wait_exit(&mut procs.0[0], Duration::from_secs(120));
+    let log = coord.rest();
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "coordinator failed: {status:?}\n{log}"
+    );
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let status = wait_exit(&mut procs.0[i + 1], Duration::from_secs(10));
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "node {i} failed: {status:?}\n{}",
+            node.rest()
+        );
+    }
+    assert!(!out.join("INCOMPLETE").exists());
+    std::fs::read_to_string(out.join("digest")).unwrap()
+}
+
+fn quickstart() -> Vec<&'static str> {
+    // the embedded quickstart, shortened so debug-ish test builds stay quick
+    vec![
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/quickstart.toml"),
+        "--set",
+        "run.end=10min",
+    ]
+}
+
+fn thousand_servers() -> Vec<&'static str> {
+    vec![
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../scenarios/paragon/ec2-low.toml"
+        ),
+        "--set",
+        "run.end=20s",
+    ]
+}
+
+#[test]
+fn two_and_four_nodes_on_loopback_match_a_single_process_run() {
+    for (label, scenario) in [
+        ("quickstart", quickstart()),
+        ("ec2-low", thousand_servers()),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let single = single_digest(tmp.path(), &scenario);
+        for nodes in [2, 4] {
+            let multi = cluster_digest(tmp.path(), &scenario, &loopback(nodes));
+            assert_eq!(single, multi, "{label} on {nodes} nodes");
+        }
+    }
+}
+
+#[test]
+fn a_process_without_the_secret_is_refused_and_changes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = quickstart();
+    let single = single_digest(tmp.path(), &scenario);
+    let mut procs = Procs::default();
+    let out = tmp.path().join("multi");
+    let mut coord = Watched::spawn(
+        Command::new(BIN)
+            .args(["coordinator", "--scenario"])
+            .args(&scenario)
+            .args(["--nodes", "2", "--listen", "127.0.0.1:0", "-q"])
+            .args(["--secret", SECRET, "--out"])
+            .arg(&out),
+        &mut procs,
+    );
+    let line = coord.wait_for("listening on", Duration::from_secs(30));
+    let addr = line
+        .split("listening on ")
+        .nth(1)
+        .and_then(|s| s.split(',').next())
+        .unwrap()
+        .to_string();
+    let rogue = Command::new(BIN)
+        .args(["node", "--coordinator", &addr, "--name", "rogue"])
+        .args(["--listen", "127.0.0.1:0", "--connect-timeout", "5s"])
+        .args(["--secret", "not-the-secret-at-all"])
+        .output()
+        .unwrap();
+    assert_eq!(rogue.status.code(), Some(1));
+    let rogue_err = String::from_utf8_lossy(&rogue.stderr);
+    assert!(rogue_err.contains("refused"), "{rogue_err}");
+    coord.wait_for(
+        "could not prove it knows the cluster secret",
+        Duration::from_secs(10),
+    );
+    let mut nodes = Vec::new();
+    for i in 0..2 {
+        nodes.push(Watched::spawn(
+            Command::new(BIN)
+                .args(["node", "--coordinator", &addr, "--name"])
+                .arg(format!("n{i}"))
+                .args(["--listen", "127.0.0.1:0", "--secret", SECRET]),
+            &mut procs,
+        ));
+    }
+    let status = wait_exit(&mut procs.0[0], Duration::from_secs(120));
+    assert!(status.is_some_and(|s| s.success()), "{}", coord.rest());
+    drop(nodes);
+    assert_eq!(std::fs::read_to_string(out.join("digest")).unwrap(), single);
+}
+
+#[test]
+fn killing_a_node_aborts_the_run_within_the_bound_and_names_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut procs = Procs::default();
+    let out = tmp.path().join("multi");
+    let mut coord = Watched::spawn(
+        Command::new(BIN)
+            .args([
+                "coordinator",
+                "--nodes",
+                "2",
+                "--listen",
+                "127.0.0.1:0",
+                "-q",
+            ])
+            .args(["--failure-timeout", "2s", "--secret", SECRET, "--out"])
+            .arg(&out),
+        &mut procs,
+    );
+    let line = coord.wait_for("listening on", Duration::from_secs(30));
+    let addr = line
+        .split("listening on ")
+        .nth(1)
+        .and_then(|s| s.split(',').next())
+        .unwrap()
+        .to_string();
+    let mut nodes = Vec::new();
+    for name in ["survivor", "victim"] {
+        nodes.push(Watched::spawn(
+            Command::new(BIN)
+                .args(["node", "--coordinator", &addr, "--name", name])
+                .args(["--listen", "127.0.0.1:0", "--secret", SECRET]),
+            &mut procs,
+        ));
+    }
+    coord.wait_for("running", Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(300));
+    let killed_at = Instant::now();
+    procs.0[2].kill().unwrap();
+    let status = wait_exit(&mut procs.0[0], Duration::from_secs(10));
+    let took = killed_at.elapsed();
+    let log = coord.rest();
+    assert_eq!(status.and_then(|s| s.code()), Some(1), "{log}");
+    assert!(took < Duration::from_secs(5), "took {took:?}\n{log}");
+    assert!(log.contains("\"victim\""), "{log}");
+    assert!(log.contains("virtual time reached"), "{log}");
+    assert!(out.join("INCOMPLETE").exists());
+    assert!(!out.join("digest").exists());
+    let survivor = wait_exit(&mut procs.0[1], Duration::from_secs(10));
+    assert!(
+        survivor.is_some_and(|s| !s.success()),
+        "the surviving node must exit non-zero: {survivor:?}\n{}",
+        nodes[0].rest()
+    );
+}
+
+/// Network namespaces joined by a bridge in their own namespace; removed on drop.
+struct Namespaces {
+    names: Vec<String>,
+}
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        for n in &self.names {
+            let _ = Command::new("ip").args(["netns", "del", n]).status();
+        }
+    }
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// `hosts` namespaces with addresses 10.213.<k>.(i+1)/24 on one bridge.
+fn make_namespaces(hosts: usize) -> Result<(Namespaces, Vec<String>, Vec<String>), String> {
+    let tag = std::process::id() % 100_000;
+    let k = std::process::id() % 200 + 20;
+    let bridge_ns = format!("dcemu-br-{tag}");
+    let mut ns = Namespaces {
+        names: vec![bridge_ns.clone()],
+    };
+    ip(&["netns", "add", &bridge_ns])?;
+    ip(&["-n", &bridge_ns, "link", "add", "br0", "type", "bridge"])?;
+    ip(&["-n", &bridge_ns, "link", "set", "br0", "up"])?;
+    let mut names = Vec::new();
+    let mut addrs = Vec::new();
+    for i in 0..hosts {
+        let host = format!("dcemu-h{i}-{tag}");
+        ns.names.push(host.clone());
+        ip(&["netns", "add", &host])?;
+        let (a, b) = (format!("v{i}h{tag}"), format!("v{i}b{tag}"));
+        ip(&[
+            "link", "add", &a, "netns", &host, "type", "veth", "peer", "name", &b, "netns",
+            &bridge_ns,
+        ])?;
+        ip(&["-n", &bridge_ns, "link", "set", &b, "master", "br0", "up"])?;
+        let addr = format!("10.213.{k}.{}", i + 1);
+        ip(&["-n", &host, "addr", "add", &format!("{addr}/24"), "dev", &a])?;
+        ip(&["-n", &host, "link", "set", &a, "up"])?;
+        ip(&["-n", &host, "link", "set", "lo", "up"])?;
+        names.push(host);
+        addrs.push(addr);
+    }
+    Ok((ns, names, addrs))
+}
+
+#[test]
+fn coordinator_and_nodes_in_separate_network_namespaces_match_a_single_process_run() {
+    let (guard, hosts, addrs) = match make_namespaces(5) {
+        Ok(x) => x,
+        Err(why) => {
+            eprintln!(
+                "SKIP coordinator_and_nodes_in_separate_network_namespaces: network namespaces unavailable ({why}); needs root and iproute2"
+            );
+            return;
+        }
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = quickstart();
+    let single = single_digest(tmp.path(), &scenario);
+    let prefix = |h: &String| vec!["ip".to_string(), "netns".into(), "exec".into(), h.clone()];
+    for nodes in [2usize, 4] {
+        let layout = Layout {
+            coord_prefix: prefix(&hosts[0]),
+            coord_host: &addrs[0],
+            node_prefix: hosts[1..=nodes].iter().map(prefix).collect(),
+            node_hosts: addrs[1..=nodes].to_vec(),
+        };
+        let dir: PathBuf = tmp.path().join(format!("ns{nodes}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert_eq!(
+            cluster_digest(&dir, &scenario, &layout),
+            single,
+            "{nodes} nodes"
+        );
+    }
+    drop(guard);
+}
+
+#[test]
+fn ctrl_c_on_the_coordinator_stops_every_node() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut procs = Procs::default();
+    let out = tmp.path().join("multi");
+    let mut coord = Watched::spawn(
+        Command::new(BIN)
+            .args([
+                "coordinator",
+                "--nodes",
+                "2",
+                "--listen",
+                "127.0.0.1:0",
+                "-q",
+            ])
+            .args(["--secret", SECRET, "--out"])
+            .arg(&out),
+        &mut procs,
+    );
+    let line = coord.wait_for("listening on", Duration::from_secs(30));
+    let addr = line
+        .split("listening on ")
+        .nth(1)
+        .and_then(|s| s.split(',').next())
+        .unwrap()
+        .to_string();
+    let mut nodes = Vec::new();
+    for name in ["a", "b"] {
+        nodes.push(Watched::spawn(
+            Command::new(BIN)
+                .args(["node", "--coordinator", &addr, "--name", name])
+                .args(["--listen", "127.0.0.1:0", "--secret", SECRET]),
+            &mut procs,
+        ));
+    }
+    coord.wait_for("running", Duration::from_secs(30));
+    let pid = procs.0[0].id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = wait_exit(&mut procs.0[0], Duration::from_secs(5));
+    let log = coord.rest();
+    assert_eq!(status.and_then(|s| s.code()), Some(1), "{log}");
+    assert!(log.contains("interrupted (Ctrl-C)"), "{log}");
+    assert!(out.join("INCOMPLETE").exists());
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let status = wait_exit(&mut procs.0[i + 1], Duration::from_secs(5));
+        let text = node.rest();
+        assert_eq!(status.and_then(|s| s.code()), Some(1), "node {i}: {text}");
+        assert!(text.contains("interrupted (Ctrl-C)"), "node {i}: {text}");
+    }
+}
