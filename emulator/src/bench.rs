@@ -479,13 +479,29 @@ fn machine() -> String {
                 .and_then(|kb| kb.parse::<f64>().ok())
         })
         .map_or("?".into(), |kb| format!("{:.0}", kb / 1024.0 / 1024.0));
-    let date = std::time::SystemTime::now()
+    let days = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() / 86_400);
+    let (y, m, d) = civil_date(days as i64);
     format!(
-        "{cpu}, {cores} cores available, {mem_gb} GB; dcemu {} (release build); day {date} since 1970",
+        "{cpu}, {cores} cores available, {mem_gb} GB; dcemu {} (release build); {y:04}-{m:02}-{d:02}",
         env!("CARGO_PKG_VERSION")
     )
+}
+
+/// Year, month, day of the `days`-th day since 1970-01-01 (proleptic
+/// Gregorian; Howard Hinnant's `civil_from_days`).
+fn civil_date(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
 }
 
 /// Puts each section's table between its markers in `out`, appending
@@ -542,6 +558,13 @@ mod tests {
         assert!(doc.contains("| new |\n<!-- /bench:paper -->\nafter\n"));
         assert!(!doc.contains("old"));
         assert!(doc.trim_end().ends_with("| s |\n<!-- /bench:scale -->"));
+    }
+
+    #[test]
+    fn civil_dates_are_right_around_leap_years() {
+        assert_eq!(civil_date(0), (1970, 1, 1));
+        assert_eq!(civil_date(11_016), (2000, 2, 29));
+        assert_eq!(civil_date(20_779), (2026, 11, 22));
     }
 
     #[test]
