@@ -70,9 +70,10 @@ pub struct Task {
     pub job: Option<JobRef>,
     /// The DAG job it belongs to (harvesting §4.1, §6.1), if any.
     pub dag: Option<crate::google::DagRef>,
-    /// The distributed run it is a unit of (ASPLOS'16), if any. (No
-    /// `skip_serializing_if` on message fields: bincode, the wire format
-    /// between processes, is not self-describing.)
+    /// The distributed run it is a unit of (ASPLOS'16), if any. Always
+    /// written: bincode (the wire format) has no field names, so a skipped
+    /// field would make the decoder read the next value in its place.
+    #[serde(default)]
     pub dist: Option<crate::distributed::DistRef>,
 }
 

@@ -271,10 +271,44 @@ pub struct SwitchInfo {
 pub const MAX_PATH: usize = 12;
 
 /// A path through the network: node ids from the sender to the receiver.
+///
+/// Routes cross process boundaries inside packets, so decoding one checks
+/// what [`Route::new`] guarantees (2 to [`MAX_PATH`] nodes, unused entries
+/// 0): bytes from a peer cannot make [`Route::nodes`] index out of bounds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "RouteFields")]
 pub struct Route {
     nodes: [u32; MAX_PATH],
     len: u8,
+}
+
+/// A [`Route`]'s fields as decoded, before they are checked.
+#[derive(Deserialize)]
+struct RouteFields {
+    nodes: [u32; MAX_PATH],
+    len: u8,
+}
+
+impl TryFrom<RouteFields> for Route {
+    type Error = String;
+
+    fn try_from(f: RouteFields) -> Result<Self, Self::Error> {
+        let len = usize::from(f.len);
+        if !(2..=MAX_PATH).contains(&len) {
+            return Err(format!(
+                "a route has 2 to {MAX_PATH} nodes, this one claims {len}"
+            ));
+        }
+        if f.nodes[len..].iter().any(|&n| n != 0) {
+            return Err(format!(
+                "a route of {len} nodes has non-zero entries after its last node"
+            ));
+        }
+        Ok(Route {
+            nodes: f.nodes,
+            len: f.len,
+        })
+    }
 }
 
 impl Route {
