@@ -77,6 +77,33 @@ pub struct Task {
     pub dist: Option<crate::distributed::DistRef>,
 }
 
+impl Task {
+    /// A one-core task of `service_ns` work that nothing more is known of:
+    /// no application, flow, memory, job or history yet. Tenants and tests
+    /// fill in the rest with struct update syntax.
+    pub fn new(id: TaskId, tenant: ActorId, submitted_at: SimTime, service_ns: u64) -> Task {
+        Task {
+            id,
+            tenant,
+            submitted_at,
+            service_ns,
+            flow_bps: 0,
+            app: None,
+            priority: 0,
+            memory_mb: 0,
+            cores: 1,
+            first_start: None,
+            total_ns: service_ns,
+            evictions: 0,
+            priority_evictions: 0,
+            cpu_ppm: 0,
+            job: None,
+            dag: None,
+            dist: None,
+        }
+    }
+}
+
 /// A task's place in a MapReduce-like job (thesis §4.2.2): the job's tasks
 /// arrive together, one of them is the master, and each task talks to the
 /// outside world (from a core switch) and to its master while it runs.

@@ -619,23 +619,17 @@ impl WorkloadTenant {
     /// The next task, numbered, with `demand` and no job.
     fn task(&self, ctx: &Ctx<'_, Msg>, demand: &Demand) -> Task {
         Task {
-            id: self.first_id + self.submitted,
-            tenant: ctx.me(),
-            submitted_at: ctx.now(),
-            service_ns: demand.service_ns,
             flow_bps: self.flow_bps,
             app: demand.app,
             priority: demand.priority,
             memory_mb: demand.memory_mb,
             cores: demand.cores.clamp(1, self.world.max_slots.max(1)),
-            first_start: None,
-            total_ns: demand.service_ns,
-            evictions: 0,
-            priority_evictions: 0,
-            cpu_ppm: 0,
-            job: None,
-            dag: None,
-            dist: None,
+            ..Task::new(
+                self.first_id + self.submitted,
+                ctx.me(),
+                ctx.now(),
+                demand.service_ns,
+            )
         }
     }
 

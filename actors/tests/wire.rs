@@ -18,23 +18,9 @@ fn config() -> impl bincode::config::Config {
 
 fn task(id: u64) -> Task {
     Task {
-        id,
-        tenant: ActorId(3),
-        submitted_at: 1_500_000_000,
-        service_ns: 60_000_000_000,
-        flow_bps: 0,
-        app: None,
         priority: 4,
         memory_mb: 2048,
-        cores: 1,
-        first_start: None,
-        total_ns: 60_000_000_000,
-        evictions: 0,
-        priority_evictions: 0,
-        cpu_ppm: 0,
-        job: None,
-        dag: None,
-        dist: None,
+        ..Task::new(id, ActorId(3), 1_500_000_000, 60_000_000_000)
     }
 }
 

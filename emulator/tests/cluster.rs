@@ -70,6 +70,31 @@ impl Watched {
         }
     }
 
+    /// The address a coordinator says it listens on.
+    fn listening_addr(&mut self) -> String {
+        let line = self.wait_for("listening on", Duration::from_secs(30));
+        line.split("listening on ")
+            .nth(1)
+            .and_then(|s| s.split(',').next())
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_string()
+    }
+
+    /// Starts `names` as nodes of the coordinator at `addr` on loopback.
+    fn loopback_nodes(addr: &str, names: &[&str], procs: &mut Procs) -> Vec<Watched> {
+        names
+            .iter()
+            .map(|name| {
+                Watched::spawn(
+                    Command::new(BIN)
+                        .args(["node", "--coordinator", addr, "--name", name])
+                        .args(["--listen", "127.0.0.1:0", "--secret", SECRET]),
+                    procs,
+                )
+            })
+            .collect()
+    }
+
     fn rest(&mut self) -> String {
         while let Ok(l) = self.lines.recv_timeout(Duration::from_millis(200)) {
             self.seen.push(l);
@@ -147,13 +172,7 @@ fn cluster_digest(dir: &Path, scenario: &[&str], layout: &Layout) -> String {
             .arg(&out),
         &mut procs,
     );
-    let line = coord.wait_for("listening on", Duration::from_secs(30));
-    let addr = line
-        .split("listening on ")
-        .nth(1)
-        .and_then(|s| s.split(',').next())
-        .unwrap()
-        .to_string();
+    let addr = coord.listening_addr();
     let mut nodes = Vec::new();
     for (i, host) in layout.node_hosts.iter().enumerate() {
         nodes.push(Watched::spawn(
@@ -235,13 +254,7 @@ fn a_process_without_the_secret_is_refused_and_changes_nothing() {
             .arg(&out),
         &mut procs,
     );
-    let line = coord.wait_for("listening on", Duration::from_secs(30));
-    let addr = line
-        .split("listening on ")
-        .nth(1)
-        .and_then(|s| s.split(',').next())
-        .unwrap()
-        .to_string();
+    let addr = coord.listening_addr();
     let rogue = Command::new(BIN)
         .args(["node", "--coordinator", &addr, "--name", "rogue"])
         .args(["--listen", "127.0.0.1:0", "--connect-timeout", "5s"])
@@ -290,22 +303,8 @@ fn killing_a_node_aborts_the_run_within_the_bound_and_names_it() {
             .arg(&out),
         &mut procs,
     );
-    let line = coord.wait_for("listening on", Duration::from_secs(30));
-    let addr = line
-        .split("listening on ")
-        .nth(1)
-        .and_then(|s| s.split(',').next())
-        .unwrap()
-        .to_string();
-    let mut nodes = Vec::new();
-    for name in ["survivor", "victim"] {
-        nodes.push(Watched::spawn(
-            Command::new(BIN)
-                .args(["node", "--coordinator", &addr, "--name", name])
-                .args(["--listen", "127.0.0.1:0", "--secret", SECRET]),
-            &mut procs,
-        ));
-    }
+    let addr = coord.listening_addr();
+    let mut nodes = Watched::loopback_nodes(&addr, &["survivor", "victim"], &mut procs);
     coord.wait_for("running", Duration::from_secs(30));
     std::thread::sleep(Duration::from_millis(300));
     let killed_at = Instant::now();
@@ -441,22 +440,8 @@ fn ctrl_c_on_the_coordinator_stops_every_node() {
             .arg(&out),
         &mut procs,
     );
-    let line = coord.wait_for("listening on", Duration::from_secs(30));
-    let addr = line
-        .split("listening on ")
-        .nth(1)
-        .and_then(|s| s.split(',').next())
-        .unwrap()
-        .to_string();
-    let mut nodes = Vec::new();
-    for name in ["a", "b"] {
-        nodes.push(Watched::spawn(
-            Command::new(BIN)
-                .args(["node", "--coordinator", &addr, "--name", name])
-                .args(["--listen", "127.0.0.1:0", "--secret", SECRET]),
-            &mut procs,
-        ));
-    }
+    let addr = coord.listening_addr();
+    let mut nodes = Watched::loopback_nodes(&addr, &["a", "b"], &mut procs);
     coord.wait_for("running", Duration::from_secs(30));
     let pid = procs.0[0].id().to_string();
     assert!(

@@ -135,8 +135,8 @@ impl Matrix {
         }
     }
 
-    /// `profile_binary_row`: measure the middle of `[lo, hi]` on row `i`
-    /// while its ends differ by more than the tolerance.
+    /// `profile_binary_row` (Algorithm 1): measure the middle of `[lo, hi]`
+    /// on row `i` while its ends differ by more than the tolerance.
     fn binary_row(
         &mut self,
         i: usize,
@@ -145,19 +145,7 @@ impl Matrix {
         t0: f64,
         run: &mut dyn FnMut(usize, usize) -> f64,
     ) {
-        if hi <= lo + 1 {
-            return;
-        }
-        let (Some(a), Some(b)) = (self.t[i][lo], self.t[i][hi]) else {
-            return;
-        };
-        if (b - a).abs() <= BINARY_TOLERANCE {
-            return;
-        }
-        let mid = (lo + hi) / 2;
-        self.measure(i, mid, t0, run);
-        self.binary_row(i, lo, mid, t0, run);
-        self.binary_row(i, mid, hi, t0, run);
+        self.binary(&|k| (i, k), lo, hi, t0, run);
     }
 
     /// `profile_binary_col`: the same along column `j` over pressures.
@@ -169,19 +157,36 @@ impl Matrix {
         t0: f64,
         run: &mut dyn FnMut(usize, usize) -> f64,
     ) {
+        self.binary(&|k| (k, j), lo, hi, t0, run);
+    }
+
+    /// Binary refinement along a line of cells, `cell(k)` its k-th.
+    fn binary(
+        &mut self,
+        cell: &dyn Fn(usize) -> (usize, usize),
+        lo: usize,
+        hi: usize,
+        t0: f64,
+        run: &mut dyn FnMut(usize, usize) -> f64,
+    ) {
         if hi <= lo + 1 {
             return;
         }
-        let (Some(a), Some(b)) = (self.t[lo][j], self.t[hi][j]) else {
+        let at = |k: usize| {
+            let (i, j) = cell(k);
+            self.t[i][j]
+        };
+        let (Some(a), Some(b)) = (at(lo), at(hi)) else {
             return;
         };
         if (b - a).abs() <= BINARY_TOLERANCE {
             return;
         }
         let mid = (lo + hi) / 2;
-        self.measure(mid, j, t0, run);
-        self.binary_col(j, lo, mid, t0, run);
-        self.binary_col(j, mid, hi, t0, run);
+        let (i, j) = cell(mid);
+        self.measure(i, j, t0, run);
+        self.binary(cell, lo, mid, t0, run);
+        self.binary(cell, mid, hi, t0, run);
     }
 
     /// `interpolate_row`: linear between the known points of row `i`.

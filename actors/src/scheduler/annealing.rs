@@ -507,22 +507,7 @@ mod tests {
     fn units(app: &str, run: TaskId, qos: bool) -> Vec<Task> {
         (0..2u16)
             .map(|u| Task {
-                id: run + u64::from(u),
-                tenant: ActorId(1),
-                submitted_at: 0,
-                service_ns: 600_000_000_000,
-                flow_bps: 0,
-                app: None,
-                priority: 0,
-                memory_mb: 0,
                 cores: 8,
-                first_start: None,
-                total_ns: 600_000_000_000,
-                evictions: 0,
-                priority_evictions: 0,
-                cpu_ppm: 0,
-                job: None,
-                dag: None,
                 dist: Some(DistRef {
                     app: find(app).unwrap() as u32,
                     run,
@@ -531,6 +516,7 @@ mod tests {
                     qos_ppm: if qos { 800_000 } else { 0 },
                     coordinator: None,
                 }),
+                ..Task::new(run + u64::from(u), ActorId(1), 0, 600_000_000_000)
             })
             .collect()
     }

@@ -650,24 +650,15 @@ mod tests {
     }
 
     fn one_core_task() -> crate::model::Task {
-        crate::model::Task {
-            id: 0,
-            tenant: crate::kernel::ActorId(10_000),
-            submitted_at: 0,
-            service_ns: 1,
-            flow_bps: 0,
-            app: None,
-            priority: 0,
-            memory_mb: 0,
-            cores: 1,
-            first_start: None,
-            total_ns: 1,
-            evictions: 0,
-            priority_evictions: 0,
-            cpu_ppm: 0,
-            job: None,
-            dag: None,
-            dist: None,
+        crate::model::Task::new(0, crate::kernel::ActorId(10_000), 0, 1)
+    }
+
+    fn plain(task: &crate::model::Task) -> Request<'_> {
+        Request {
+            task,
+            profile: None,
+            allowed: None,
+            exclude: None,
         }
     }
 
@@ -677,12 +668,7 @@ mod tests {
         // the first group with probability 100 / 700
         let (pt, view) = pt_view(|i| if i < 100 { 1 } else { 6 }, 200);
         let task = one_core_task();
-        let req = Request {
-            task: &task,
-            profile: None,
-            allowed: None,
-            exclude: None,
-        };
+        let req = plain(&task);
         let mut rng = actor_rng(7, "scheduler");
         let picks = 14_000;
         let low = (0..picks)
@@ -701,12 +687,7 @@ mod tests {
         // the scan still finds it; with none, nothing is picked
         let (pt, view) = pt_view(|i| u32::from(i == 321), 500);
         let task = one_core_task();
-        let req = Request {
-            task: &task,
-            profile: None,
-            allowed: None,
-            exclude: None,
-        };
+        let req = plain(&task);
         let mut rng = actor_rng(7, "scheduler");
         for _ in 0..50 {
             let c = pt.pick(&req, &view, None, |_| u32::MAX, &mut rng);

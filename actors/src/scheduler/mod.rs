@@ -732,21 +732,9 @@ impl Scheduler {
             ctx.log(kind, fields);
         }
         for (server, task) in pass.dispatch {
-            let queued_ns = now.saturating_sub(task.submitted_at);
-            self.core.dispatched += 1;
-            self.core.queue_wait_s.push(queued_ns as f64 / 1e9);
-            ctx.log(
-                "task_dispatch",
-                &DispatchLog {
-                    task: task.id,
-                    server: world.name(server),
-                    queued_ns,
-                    violation: None,
-                },
-            );
+            let (id, submitted_at) = (task.id, task.submitted_at);
             self.core
-                .nic
-                .send(&world, ctx, server, Body::Dispatch(task))?;
+                .send_dispatch(ctx, id, submitted_at, server, Body::Dispatch(task))?;
         }
         Ok(())
     }
@@ -788,9 +776,9 @@ impl Scheduler {
         let actions = stage.schedule(now, ctx.rng());
         let world = Arc::clone(&self.core.world);
         for action in actions {
-            let (task, server, body) = match action {
+            let (id, submitted_at, server, body) = match action {
                 SlotAction::Dispatch { task, server } => {
-                    (task.clone(), server, Body::Dispatch(task))
+                    (task.id, task.submitted_at, server, Body::Dispatch(task))
                 }
                 SlotAction::Preempt {
                     victim,
@@ -808,22 +796,12 @@ impl Scheduler {
                             server: world.name(server),
                         },
                     );
-                    (task.clone(), server, Body::Preempt { victim, task })
+                    let (id, submitted_at) = (task.id, task.submitted_at);
+                    (id, submitted_at, server, Body::Preempt { victim, task })
                 }
             };
-            let queued_ns = now.saturating_sub(task.submitted_at);
-            self.core.dispatched += 1;
-            self.core.queue_wait_s.push(queued_ns as f64 / 1e9);
-            ctx.log(
-                "task_dispatch",
-                &DispatchLog {
-                    task: task.id,
-                    server: world.name(server),
-                    queued_ns,
-                    violation: None,
-                },
-            );
-            self.core.nic.send(&world, ctx, server, body)?;
+            self.core
+                .send_dispatch(ctx, id, submitted_at, server, body)?;
         }
         Ok(())
     }
@@ -831,7 +809,6 @@ impl Scheduler {
     /// One time slot of an energy-aware placement (thesis Figures 3.3, 3.4,
     /// 4.1): reservations go to the switches, tasks to their servers.
     fn energy_pass(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
-        let now = ctx.now();
         let world = Arc::clone(&self.core.world);
         let Some(stage) = self.energy.as_mut() else {
             return Ok(());
@@ -841,21 +818,9 @@ impl Scheduler {
             for f in &p.flows {
                 self.core.flow_notice(ctx, f, true)?;
             }
-            let queued_ns = now.saturating_sub(p.task.submitted_at);
-            self.core.dispatched += 1;
-            self.core.queue_wait_s.push(queued_ns as f64 / 1e9);
-            ctx.log(
-                "task_dispatch",
-                &DispatchLog {
-                    task: p.task.id,
-                    server: world.name(p.server),
-                    queued_ns,
-                    violation: None,
-                },
-            );
+            let (id, submitted_at) = (p.task.id, p.task.submitted_at);
             self.core
-                .nic
-                .send(&world, ctx, p.server, Body::Dispatch(p.task))?;
+                .send_dispatch(ctx, id, submitted_at, p.server, Body::Dispatch(p.task))?;
         }
         Ok(())
     }
@@ -1007,6 +972,33 @@ impl Scheduler {
 }
 
 impl Core {
+    /// Counts, logs and sends a dispatch decided by a stage that keeps its
+    /// own queue (slots, energy, annealing): `body` carries task `id` (or
+    /// its preemption) to `server`; its wait counts from `submitted_at`.
+    fn send_dispatch(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        id: TaskId,
+        submitted_at: SimTime,
+        server: ActorId,
+        body: Body,
+    ) -> Result<(), ModelError> {
+        let queued_ns = ctx.now().saturating_sub(submitted_at);
+        self.dispatched += 1;
+        self.queue_wait_s.push(queued_ns as f64 / 1e9);
+        let world = Arc::clone(&self.world);
+        ctx.log(
+            "task_dispatch",
+            &DispatchLog {
+                task: id,
+                server: world.name(server),
+                queued_ns,
+                violation: None,
+            },
+        );
+        self.nic.send(&world, ctx, server, body)
+    }
+
     /// Servers per ARQ pool: running something, and with a free slot.
     fn pool_state(&self) -> PoolState {
         PoolState {

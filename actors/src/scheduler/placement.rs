@@ -336,25 +336,7 @@ mod tests {
     use crate::kernel::actor_rng;
 
     fn task() -> Task {
-        Task {
-            id: 0,
-            tenant: ActorId(1),
-            submitted_at: 0,
-            service_ns: 1,
-            flow_bps: 0,
-            app: None,
-            priority: 0,
-            memory_mb: 0,
-            cores: 1,
-            first_start: None,
-            total_ns: 1,
-            evictions: 0,
-            priority_evictions: 0,
-            cpu_ppm: 0,
-            job: None,
-            dag: None,
-            dist: None,
-        }
+        Task::new(0, ActorId(1), 0, 1)
     }
 
     fn specs(slots: &[(u32, u32)]) -> Vec<ServerSpec> {
@@ -468,23 +450,8 @@ mod least_loaded_tests {
         view.take(0, 1, 1_000);
         view.take(2, 1, 1_000);
         let task = Task {
-            id: 1,
-            tenant: ActorId(9),
-            submitted_at: 0,
-            service_ns: 1,
-            flow_bps: 0,
-            app: None,
-            priority: 0,
             memory_mb: 2_000,
-            cores: 1,
-            first_start: None,
-            total_ns: 1,
-            evictions: 0,
-            priority_evictions: 0,
-            cpu_ppm: 0,
-            job: None,
-            dag: None,
-            dist: None,
+            ..Task::new(1, ActorId(9), 0, 1)
         };
         let req = Request {
             task: &task,

@@ -531,23 +531,8 @@ mod tests {
 
     fn task(id: TaskId, priority: u8, arrived: SimTime) -> Task {
         Task {
-            id,
-            tenant: ActorId(1),
-            submitted_at: arrived,
-            service_ns: 1_000_000_000,
-            flow_bps: 0,
-            app: None,
             priority,
-            memory_mb: 0,
-            cores: 1,
-            first_start: None,
-            total_ns: 1_000_000_000,
-            evictions: 0,
-            priority_evictions: 0,
-            cpu_ppm: 0,
-            job: None,
-            dag: None,
-            dist: None,
+            ..Task::new(id, ActorId(1), arrived, 1_000_000_000)
         }
     }
 

@@ -265,49 +265,6 @@ mod tests {
         }
     }
 
-    /// Model messages cross processes as bincode, which is not
-    /// self-describing: a field skipped when serialised (serde's
-    /// `skip_serializing_if`) would not decode. Tasks with every optional
-    /// part empty and filled must both survive.
-    #[test]
-    fn tasks_round_trip_with_and_without_their_optional_parts() {
-        use dcemu_actors::kernel::ActorId;
-        use dcemu_actors::model::{JobRef, Task};
-        let bare = Task {
-            id: 3,
-            tenant: ActorId(1),
-            submitted_at: 10,
-            service_ns: 20,
-            flow_bps: 0,
-            app: None,
-            priority: 2,
-            memory_mb: 0,
-            cores: 1,
-            first_start: None,
-            total_ns: 20,
-            evictions: 0,
-            priority_evictions: 0,
-            cpu_ppm: 0,
-            job: None,
-            dag: None,
-            dist: None,
-        };
-        let full = Task {
-            first_start: Some(12),
-            job: Some(JobRef {
-                id: 9,
-                master: true,
-                external_bytes: 100,
-                internal_bytes: 200,
-            }),
-            ..bare.clone()
-        };
-        for task in [bare, full] {
-            let buf = encode(&task, DEFAULT_MAX_FRAME).unwrap();
-            assert_eq!(decode::<Task>(&buf[4..]).unwrap(), task);
-        }
-    }
-
     #[test]
     fn oversized_and_garbage_frames_are_errors() {
         let msg = ToCoordinator::Log {
