@@ -108,6 +108,44 @@ fn arq_queues_divert_and_keep_every_task_on_any_partitioning() {
 }
 
 #[test]
+fn arq_shortens_waits_and_raises_response_time_qos_on_the_oversubscribed_ec2_cluster() {
+    // ARQ §3.2 (Paragon §4.2, eq. 2): an application's QoS budget covers its
+    // waiting and classification time, (wt + P) < 0.05·CT, so the papers'
+    // QoS for ARQ (ARQ Fig. 6, Paragon Fig. 13) counts the wait. Measured
+    // that way, from submission to completion, ARQ beats FIFO admission on
+    // the oversubscribed EC2 scenario for seeds 1, 2 and 3
+    // (docs/paragon-baselines.md). On execution alone (`qos_met_fraction`)
+    // it does not: diverted applications take lower-quality servers.
+    let fifo = run("ec2-oversubscribed.toml", &[], 2);
+    let arq = run("ec2-oversubscribed.toml", &["scheduler.admission=arq"], 2);
+    assert_no_task_lost(&fifo, "ec2-oversubscribed fifo");
+    assert_no_task_lost(&arq, "ec2-oversubscribed arq");
+    let m = |o: &Outcome, k: &str| metric(o, k);
+    let shown = |k: &str| format!("{k}: fifo {:.4}, arq {:.4}", m(&fifo, k), m(&arq, k));
+    assert!(
+        m(&arq, "queue_wait_s_mean") < 0.8 * m(&fifo, "queue_wait_s_mean"),
+        "{}",
+        shown("queue_wait_s_mean")
+    );
+    assert!(
+        m(&arq, "qos_met_response_fraction") > m(&fifo, "qos_met_response_fraction") + 0.004,
+        "{}",
+        shown("qos_met_response_fraction")
+    );
+    assert!(
+        m(&arq, "degraded_over_10pct_response_fraction")
+            < m(&fifo, "degraded_over_10pct_response_fraction"),
+        "{}",
+        shown("degraded_over_10pct_response_fraction")
+    );
+    assert!(
+        m(&arq, "perf_norm_response_mean") > m(&fifo, "perf_norm_response_mean") + 0.02,
+        "{}",
+        shown("perf_norm_response_mean")
+    );
+}
+
+#[test]
 fn the_statistical_selection_and_short_jobs_place_every_application() {
     let o = run(
         "local-medium.toml",
