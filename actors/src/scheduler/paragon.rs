@@ -116,7 +116,10 @@ impl Placement for ParagonPlacement {
         if self.awareness == Awareness::HeterogeneityOnly {
             // Blind to interference, NI still balances load: among the
             // servers of the best predicted configuration it takes the least
-            // loaded (the greedy search keeps the first of equals).
+            // loaded (the greedy search keeps the first of equals). So it
+            // fills the best configuration and takes the second-ranked one
+            // once that is saturated, as §6.1 (Fig. 9) describes NI doing;
+            // docs/paragon-baselines.md measures what that costs on EC2.
             fits.sort_by(|&a, &b| {
                 let (sa, sb) = (&servers[a as usize], &servers[b as usize]);
                 sa.load().total_cmp(&sb.load()).then(a.cmp(&b))
