@@ -210,6 +210,7 @@ fn bench() -> Result<(), String> {
             .ok_or("DCEMU_BENCH_END_US is too large")?,
         seed,
         logs: Logs::Off,
+        reach: Default::default(),
     };
     println!(
         "engine bench: {n} actors, {fanout} messages in flight each, latency [L, 4L) with \
