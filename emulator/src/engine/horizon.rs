@@ -45,6 +45,14 @@ pub struct Distances {
     table: Vec<SimTime>,
     /// `least[q]`: the smallest `D[x][q]` over all actors.
     least: Vec<SimTime>,
+    /// `alike[p]`: an actor of partition `p` when all its actors have the
+    /// same distances (always so in a flat network).
+    alike: Vec<Option<usize>>,
+    /// `class[x]`: actors with equal distances share a class (in a 3-tier
+    /// network: a handful per partition, by tier and position).
+    class: Vec<u32>,
+    /// The distances of each class.
+    class_rows: Vec<Vec<SimTime>>,
 }
 
 impl Distances {
@@ -140,11 +148,61 @@ impl Distances {
                 *l = (*l).min(d);
             }
         }
+        let mut alike: Vec<Option<usize>> = vec![None; partitions];
+        let row = |a: usize| &table[a * partitions..(a + 1) * partitions];
+        let mut differ = vec![false; partitions];
+        for (x, &p) in assignment.iter().enumerate() {
+            match alike[p] {
+                None => alike[p] = Some(x),
+                Some(first) => differ[p] |= row(first) != row(x),
+            }
+        }
+        for (a, d) in alike.iter_mut().zip(differ) {
+            if d {
+                *a = None;
+            }
+        }
+        let mut classes: std::collections::BTreeMap<&[SimTime], u32> = Default::default();
+        let mut class = Vec::with_capacity(n);
+        for x in 0..n {
+            let row = &table[x * partitions..(x + 1) * partitions];
+            let next = classes.len() as u32;
+            class.push(*classes.entry(row).or_insert(next));
+        }
+        let mut class_rows = vec![Vec::new(); classes.len()];
+        for (row, &c) in &classes {
+            class_rows[c as usize] = row.to_vec();
+        }
         Ok(Distances {
             partitions,
             table,
             least,
+            alike,
+            class,
+            class_rows,
         })
+    }
+
+    /// The class of actor `x`: actors of one class have equal distances.
+    #[inline]
+    pub fn class(&self, x: usize) -> usize {
+        self.class[x] as usize
+    }
+
+    /// How many classes there are.
+    pub fn classes(&self) -> usize {
+        self.class_rows.len()
+    }
+
+    /// The distances of class `c`.
+    pub fn class_row(&self, c: usize) -> &[SimTime] {
+        &self.class_rows[c]
+    }
+
+    /// An actor of partition `p` whose distances every actor of `p`
+    /// shares, if they all share them.
+    pub fn alike(&self, p: usize) -> Option<usize> {
+        self.alike.get(p).copied().flatten()
     }
 
     /// The smallest distance into each partition, over all actors.

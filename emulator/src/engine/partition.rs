@@ -1,3 +1,5 @@
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -7,7 +9,7 @@ use dcemu_actors::kernel::{
 use dcemu_topology::SimTime;
 
 use super::horizon::{Distances, Horizon};
-use super::queue::{EventQueue, Queued};
+use super::queue::Queued;
 use super::{
     ActorOutput, EngineConfig, EngineError, EngineOutput, LOG_BUDGET_BYTES, Logs, Progress,
     Transport, TransportError,
@@ -33,12 +35,20 @@ pub struct Partition<A: Actor> {
     /// For every actor id of the run: (partition, index in that partition's slots).
     location: Arc<Vec<(u32, u32)>>,
     distances: Arc<Distances>,
+    /// Check every message against the distances: with several partitions
+    /// and declared links (`Ctx::send`'s lookahead check covers
+    /// [`Reach::Uniform`](super::Reach::Uniform)).
+    check_links: bool,
     partitions: usize,
-    heap: EventQueue<A::Msg>,
+    heap: BinaryHeap<Queued<A::Msg>>,
+    /// With several partitions and hosted actors of unlike distances: the
+    /// pending event times of each distance class, whose minima bound the
+    /// horizon (see [`Partition::horizon`]). Empty otherwise.
+    class_times: Vec<BinaryHeap<Reverse<SimTime>>>,
     outbox: Vec<Envelope<A::Msg>>,
     remote: Vec<Vec<Envelope<A::Msg>>>,
-    /// What the envelopes in `remote` contribute to this window's horizon.
-    sent: Horizon,
+    /// `sent[p]`: the earliest envelope in `remote[p]`.
+    sent: Vec<SimTime>,
     /// Everything before this time has been handled: no envelope may still
     /// arrive for it.
     handled_until: SimTime,
@@ -105,11 +115,19 @@ pub(crate) fn split<A: Actor>(
             slots,
             location: location.clone(),
             distances: distances.clone(),
+            check_links: partitions > 1 && matches!(*config.reach, super::Reach::Graph(_)),
             partitions,
-            heap: EventQueue::default(),
+            heap: BinaryHeap::new(),
+            class_times: if partitions > 1 && distances.alike(index).is_none() {
+                (0..distances.classes())
+                    .map(|_| BinaryHeap::new())
+                    .collect()
+            } else {
+                Vec::new()
+            },
             outbox: Vec::new(),
             remote: (0..partitions).map(|_| Vec::new()).collect(),
-            sent: Horizon::idle(partitions),
+            sent: vec![SimTime::MAX; partitions],
             handled_until: 0,
             config: config.clone(),
             actors_total: total,
@@ -162,7 +180,7 @@ impl<A: Actor> Partition<A> {
             for env in incoming.drain(..) {
                 self.check_incoming(&env)
                     .map_err(|e| transport_err(self.index, e))?;
-                self.heap.push(Queued::new(env));
+                self.enqueue(env);
             }
             if agreed.next >= self.config.end {
                 return Ok(());
@@ -175,13 +193,17 @@ impl<A: Actor> Partition<A> {
                 .min(self.config.end);
             self.windows += 1;
             progress.vtime[self.index].store(agreed.next, Ordering::Relaxed);
-            while let Some(t) = self.heap.next_time() {
+            while let Some(t) = self.heap.peek().map(Queued::deliver_at) {
                 if t >= window_end {
                     break;
                 }
                 let Some(queued) = self.heap.pop() else {
                     break;
                 };
+                if !self.class_times.is_empty() {
+                    let c = self.distances.class(queued.dst().index());
+                    self.class_times[c].pop();
+                }
                 self.deliver(queued.into_inner())?;
                 if self.events % PROGRESS_EVERY == 0 {
                     progress.vtime[self.index].store(t, Ordering::Relaxed);
@@ -193,34 +215,48 @@ impl<A: Actor> Partition<A> {
         }
     }
 
+    /// Queues an event for a hosted actor.
+    #[inline]
+    fn enqueue(&mut self, env: Envelope<A::Msg>) {
+        enqueue(&mut self.heap, &mut self.class_times, &self.distances, env);
+    }
+
     /// This partition's contribution to the next window: its envelopes in
     /// flight and its pending events, each at its time plus its actor's
-    /// distance to every partition (see [`super::horizon`]). Only events
-    /// that can still lower some bound are visited.
+    /// distance to every partition (see [`super::horizon`]). Pending events
+    /// count by distance class: the earliest of each class is enough (the
+    /// event popped from the heap is always the earliest of its class).
     fn horizon(&mut self) -> Horizon {
-        let mut h = std::mem::replace(&mut self.sent, Horizon::idle(self.partitions));
-        let local_next = self.heap.next_time().unwrap_or(SimTime::MAX);
-        h.next = h.next.min(local_next);
+        let mut h = Horizon::idle(self.partitions);
         let distances = &self.distances;
-        let reach = &mut h.reach;
-        // no event at or after this time can lower any bound
-        let cutoff = |reach: &[SimTime]| {
-            reach
-                .iter()
-                .zip(distances.least())
-                .filter(|(_, least)| **least < SimTime::MAX)
-                .map(|(r, least)| r.saturating_sub(*least))
-                .max()
-                .unwrap_or(0)
-        };
-        let start = cutoff(reach);
-        self.heap.visit_before(start, |q| {
-            let d = distances.of(q.dst().index());
-            for (r, &dq) in reach.iter_mut().zip(d) {
-                *r = (*r).min(q.deliver_at().saturating_add(dq));
+        for (p, (first, envelopes)) in self.sent.iter_mut().zip(&self.remote).enumerate() {
+            if *first == SimTime::MAX {
+                continue;
             }
-            cutoff(reach)
-        });
+            h.next = h.next.min(*first);
+            match distances.alike(p) {
+                Some(x) => h.include(*first, distances.of(x)),
+                None => {
+                    for env in envelopes {
+                        h.include(env.deliver_at, distances.of(env.dst.index()));
+                    }
+                }
+            }
+            *first = SimTime::MAX;
+        }
+        let Some(local_next) = self.heap.peek().map(Queued::deliver_at) else {
+            return h;
+        };
+        h.next = h.next.min(local_next);
+        if let Some(x) = distances.alike(self.index) {
+            h.include(local_next, distances.of(x));
+            return h;
+        }
+        for (c, times) in self.class_times.iter().enumerate() {
+            if let Some(Reverse(t)) = times.peek() {
+                h.include(*t, distances.class_row(c));
+            }
+        }
         h
     }
 
@@ -324,7 +360,7 @@ impl<A: Actor> Partition<A> {
     fn route_outbox(&mut self, src: ActorId, now: SimTime) -> Result<(), EngineError> {
         for env in self.outbox.drain(..) {
             let (part, _) = self.location[env.dst.index()];
-            if self.partitions > 1 && env.dst != src {
+            if self.check_links && env.dst != src {
                 check_distance(&self.distances, &self.location, src, now, &env).map_err(|why| {
                     EngineError::Model {
                         actor: self.slots[self.location[src.index()].1 as usize]
@@ -336,11 +372,10 @@ impl<A: Actor> Partition<A> {
                 })?;
             }
             if part as usize == self.index {
-                self.heap.push(Queued::new(env));
+                enqueue(&mut self.heap, &mut self.class_times, &self.distances, env);
             } else {
-                self.sent.next = self.sent.next.min(env.deliver_at);
-                self.sent
-                    .include(env.deliver_at, self.distances.of(env.dst.index()));
+                let first = &mut self.sent[part as usize];
+                *first = (*first).min(env.deliver_at);
                 self.remote[part as usize].push(env);
             }
         }
@@ -376,7 +411,12 @@ impl<A: Actor> Partition<A> {
         let pending = !self.heap.is_empty();
         let mut undelivered: Vec<Vec<Envelope<A::Msg>>> =
             (0..self.slots.len()).map(|_| Vec::new()).collect();
-        for env in std::mem::take(&mut self.heap).into_sorted() {
+        for env in std::mem::take(&mut self.heap)
+            .into_sorted_vec()
+            .into_iter()
+            .rev()
+            .map(Queued::into_inner)
+        {
             let (_, local) = self.location[env.dst.index()];
             undelivered[local as usize].push(env);
         }
@@ -408,6 +448,21 @@ impl<A: Actor> Partition<A> {
             pending,
         })
     }
+}
+
+/// Pushes `env` on `heap`, and its time on its distance class's heap when
+/// those are kept.
+#[inline]
+fn enqueue<M>(
+    heap: &mut BinaryHeap<Queued<M>>,
+    class_times: &mut [BinaryHeap<Reverse<SimTime>>],
+    distances: &Distances,
+    env: Envelope<M>,
+) {
+    if !class_times.is_empty() {
+        class_times[distances.class(env.dst.index())].push(Reverse(env.deliver_at));
+    }
+    heap.push(Queued::new(env));
 }
 
 /// Whether a message from `src` sent at `now` respects the distances: for
