@@ -370,6 +370,10 @@ pub struct Model {
     pub actors: Vec<(String, Node)>,
     /// The smallest latency of any message between two actors: the engine's lookahead.
     pub lookahead: SimTime,
+    /// `links[x]`: every actor `x` sends to and the least latency of that
+    /// message, when messages follow a 3-tier network hop by hop; `None`
+    /// when any actor may message any other (flat network).
+    pub links: Option<Vec<Vec<(u32, SimTime)>>>,
     /// The slot configuration table, when `scheduler.slot_config` computed
     /// one (thesis Table 8.1).
     pub slot_table: Option<String>,
@@ -560,9 +564,14 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
     for info in switches {
         nodes.push(Node::Switch(Switch::new(world.clone(), &info)));
     }
+    let links = world
+        .network
+        .least_hop_latencies()
+        .filter(|links| links.len() == names.len());
     Ok(Model {
         actors: names.into_iter().zip(nodes).collect(),
         lookahead: world.network.min_latency(),
+        links,
         slot_table: slots.table,
     })
 }

@@ -8,7 +8,7 @@ use dcemu_actors::model::BuildError;
 use dcemu_actors::model::{self, ModelSpec};
 use dcemu_topology::SimTime;
 
-use crate::engine::{EngineConfig, EngineError, EngineOutput, Logs, Progress, run_threads};
+use crate::engine::{EngineConfig, EngineError, EngineOutput, Logs, Progress, Reach, run_threads};
 use crate::metrics::{self, MetricMap};
 use crate::results::{Content, ResultSet};
 use crate::scenario::{LoadedTrace, Scenario};
@@ -120,6 +120,7 @@ pub fn prepare(scenario: &Scenario, log_dir: Option<PathBuf>) -> Result<Prepared
         lookahead: model.lookahead,
         end,
         seed: scenario.run.seed,
+        reach: Arc::new(model.links.map_or(Reach::Uniform, Reach::Graph)),
         logs: match (log_dir, scenario.output.actor_logs) {
             (_, false) => Logs::Off,
             (None, true) => Logs::InMemory,

@@ -482,6 +482,34 @@ impl Network {
             .map(|i| (i, ports[i]))
     }
 
+    /// For every node, each neighbour it can send to and the least latency
+    /// of that hop (the link's, plus the forwarding latency when the sender
+    /// is a switch), or `None` in a flat network, where every node reaches
+    /// every other in one link. Lets the engine see how many hops separate
+    /// two groups of actors.
+    pub fn least_hop_latencies(&self) -> Option<Vec<Vec<(u32, SimTime)>>> {
+        let Shape::ThreeTier(f) = &self.shape else {
+            return None;
+        };
+        Some(
+            f.ports
+                .iter()
+                .enumerate()
+                .map(|(node, ports)| {
+                    let forward = if self.is_switch(node as u32) {
+                        f.switch_latency
+                    } else {
+                        0
+                    };
+                    ports
+                        .iter()
+                        .map(|p| (p.peer, p.latency.saturating_add(forward)))
+                        .collect()
+                })
+                .collect(),
+        )
+    }
+
     /// Latency of the single link between two nodes in a flat network.
     pub fn flat_latency(&self) -> Option<SimTime> {
         match &self.shape {

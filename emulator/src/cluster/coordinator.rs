@@ -96,7 +96,8 @@ fn server_racks(names: &[String], topology: &TopologyConfig) -> BTreeMap<usize, 
 /// network, a boundary that falls among the servers moves to the nearest pod
 /// boundary if one is within a quarter of a block, else to the nearest rack
 /// boundary, so that a rack's servers (and where possible a pod's) share a
-/// node.
+/// node. The coordinator then moves each switch to the node most of its
+/// neighbours are on (`engine::horizon::place_relays`).
 pub fn assign(names: &[String], topology: &TopologyConfig, nodes: usize) -> Vec<u32> {
     let actors = names.len();
     let plain: Vec<usize> = (1..nodes).map(|i| (i * actors).div_ceil(nodes)).collect();
@@ -205,6 +206,7 @@ pub async fn run_coordinator(
     let prepared = prepare(scenario, None).map_err(|e| input(e.to_string()))?;
     let names: Vec<String> = prepared.actors.iter().map(|(n, _)| n.clone()).collect();
     let slot_table = prepared.slot_table.clone();
+    let reach = prepared.config.reach.clone();
     drop(prepared);
     if names.len() < opts.nodes {
         return Err(input(format!(
@@ -213,7 +215,14 @@ pub async fn run_coordinator(
             names.len()
         )));
     }
-    let assignment = assign(&names, &scenario.topology, opts.nodes);
+    let assignment = {
+        let mut a: Vec<usize> = assign(&names, &scenario.topology, opts.nodes)
+            .into_iter()
+            .map(|p| p as usize)
+            .collect();
+        crate::engine::horizon::place_relays(&reach, &mut a, opts.nodes);
+        a.into_iter().map(|p| p as u32).collect::<Vec<u32>>()
+    };
     let described = describe(&names, &scenario.topology, &assignment, opts.nodes);
 
     let ca = RunCa::generate().map_err(|e| fail(e.to_string()))?;

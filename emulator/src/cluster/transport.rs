@@ -18,13 +18,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use dcemu_actors::kernel::Envelope;
-use dcemu_topology::SimTime;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 
 use super::wire::{self, BarrierStats, PeerFrame};
-use crate::engine::{Transport, TransportError};
+use crate::engine::{Horizon, Transport, TransportError};
 
 /// Envelopes per frame before a batch is split (frames over the size limit
 /// are split further).
@@ -40,7 +39,7 @@ pub enum Inbound<M> {
     Batch {
         from: usize,
         window: u64,
-        next: SimTime,
+        horizon: Horizon,
         last: bool,
         envelopes: Vec<Envelope<M>>,
     },
@@ -52,7 +51,7 @@ pub enum Inbound<M> {
 
 struct OutBatch<M> {
     window: u64,
-    next: SimTime,
+    horizon: Horizon,
     envelopes: Vec<Envelope<M>>,
 }
 
@@ -160,7 +159,7 @@ async fn write_batch<M: Serialize>(
     loop {
         let tail = rest.split_off(rest.len().min(ENVELOPES_PER_FRAME));
         let chunk = std::mem::replace(&mut rest, tail);
-        encode_chunks(chunk, batch.window, batch.next, max_frame, &mut frames)?;
+        encode_chunks(chunk, batch.window, &batch.horizon, max_frame, &mut frames)?;
         if rest.is_empty() {
             break;
         }
@@ -169,7 +168,7 @@ async fn write_batch<M: Serialize>(
     if let Some((envelopes, _)) = frames.pop() {
         let frame = PeerFrame::Batch {
             window: batch.window,
-            next: batch.next,
+            horizon: batch.horizon,
             last: true,
             envelopes,
         };
@@ -191,13 +190,13 @@ async fn write_batch<M: Serialize>(
 fn encode_chunks<M: Serialize>(
     chunk: Vec<Envelope<M>>,
     window: u64,
-    next: SimTime,
+    horizon: &Horizon,
     max_frame: usize,
     out: &mut Vec<(Vec<Envelope<M>>, Vec<u8>)>,
 ) -> Result<(), wire::WireError> {
     let frame = PeerFrame::Batch {
         window,
-        next,
+        horizon: horizon.clone(),
         last: false,
         envelopes: chunk,
     };
@@ -212,8 +211,8 @@ fn encode_chunks<M: Serialize>(
         }
         Err(wire::WireError::TooLarge { .. }) if envelopes.len() > 1 => {
             let second = envelopes.split_off(envelopes.len() / 2);
-            encode_chunks(envelopes, window, next, max_frame, out)?;
-            encode_chunks(second, window, next, max_frame, out)
+            encode_chunks(envelopes, window, horizon, max_frame, out)?;
+            encode_chunks(second, window, horizon, max_frame, out)
         }
         Err(e) => Err(e),
     }
@@ -245,7 +244,7 @@ async fn read_loop<M: DeserializeOwned>(
         };
         let PeerFrame::Batch {
             window,
-            next,
+            horizon,
             last,
             envelopes,
         } = frame
@@ -261,7 +260,7 @@ async fn read_loop<M: DeserializeOwned>(
         let batch = Inbound::Batch {
             from: peer,
             window,
-            next,
+            horizon,
             last,
             envelopes,
         };
@@ -300,9 +299,9 @@ impl<M: Serialize + Send> QuicTransport<M> {
     async fn exchange_async(
         &mut self,
         outgoing: &mut [Vec<Envelope<M>>],
-        local_next: SimTime,
+        local: &Horizon,
         incoming: &mut Vec<Envelope<M>>,
-    ) -> Result<SimTime, TransportError> {
+    ) -> Result<Horizon, TransportError> {
         let window = self.window;
         self.window += 1;
         let mut peers = 0;
@@ -311,7 +310,7 @@ impl<M: Serialize + Send> QuicTransport<M> {
             peers += 1;
             let batch = OutBatch {
                 window,
-                next: local_next,
+                horizon: local.clone(),
                 envelopes: std::mem::take(&mut outgoing[peer]),
             };
             write_batch(send, batch, self.max_frame)
@@ -321,7 +320,7 @@ impl<M: Serialize + Send> QuicTransport<M> {
                     reason: format!("cannot send: {e}"),
                 })?;
         }
-        let mut next = local_next;
+        let mut agreed = local.clone();
         let mut complete = 0;
         let mut pending = std::mem::take(&mut self.early).into_iter();
         while complete < peers {
@@ -337,21 +336,23 @@ impl<M: Serialize + Send> QuicTransport<M> {
                 Inbound::Batch {
                     from,
                     window: w,
-                    next: peer_next,
+                    horizon,
                     last,
                     envelopes,
                 } => {
                     if w == window {
                         incoming.extend(envelopes);
                         if last {
-                            next = next.min(peer_next);
+                            agreed
+                                .merge(&horizon)
+                                .map_err(|reason| TransportError::Link { peer: from, reason })?;
                             complete += 1;
                         }
                     } else if w == window + 1 {
                         self.early.push(Inbound::Batch {
                             from,
                             window: w,
-                            next: peer_next,
+                            horizon,
                             last,
                             envelopes,
                         });
@@ -369,7 +370,7 @@ impl<M: Serialize + Send> QuicTransport<M> {
                 Inbound::Stop { reason } => return Err(TransportError::Stopped { reason }),
             }
         }
-        Ok(next)
+        Ok(agreed)
     }
 }
 
@@ -377,12 +378,12 @@ impl<M: Serialize + Send> Transport<M> for QuicTransport<M> {
     fn exchange(
         &mut self,
         outgoing: &mut [Vec<Envelope<M>>],
-        local_next: SimTime,
+        local: &Horizon,
         incoming: &mut Vec<Envelope<M>>,
-    ) -> Result<SimTime, TransportError> {
+    ) -> Result<Horizon, TransportError> {
         let started = Instant::now();
         let rt = self.rt.clone();
-        let next = rt.block_on(self.exchange_async(outgoing, local_next, incoming))?;
+        let next = rt.block_on(self.exchange_async(outgoing, local, incoming))?;
         if let Ok(mut stats) = self.barrier.lock() {
             stats.record(started.elapsed().as_nanos() as u64);
         }
@@ -460,7 +461,7 @@ mod tests {
     fn batch(src: u32, dst: u32) -> Vec<u8> {
         let frame = PeerFrame::Batch {
             window: 0,
-            next: 0,
+            horizon: Horizon::idle(2),
             last: true,
             envelopes: vec![env(src, dst)],
         };

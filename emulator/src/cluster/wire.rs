@@ -4,6 +4,7 @@
 //! the limit is refused before anything is read or allocated, and a body
 //! that does not decode is an error, never a panic.
 
+use crate::engine::Horizon;
 use dcemu_actors::kernel::{Envelope, Metrics};
 use dcemu_topology::SimTime;
 use serde::de::DeserializeOwned;
@@ -17,7 +18,7 @@ pub const DEFAULT_MAX_FRAME: usize = 64 << 20;
 pub const HARD_MAX_FRAME: usize = 1 << 30;
 
 /// Version of the protocol; processes of different versions refuse each other.
-pub const PROTOCOL: u32 = 1;
+pub const PROTOCOL: u32 = 2;
 
 /// Why a frame could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -240,7 +241,7 @@ pub enum PeerFrame<M> {
     Hello { from: u32 },
     Batch {
         window: u64,
-        next: SimTime,
+        horizon: Horizon,
         last: bool,
         envelopes: Vec<Envelope<M>>,
     },

@@ -3,21 +3,28 @@
 //!
 //! Every partition runs the same loop, whether there is one of them or many:
 //!
-//! 1. agree with all partitions on `t`, the earliest pending event anywhere;
-//! 2. handle every local event earlier than `t + L` in `(deliver_at, src,
-//!    src_seq)` order, where `L` is the lookahead;
+//! 1. agree with all partitions on `t`, the earliest pending event anywhere,
+//!    and on `E_q`, the earliest time anything outside partition `q` can make
+//!    a message arrive in `q` (at least `t + L`, `L` the lookahead; further
+//!    where the model's links put its actors several hops from `q`, see
+//!    [`horizon`]);
+//! 2. handle every local event earlier than `E_q` in `(deliver_at, src,
+//!    src_seq)` order;
 //! 3. hand envelopes for actors elsewhere to the [`Transport`], which delivers
-//!    them and the next `t` in one exchange.
+//!    them and the next agreement in one exchange.
 //!
-//! Why this equals a sequential run in global timestamp order: a message
-//! between two distinct actors takes at least `L` (enforced by
-//! `Ctx::send`), so nothing sent during a window can be due inside it. An
-//! actor's events in a window are therefore exactly those pending when the
-//! window opened plus its own timers, handled in the same total order as a
-//! sequential run would. Partitioning changes who hosts an actor, never what
-//! it sees.
+//! Why this equals a sequential run in global timestamp order: nothing sent
+//! during a window can be due inside the receiver's window (the distances
+//! are checked on every message with several partitions, and `Ctx::send`
+//! enforces `L`). An actor's events in a window are therefore exactly those
+//! pending when the window opened plus what its own partition sent it, handled
+//! in the same total order as a sequential run would. Partitioning changes
+//! who hosts an actor and how many windows the run takes, never what an actor
+//! sees. A single partition has no outside: its one window is the whole run.
 
+pub mod horizon;
 pub(crate) mod partition;
+pub(crate) mod queue;
 pub mod reference;
 pub mod transport;
 
@@ -28,6 +35,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use dcemu_actors::kernel::{Actor, Metrics, ModelError};
 use dcemu_topology::{SimTime, format_sim_time};
 
+pub use horizon::{Distances, Horizon, Reach};
 pub use partition::Partition;
 pub use transport::{InMemoryTransport, Transport, TransportError, in_memory_mesh};
 
@@ -46,6 +54,9 @@ pub struct EngineConfig {
     pub seed: u64,
     /// Where actors' logs go.
     pub logs: Logs,
+    /// Who can message whom and how fast: partitions see further ahead
+    /// than `lookahead` where messages follow a network (see [`horizon`]).
+    pub reach: Arc<Reach>,
 }
 
 /// Where actors' logs go.
@@ -84,7 +95,7 @@ pub struct EngineOutput {
     pub actors: Vec<ActorOutput>,
     /// Events handled (timers included).
     pub events: u64,
-    /// Windows the run took (depends on the workload, not the partitioning).
+    /// Windows the run took (depends on the workload and the partitioning).
     pub windows: u64,
     /// `end` if events remained at the end, else the time of the last event.
     pub virtual_end: SimTime,
@@ -168,6 +179,31 @@ pub fn contiguous_assignment(actors: usize, partitions: usize) -> Vec<usize> {
         .collect()
 }
 
+/// Assigns actors to partitions for `reach`: contiguous blocks of ids, as
+/// [`contiguous_assignment`] does, over the actors that are not relays,
+/// then each relay (switch) to where most of its neighbours are
+/// ([`horizon::place_relays`]). Without enough leaves to go round (a ring,
+/// say), plain contiguous blocks of all actors.
+pub fn reach_assignment(reach: &Reach, actors: usize, partitions: usize) -> Vec<usize> {
+    let Reach::Graph(links) = reach else {
+        return contiguous_assignment(actors, partitions);
+    };
+    if links.len() != actors {
+        return contiguous_assignment(actors, partitions);
+    }
+    let leaves: Vec<usize> = (0..actors).filter(|&x| links[x].len() <= 1).collect();
+    if leaves.len() < partitions {
+        return contiguous_assignment(actors, partitions);
+    }
+    let blocks = contiguous_assignment(leaves.len(), partitions);
+    let mut assignment = vec![0; actors];
+    for (&x, &p) in leaves.iter().zip(&blocks) {
+        assignment[x] = p;
+    }
+    horizon::place_relays(reach, &mut assignment, partitions);
+    assignment
+}
+
 /// Runs `actors` (in id order, with their names) split into `partitions`
 /// threads of this process, connected by in-memory channels.
 pub fn run_threads<A: Actor>(
@@ -184,7 +220,7 @@ where
             "partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}"
         )));
     }
-    let assignment = contiguous_assignment(actors.len(), partitions);
+    let assignment = reach_assignment(&config.reach, actors.len(), partitions);
     let progress = progress.unwrap_or_else(|| Progress::new(partitions));
     if progress.vtime.len() != partitions {
         return Err(EngineError::Setup(

@@ -1,14 +1,22 @@
-use std::cmp::Ordering as CmpOrdering;
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use dcemu_actors::kernel::{Actor, ActorId, ActorLog, ActorRng, Ctx, Envelope, Metrics, actor_rng};
+use dcemu_actors::kernel::{
+    Actor, ActorId, ActorLog, ActorRng, Ctx, Envelope, Metrics, ModelError, actor_rng,
+};
 use dcemu_topology::SimTime;
 
+use super::horizon::{Distances, Horizon};
+use super::queue::Queued;
 use super::{
     ActorOutput, EngineConfig, EngineError, EngineOutput, LOG_BUDGET_BYTES, Logs, Progress,
     Transport, TransportError,
 };
+
+/// Events between two updates of the live progress counters.
+const PROGRESS_EVERY: u64 = 4096;
 
 /// One hosted actor with the state the engine keeps for it.
 struct Slot<A> {
@@ -20,59 +28,30 @@ struct Slot<A> {
     log: ActorLog,
 }
 
-/// An envelope in a min-heap on `(deliver_at, src, src_seq)`. The key sits
-/// beside a boxed envelope: sifting the heap then moves 32 bytes instead
-/// of a whole message (over 250 bytes for the model's `Msg`), which
-/// dominated large runs.
-pub(crate) struct Queued<M> {
-    key: (SimTime, ActorId, u64),
-    env: Box<Envelope<M>>,
-}
-
-impl<M> Queued<M> {
-    pub(crate) fn new(env: Envelope<M>) -> Self {
-        Queued {
-            key: env.key(),
-            env: Box::new(env),
-        }
-    }
-
-    pub(crate) fn deliver_at(&self) -> SimTime {
-        self.key.0
-    }
-
-    pub(crate) fn into_inner(self) -> Envelope<M> {
-        *self.env
-    }
-}
-
-impl<M> PartialEq for Queued<M> {
-    fn eq(&self, other: &Self) -> bool {
-        self.key == other.key
-    }
-}
-impl<M> Eq for Queued<M> {}
-impl<M> PartialOrd for Queued<M> {
-    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
-        Some(self.cmp(other))
-    }
-}
-impl<M> Ord for Queued<M> {
-    fn cmp(&self, other: &Self) -> CmpOrdering {
-        other.key.cmp(&self.key)
-    }
-}
-
 /// A set of actors hosted by one runtime, with their pending events.
 pub struct Partition<A: Actor> {
     index: usize,
     slots: Vec<Slot<A>>,
     /// For every actor id of the run: (partition, index in that partition's slots).
-    location: std::sync::Arc<Vec<(u32, u32)>>,
+    location: Arc<Vec<(u32, u32)>>,
+    distances: Arc<Distances>,
+    /// Check every message against the distances: with several partitions
+    /// and declared links (`Ctx::send`'s lookahead check covers
+    /// [`Reach::Uniform`](super::Reach::Uniform)).
+    check_links: bool,
+    partitions: usize,
     heap: BinaryHeap<Queued<A::Msg>>,
+    /// With several partitions and hosted actors of unlike distances: the
+    /// pending event times of each distance class, whose minima bound the
+    /// horizon (see [`Partition::horizon`]). Empty otherwise.
+    class_times: Vec<BinaryHeap<Reverse<SimTime>>>,
     outbox: Vec<Envelope<A::Msg>>,
     remote: Vec<Vec<Envelope<A::Msg>>>,
-    remote_min: SimTime,
+    /// `sent[p]`: the earliest envelope in `remote[p]`.
+    sent: Vec<SimTime>,
+    /// Everything before this time has been handled: no envelope may still
+    /// arrive for it.
+    handled_until: SimTime,
     config: EngineConfig,
     actors_total: u32,
     events: u64,
@@ -123,7 +102,11 @@ pub(crate) fn split<A: Actor>(
             log: ActorLog::new(config.logs != Logs::Off),
         });
     }
-    let location = std::sync::Arc::new(location);
+    let location = Arc::new(location);
+    let distances = Arc::new(
+        Distances::new(&config.reach, config.lookahead, assignment, partitions)
+            .map_err(EngineError::Setup)?,
+    );
     Ok(per_part
         .into_iter()
         .enumerate()
@@ -131,10 +114,21 @@ pub(crate) fn split<A: Actor>(
             index,
             slots,
             location: location.clone(),
+            distances: distances.clone(),
+            check_links: partitions > 1 && matches!(*config.reach, super::Reach::Graph(_)),
+            partitions,
             heap: BinaryHeap::new(),
+            class_times: if partitions > 1 && distances.alike(index).is_none() {
+                (0..distances.classes())
+                    .map(|_| BinaryHeap::new())
+                    .collect()
+            } else {
+                Vec::new()
+            },
             outbox: Vec::new(),
             remote: (0..partitions).map(|_| Vec::new()).collect(),
-            remote_min: SimTime::MAX,
+            sent: vec![SimTime::MAX; partitions],
+            handled_until: 0,
             config: config.clone(),
             actors_total: total,
             events: 0,
@@ -179,40 +173,96 @@ impl<A: Actor> Partition<A> {
         }
         let mut incoming = Vec::new();
         loop {
-            let local_next = self.heap.peek().map_or(SimTime::MAX, Queued::deliver_at);
-            let candidate = local_next.min(self.remote_min);
-            self.remote_min = SimTime::MAX;
-            let next = transport
-                .exchange(&mut self.remote, candidate, &mut incoming)
+            let local = self.horizon();
+            let agreed = transport
+                .exchange(&mut self.remote, &local, &mut incoming)
                 .map_err(|e| transport_err(self.index, e))?;
             for env in incoming.drain(..) {
                 self.check_incoming(&env)
                     .map_err(|e| transport_err(self.index, e))?;
-                self.heap.push(Queued::new(env));
+                self.enqueue(env);
             }
-            if next >= self.config.end {
+            if agreed.next >= self.config.end {
                 return Ok(());
             }
-            let window_end = next
-                .saturating_add(self.config.lookahead)
+            let window_end = agreed
+                .reach
+                .get(self.index)
+                .copied()
+                .unwrap_or(SimTime::MAX)
                 .min(self.config.end);
             self.windows += 1;
-            progress.vtime[self.index].store(next, Ordering::Relaxed);
-            while let Some(top) = self.heap.peek() {
-                if top.deliver_at() >= window_end {
+            progress.vtime[self.index].store(agreed.next, Ordering::Relaxed);
+            while let Some(t) = self.heap.peek().map(Queued::deliver_at) {
+                if t >= window_end {
                     break;
                 }
                 let Some(queued) = self.heap.pop() else {
                     break;
                 };
+                if !self.class_times.is_empty() {
+                    let c = self.distances.class(queued.dst().index());
+                    self.class_times[c].pop();
+                }
                 self.deliver(queued.into_inner())?;
+                if self.events % PROGRESS_EVERY == 0 {
+                    progress.vtime[self.index].store(t, Ordering::Relaxed);
+                    progress.events[self.index].store(self.events, Ordering::Relaxed);
+                }
             }
+            self.handled_until = self.handled_until.max(window_end);
             progress.events[self.index].store(self.events, Ordering::Relaxed);
         }
     }
 
+    /// Queues an event for a hosted actor.
+    #[inline]
+    fn enqueue(&mut self, env: Envelope<A::Msg>) {
+        enqueue(&mut self.heap, &mut self.class_times, &self.distances, env);
+    }
+
+    /// This partition's contribution to the next window: its envelopes in
+    /// flight and its pending events, each at its time plus its actor's
+    /// distance to every partition (see [`super::horizon`]). Pending events
+    /// count by distance class: the earliest of each class is enough (the
+    /// event popped from the heap is always the earliest of its class).
+    fn horizon(&mut self) -> Horizon {
+        let mut h = Horizon::idle(self.partitions);
+        let distances = &self.distances;
+        for (p, (first, envelopes)) in self.sent.iter_mut().zip(&self.remote).enumerate() {
+            if *first == SimTime::MAX {
+                continue;
+            }
+            h.next = h.next.min(*first);
+            match distances.alike(p) {
+                Some(x) => h.include(*first, distances.of(x)),
+                None => {
+                    for env in envelopes {
+                        h.include(env.deliver_at, distances.of(env.dst.index()));
+                    }
+                }
+            }
+            *first = SimTime::MAX;
+        }
+        let Some(local_next) = self.heap.peek().map(Queued::deliver_at) else {
+            return h;
+        };
+        h.next = h.next.min(local_next);
+        if let Some(x) = distances.alike(self.index) {
+            h.include(local_next, distances.of(x));
+            return h;
+        }
+        for (c, times) in self.class_times.iter().enumerate() {
+            if let Some(Reverse(t)) = times.peek() {
+                h.include(*t, distances.class_row(c));
+            }
+        }
+        h
+    }
+
     fn start_actor(&mut self, i: usize) -> Result<(), EngineError> {
         let slot = &mut self.slots[i];
+        let me = slot.id;
         let logged = slot.log.len();
         let mut ctx = Ctx::new(
             0,
@@ -232,7 +282,7 @@ impl<A: Actor> Partition<A> {
                 source,
             })?;
         self.log_bytes += slot.log.len() - logged;
-        self.route_outbox();
+        self.route_outbox(me, 0)?;
         self.spill_if_over_budget()
     }
 
@@ -262,7 +312,8 @@ impl<A: Actor> Partition<A> {
                 source,
             })?;
         self.log_bytes += slot.log.len() - logged;
-        self.route_outbox();
+        let me = slot.id;
+        self.route_outbox(me, now)?;
         self.spill_if_over_budget()
     }
 
@@ -302,28 +353,55 @@ impl<A: Actor> Partition<A> {
         Ok(())
     }
 
+    /// Queues what actor `src` sent at `now`: here, or for the partition
+    /// hosting the destination. With several partitions, every message is
+    /// checked against the distances the windows rely on.
     #[inline]
-    fn route_outbox(&mut self) {
+    fn route_outbox(&mut self, src: ActorId, now: SimTime) -> Result<(), EngineError> {
         for env in self.outbox.drain(..) {
             let (part, _) = self.location[env.dst.index()];
+            if self.check_links && env.dst != src {
+                check_distance(&self.distances, &self.location, src, now, &env).map_err(|why| {
+                    EngineError::Model {
+                        actor: self.slots[self.location[src.index()].1 as usize]
+                            .name
+                            .clone(),
+                        at: now,
+                        source: ModelError::Invariant(why),
+                    }
+                })?;
+            }
             if part as usize == self.index {
-                self.heap.push(Queued::new(env));
+                enqueue(&mut self.heap, &mut self.class_times, &self.distances, env);
             } else {
-                self.remote_min = self.remote_min.min(env.deliver_at);
+                let first = &mut self.sent[part as usize];
+                *first = (*first).min(env.deliver_at);
                 self.remote[part as usize].push(env);
             }
         }
+        Ok(())
     }
 
-    /// An envelope from a peer must be for an actor hosted here.
+    /// An envelope from a peer must be for an actor hosted here, and not
+    /// for a time this partition has already handled.
     fn check_incoming(&self, env: &Envelope<A::Msg>) -> Result<(), TransportError> {
         match self.location.get(env.dst.index()) {
-            Some(&(p, _)) if p as usize == self.index => Ok(()),
-            _ => Err(TransportError::Misrouted {
-                dst: env.dst.0,
-                partition: self.index,
-            }),
+            Some(&(p, _)) if p as usize == self.index => {}
+            _ => {
+                return Err(TransportError::Misrouted {
+                    dst: env.dst.0,
+                    partition: self.index,
+                });
+            }
         }
+        if env.deliver_at < self.handled_until {
+            return Err(TransportError::Late {
+                dst: env.dst.0,
+                at: env.deliver_at,
+                handled_until: self.handled_until,
+            });
+        }
+        Ok(())
     }
 
     /// Hands each actor its undelivered events and collects its output.
@@ -370,6 +448,53 @@ impl<A: Actor> Partition<A> {
             pending,
         })
     }
+}
+
+/// Pushes `env` on `heap`, and its time on its distance class's heap when
+/// those are kept.
+#[inline]
+fn enqueue<M>(
+    heap: &mut BinaryHeap<Queued<M>>,
+    class_times: &mut [BinaryHeap<Reverse<SimTime>>],
+    distances: &Distances,
+    env: Envelope<M>,
+) {
+    if !class_times.is_empty() {
+        class_times[distances.class(env.dst.index())].push(Reverse(env.deliver_at));
+    }
+    heap.push(Queued::new(env));
+}
+
+/// Whether a message from `src` sent at `now` respects the distances: for
+/// every partition `q`, `D[src][q] ≤ latency + D[dst][q]`, or `≤ latency`
+/// when the message enters `q`. A model sending faster than its declared
+/// links would otherwise let a window run past an arriving message.
+fn check_distance<M>(
+    distances: &Distances,
+    location: &[(u32, u32)],
+    src: ActorId,
+    now: SimTime,
+    env: &Envelope<M>,
+) -> Result<(), String> {
+    let latency = env.deliver_at.saturating_sub(now);
+    let (from, to) = (location[src.index()].0, location[env.dst.index()].0);
+    let (ds, dd) = (distances.of(src.index()), distances.of(env.dst.index()));
+    for (q, (&need, &onward)) in ds.iter().zip(dd).enumerate() {
+        let enters = to as usize == q && from as usize != q;
+        let got = if enters {
+            latency
+        } else {
+            latency.saturating_add(onward)
+        };
+        if got < need {
+            return Err(format!(
+                "actor #{} sent actor #{} a message with latency {latency} ns, faster than \
+                 the links the model declared allow (partition {q} needs {need} ns)",
+                src.0, env.dst.0
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Puts the partitions' outputs back together in actor-id order. When

@@ -7,7 +7,7 @@
 
 use std::collections::BinaryHeap;
 
-use super::partition::Queued;
+use super::queue::Queued;
 use super::{ActorOutput, EngineConfig, EngineError, EngineOutput, Logs};
 use dcemu_actors::kernel::{Actor, ActorId, ActorLog, Ctx, Metrics, actor_rng};
 

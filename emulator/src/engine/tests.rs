@@ -16,6 +16,8 @@ struct Chatty {
     received: u64,
     fail_at: Option<SimTime>,
     panic_at: Option<SimTime>,
+    /// Only message the two neighbours on a ring of the `n` actors.
+    ring: bool,
 }
 
 #[derive(Serialize)]
@@ -28,6 +30,14 @@ struct Seen {
 impl Chatty {
     /// A random actor other than this one (messages to oneself are timers).
     fn other(&self, ctx: &mut Ctx<'_, u32>) -> ActorId {
+        if self.ring {
+            let step = if ctx.rng().next_u32() % 2 == 0 {
+                1
+            } else {
+                self.n - 1
+            };
+            return ActorId((ctx.me().0 + step) % self.n);
+        }
         ActorId((ctx.me().0 + 1 + index(ctx.rng(), self.n - 1)) % self.n)
     }
 }
@@ -89,6 +99,7 @@ fn chatty(n: u32) -> Vec<(String, Chatty)> {
                     received: 0,
                     fail_at: None,
                     panic_at: None,
+                    ring: false,
                 },
             )
         })
@@ -101,6 +112,7 @@ fn config(seed: u64) -> EngineConfig {
         end: 1_000_000,
         seed,
         logs: Logs::InMemory,
+        reach: Default::default(),
     }
 }
 
@@ -139,6 +151,69 @@ fn windows_equal_the_sequential_run_under_any_partitioning() {
     }
 }
 
+/// `n` chatty actors that only message their ring neighbours, and the
+/// reach that declares it.
+fn ring(n: u32) -> (Vec<(String, Chatty)>, Reach) {
+    let mut actors = chatty(n);
+    for (_, a) in &mut actors {
+        a.ring = true;
+    }
+    let links = (0..n)
+        .map(|i| vec![((i + 1) % n, L), ((i + n - 1) % n, L)])
+        .collect();
+    (actors, Reach::Graph(links))
+}
+
+#[test]
+fn distance_windows_equal_the_sequential_run_and_are_fewer() {
+    for seed in [1, 2] {
+        let (actors, reach) = ring(40);
+        let reference = run_sequential(&config(seed), actors).unwrap();
+        assert!(reference.events > 5_000, "{} events", reference.events);
+        let graph = EngineConfig {
+            reach: Arc::new(reach),
+            ..config(seed)
+        };
+        for partitions in [1, 2, 4, 40] {
+            let assignment = reach_assignment(&graph.reach, 40, partitions);
+            assert_eq!(assignment, contiguous_assignment(40, partitions));
+            let out = run_threads(&graph, ring(40).0, partitions, None).unwrap();
+            assert!(
+                fingerprint(&out) == fingerprint(&reference),
+                "seed {seed}: {partitions} partitions with distances differ from the sequential run"
+            );
+            if (2..40).contains(&partitions) {
+                let uniform = run_threads(&config(seed), ring(40).0, partitions, None).unwrap();
+                assert!(fingerprint(&uniform) == fingerprint(&reference));
+                assert!(
+                    out.windows < uniform.windows,
+                    "{partitions} partitions: {} windows with distances, {} without",
+                    out.windows,
+                    uniform.windows
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_message_faster_than_the_declared_links_is_refused() {
+    let (_, reach) = ring(8);
+    let graph = EngineConfig {
+        reach: Arc::new(reach),
+        ..config(1)
+    };
+    // chatty messages anyone, the ring declares neighbours only
+    match run_threads(&graph, chatty(8), 2, None) {
+        Err(EngineError::Model { actor, source, .. }) => {
+            assert!(actor.starts_with("chatty-"), "{actor}");
+            assert!(source.to_string().contains("faster than"), "{source}");
+        }
+        Err(other) => panic!("unexpected error {other}"),
+        Ok(out) => panic!("ran to the end: {} events", out.events),
+    }
+}
+
 #[test]
 fn other_seeds_give_other_runs() {
     let a = run_threads(&config(1), chatty(10), 1, None).unwrap();
@@ -164,6 +239,7 @@ fn empty_stretches_of_time_cost_no_windows() {
         end: u64::MAX,
         seed: 0,
         logs: Logs::Off,
+        reach: Default::default(),
     };
     let out = run_threads(&cfg, vec![("s".into(), Sleeper)], 2, None).unwrap();
     assert_eq!(out.events, 1);

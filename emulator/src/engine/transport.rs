@@ -2,11 +2,11 @@
 //!
 //! A [`Transport`] does one thing per window: deliver this partition's
 //! outgoing envelopes to their partitions, collect the envelopes addressed
-//! here, and agree with every other partition on the time of the next window.
-//! Folding the agreement into the exchange keeps it to one round per window:
-//! each partition contributes `min(its earliest pending event, the earliest
-//! envelope it sends)`, and the minimum over all contributions is the global
-//! earliest pending event.
+//! here, and agree with every other partition on the next windows. Folding
+//! the agreement into the exchange keeps it to one round per window: each
+//! partition contributes its [`Horizon`] (its earliest pending event or
+//! envelope in flight, and how soon it could reach each partition), and the
+//! element-wise minimum over all contributions is what they agree on.
 //!
 //! [`InMemoryTransport`] connects partitions on threads of one process with
 //! crossbeam channels; the QUIC transport between processes implements the
@@ -15,6 +15,8 @@
 use crossbeam_channel::{Receiver, Sender};
 use dcemu_actors::kernel::Envelope;
 use dcemu_topology::SimTime;
+
+use super::horizon::Horizon;
 
 /// Why an exchange failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -33,6 +35,15 @@ pub enum TransportError {
     },
     #[error("received an envelope for actor #{dst}, which partition {partition} does not host")]
     Misrouted { dst: u32, partition: usize },
+    #[error(
+        "received an envelope for actor #{dst} due at {at} ns, but this partition has already \
+         handled everything before {handled_until} ns"
+    )]
+    Late {
+        dst: u32,
+        at: SimTime,
+        handled_until: SimTime,
+    },
     #[error("the link to partition {peer} failed: {reason}")]
     Link { peer: usize, reason: String },
     #[error("stopped: {reason}")]
@@ -42,16 +53,17 @@ pub enum TransportError {
 /// The link between one partition and all the others.
 pub trait Transport<M>: Send {
     /// Sends `outgoing[p]` to partition `p` (leaving each vector empty), with
-    /// `local_next`, this partition's contribution to the next window time;
-    /// appends the envelopes addressed here to `incoming` and returns the
-    /// global next event time (`SimTime::MAX` when nothing is pending
-    /// anywhere). Every partition calls this once per window.
+    /// `local`, this partition's contribution to the next windows; appends
+    /// the envelopes addressed here to `incoming` and returns the element-wise
+    /// minimum of every partition's horizon (its `next` is `SimTime::MAX`
+    /// when nothing is pending anywhere). Every partition calls this once per
+    /// window.
     fn exchange(
         &mut self,
         outgoing: &mut [Vec<Envelope<M>>],
-        local_next: SimTime,
+        local: &Horizon,
         incoming: &mut Vec<Envelope<M>>,
-    ) -> Result<SimTime, TransportError>;
+    ) -> Result<Horizon, TransportError>;
 
     /// Tells the peers this partition is stopping early, so none waits forever.
     fn abort(&mut self);
@@ -63,10 +75,10 @@ impl<M, T: Transport<M> + ?Sized> Transport<M> for &mut T {
     fn exchange(
         &mut self,
         outgoing: &mut [Vec<Envelope<M>>],
-        local_next: SimTime,
+        local: &Horizon,
         incoming: &mut Vec<Envelope<M>>,
-    ) -> Result<SimTime, TransportError> {
-        (**self).exchange(outgoing, local_next, incoming)
+    ) -> Result<Horizon, TransportError> {
+        (**self).exchange(outgoing, local, incoming)
     }
 
     fn abort(&mut self) {
@@ -78,7 +90,7 @@ enum Frame<M> {
     Batch {
         window: u64,
         from: usize,
-        next: SimTime,
+        horizon: Horizon,
         envelopes: Vec<Envelope<M>>,
     },
     Abort {
@@ -95,7 +107,7 @@ pub struct InMemoryTransport<M> {
     /// Batches of the next window from peers that are already ahead (a peer
     /// can be at most one window ahead: it cannot leave window `w + 1` before
     /// this partition's batch of window `w + 1` arrives).
-    early: Vec<(usize, SimTime, Vec<Envelope<M>>)>,
+    early: Vec<(usize, Horizon, Vec<Envelope<M>>)>,
 }
 
 /// Connects `n` partitions to each other.
@@ -119,9 +131,9 @@ impl<M: Send> Transport<M> for InMemoryTransport<M> {
     fn exchange(
         &mut self,
         outgoing: &mut [Vec<Envelope<M>>],
-        local_next: SimTime,
+        local: &Horizon,
         incoming: &mut Vec<Envelope<M>>,
-    ) -> Result<SimTime, TransportError> {
+    ) -> Result<Horizon, TransportError> {
         let n = self.peers.len();
         let window = self.window;
         self.window += 1;
@@ -132,17 +144,18 @@ impl<M: Send> Transport<M> for InMemoryTransport<M> {
             let frame = Frame::Batch {
                 window,
                 from: self.me,
-                next: local_next,
+                horizon: local.clone(),
                 envelopes: std::mem::take(&mut outgoing[peer]),
             };
             sender
                 .send(frame)
                 .map_err(|_| TransportError::PeerGone { peer })?;
         }
-        let mut next = local_next;
+        let mut agreed = local.clone();
         let mut received = 0;
-        for (_, peer_next, envelopes) in self.early.drain(..) {
-            next = next.min(peer_next);
+        let mismatch = |peer, reason| TransportError::Link { peer, reason };
+        for (from, horizon, envelopes) in std::mem::take(&mut self.early) {
+            agreed.merge(&horizon).map_err(|r| mismatch(from, r))?;
             incoming.extend(envelopes);
             received += 1;
         }
@@ -151,15 +164,15 @@ impl<M: Send> Transport<M> for InMemoryTransport<M> {
                 Ok(Frame::Batch {
                     window: w,
                     from,
-                    next: peer_next,
+                    horizon,
                     envelopes,
                 }) => {
                     if w == window {
-                        next = next.min(peer_next);
+                        agreed.merge(&horizon).map_err(|r| mismatch(from, r))?;
                         incoming.extend(envelopes);
                         received += 1;
                     } else if w == window + 1 {
-                        self.early.push((from, peer_next, envelopes));
+                        self.early.push((from, horizon, envelopes));
                     } else {
                         return Err(TransportError::OutOfStep {
                             peer: from,
@@ -174,7 +187,7 @@ impl<M: Send> Transport<M> for InMemoryTransport<M> {
                 Err(_) => return Err(TransportError::PeerGone { peer: usize::MAX }),
             }
         }
-        Ok(next)
+        Ok(agreed)
     }
 
     fn abort(&mut self) {
@@ -191,6 +204,13 @@ mod tests {
     use super::*;
     use dcemu_actors::kernel::ActorId;
 
+    fn horizon(next: SimTime, partitions: usize) -> Horizon {
+        Horizon {
+            next,
+            reach: vec![next + 1000; partitions],
+        }
+    }
+
     fn env(t: SimTime, dst: u32) -> Envelope<()> {
         Envelope {
             deliver_at: t,
@@ -205,7 +225,8 @@ mod tests {
     fn single_partition_exchange_is_the_identity() {
         let mut t = in_memory_mesh::<()>(1).pop().unwrap();
         let mut incoming = Vec::new();
-        assert_eq!(t.exchange(&mut [Vec::new()], 42, &mut incoming), Ok(42));
+        let h = horizon(42, 3);
+        assert_eq!(t.exchange(&mut [Vec::new()], &h, &mut incoming), Ok(h));
         assert!(incoming.is_empty());
     }
 
@@ -221,10 +242,12 @@ mod tests {
                         let mut out: Vec<Vec<Envelope<()>>> = vec![Vec::new(); 3];
                         out[(me + 1) % 3].push(env(100 + me as u64, 0));
                         let mut inc = Vec::new();
-                        let next = t.exchange(&mut out, 500 + me as u64, &mut inc).unwrap();
+                        let mut h = horizon(500 + me as u64, 3);
+                        h.reach[me] = 10 * me as u64;
+                        let next = t.exchange(&mut out, &h, &mut inc).unwrap();
                         // a second window, so early batches get exercised
                         let next2 = t
-                            .exchange(&mut vec![Vec::new(); 3], 900, &mut Vec::new())
+                            .exchange(&mut vec![Vec::new(); 3], &horizon(900, 3), &mut Vec::new())
                             .unwrap();
                         (next, inc, next2)
                     })
@@ -233,8 +256,9 @@ mod tests {
             hs.into_iter().map(|h| h.join().unwrap()).collect()
         });
         for (me, (next, inc, next2)) in results.into_iter().enumerate() {
-            assert_eq!(next, 500, "partition {me}");
-            assert_eq!(next2, 900);
+            assert_eq!(next.next, 500, "partition {me}");
+            assert_eq!(next.reach, vec![0, 10, 20]);
+            assert_eq!(next2, horizon(900, 3));
             assert_eq!(inc.len(), 1);
             assert_eq!(inc[0].deliver_at, 100 + ((me + 2) % 3) as u64);
         }
@@ -246,7 +270,11 @@ mod tests {
         let mut b = mesh.pop().unwrap();
         let mut a = mesh.pop().unwrap();
         a.abort();
-        let err = b.exchange(&mut [Vec::new(), Vec::new()], 0, &mut Vec::new());
+        let err = b.exchange(
+            &mut [Vec::new(), Vec::new()],
+            &horizon(0, 2),
+            &mut Vec::new(),
+        );
         assert_eq!(err, Err(TransportError::PeerAborted { peer: 0 }));
     }
 }
