@@ -551,6 +551,11 @@ fn a_restarted_coordinator_is_a_new_run_the_old_nodes_never_join() {
             !text.contains(&second_run),
             "old node {i} saw the new run: {text}"
         );
+        // for docs/performance.md (`--nocapture` shows it)
+        eprintln!(
+            "old node {i} exited {:.2} s after the coordinator was killed (failure timeout 2 s)",
+            took.as_secs_f64()
+        );
     }
     // the new coordinator admitted nobody and heard from nobody meanwhile
     let so_far = second.rest();

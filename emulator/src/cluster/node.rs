@@ -340,17 +340,33 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         Ok(output) => output,
         Err(reason) => {
             // a peer stopping is usually the echo of the coordinator's
-            // abort, or of the coordinator's loss, which this node detects
-            // within the failure timeout too: report that root cause when
-            // it comes within the bound
-            let wait = failure_timeout + Duration::from_millis(500);
-            let reason = match timeout(wait, &mut bye_rx).await {
-                Ok(Ok(Err(coordinator_reason))) => coordinator_reason,
-                _ => reason,
+            // abort: report the coordinator's reason when it comes soon
+            let reason = match timeout(Duration::from_millis(500), &mut bye_rx).await {
+                Ok(Ok(Err(coordinator_reason))) => {
+                    let _ = ctl_tx.send(ToCoordinator::Failed {
+                        reason: coordinator_reason.clone(),
+                    });
+                    coordinator_reason
+                }
+                Ok(_) => {
+                    let _ = ctl_tx.send(ToCoordinator::Failed {
+                        reason: reason.clone(),
+                    });
+                    reason
+                }
+                // else tell the coordinator, and wait (within the failure
+                // bound) for its abort, or for the control link's loss when
+                // the coordinator itself is gone: either names the root cause
+                Err(_) => {
+                    let _ = ctl_tx.send(ToCoordinator::Failed {
+                        reason: reason.clone(),
+                    });
+                    match timeout(failure_timeout, &mut bye_rx).await {
+                        Ok(Ok(Err(coordinator_reason))) => coordinator_reason,
+                        _ => reason,
+                    }
+                }
             };
-            let _ = ctl_tx.send(ToCoordinator::Failed {
-                reason: reason.clone(),
-            });
             drop(ctl_tx);
             let _ = timeout(Duration::from_secs(2), writer).await;
             return Err(e(format!("the run failed: {reason}")));
