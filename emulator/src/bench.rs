@@ -18,6 +18,8 @@ use serde_json::Value;
 
 use crate::scenario::{self, Override};
 
+mod soak;
+
 /// Which measurements to take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
 pub enum Suite {
@@ -27,6 +29,9 @@ pub enum Suite {
     Partitions,
     /// The 10,000-server scenario at 1,000, 2,500, 5,000 and 10,000 servers.
     Scale,
+    /// A long coordinator + nodes run under CPU contention against one
+    /// process (only when asked for: it takes as long as `--soak-*` make it).
+    Soak,
 }
 
 /// `dcemu bench`.
@@ -46,6 +51,26 @@ pub struct BenchArgs {
     /// directory by default, removed at the end).
     #[arg(long)]
     pub work: Option<PathBuf>,
+    /// Soak: the scenario, relative to --scenarios.
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "harvest/datacenter-month.toml"
+    )]
+    pub soak_scenario: String,
+    /// Soak: an override for both runs, as `dcemu run --set` (repeatable).
+    #[arg(long = "soak-set", value_name = "KEY=VALUE")]
+    pub soak_sets: Vec<String>,
+    /// Soak: node processes.
+    #[arg(long, default_value_t = 4,
+          value_parser = clap::value_parser!(u32).range(1..=crate::engine::MAX_PARTITIONS as i64))]
+    pub soak_nodes: u32,
+    /// Soak: CPU hogs (busy-loop processes) running beside the nodes.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=64))]
+    pub soak_hogs: u32,
+    /// Soak: the multi-process run fails if it takes longer than this.
+    #[arg(long, value_name = "DURATION", default_value = "3h")]
+    pub soak_limit: dcemu_topology::Duration,
 }
 
 /// Why a benchmark could not be taken.
@@ -186,6 +211,12 @@ pub fn bench(args: &BenchArgs) -> Result<(), BenchError> {
     let temp;
     let work = match &args.work {
         Some(w) => w.clone(),
+        // the soak's logs are kept so that a failure can be read
+        None if suites.contains(&Suite::Soak) => {
+            let w = soak::default_work();
+            eprintln!("bench: working in {} (kept)", w.display());
+            w
+        }
         None => {
             temp = tempfile::tempdir()
                 .map_err(|e| BenchError::Failed(format!("cannot create a work directory: {e}")))?;
@@ -203,6 +234,25 @@ pub fn bench(args: &BenchArgs) -> Result<(), BenchError> {
             Suite::Paper => ("paper", paper(&runner)?),
             Suite::Partitions => ("partitions", partitions(&runner)?),
             Suite::Scale => ("scale", scale(&runner, &args.out)?),
+            Suite::Soak => {
+                let plan = soak::SoakPlan {
+                    scenario: args.soak_scenario.clone(),
+                    sets: args.soak_sets.clone(),
+                    nodes: args.soak_nodes,
+                    hogs: args.soak_hogs,
+                    limit: std::time::Duration::from_nanos(args.soak_limit.as_nanos()),
+                };
+                match soak::soak(&runner, &plan) {
+                    Ok(body) => ("soak", body),
+                    Err((body, e)) => {
+                        // a failed soak is recorded as such, then reported
+                        println!("{body}");
+                        sections.push(("soak", body));
+                        write_sections(&args.out, &sections)?;
+                        return Err(e);
+                    }
+                }
+            }
         };
         println!("{body}");
         sections.push((name, body));

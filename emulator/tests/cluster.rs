@@ -463,3 +463,129 @@ fn ctrl_c_on_the_coordinator_stops_every_node() {
         assert!(text.contains("interrupted (Ctrl-C)"), "node {i}: {text}");
     }
 }
+
+/// A loopback UDP port free at the time of asking (the coordinator must
+/// restart on a fixed address).
+fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// The run id a coordinator announces with its address.
+fn run_id(listening_line: &str) -> String {
+    listening_line
+        .split("of run ")
+        .nth(1)
+        .map(|s| s.trim().to_string())
+        .filter(|s| s.len() == 32)
+        .unwrap_or_else(|| panic!("no run id in {listening_line:?}"))
+}
+
+#[test]
+fn a_restarted_coordinator_is_a_new_run_the_old_nodes_never_join() {
+    let tmp = tempfile::tempdir().unwrap();
+    let short = quickstart();
+    let single = single_digest(tmp.path(), &short);
+    let addr = format!("127.0.0.1:{}", free_udp_port());
+    let mut procs = Procs::default();
+    let coordinator = |scenario: &[&str], out: &Path| {
+        let mut c = Command::new(BIN);
+        c.args(["coordinator", "--scenario"])
+            .args(scenario)
+            .args(["--nodes", "2", "--listen", &addr, "-q"])
+            .args(["--failure-timeout", "2s", "--secret", SECRET, "--out"])
+            .arg(out);
+        c
+    };
+    // run 1: 2 h of the 1,000-server scenario, far from done when killed
+    let long = [
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../scenarios/paragon/ec2-low.toml"
+        ),
+        "--set",
+        "run.end=2h",
+    ];
+    let mut first = Watched::spawn(
+        &mut coordinator(&long, &tmp.path().join("first")),
+        &mut procs,
+    );
+    let first_run = run_id(&first.wait_for("listening on", Duration::from_secs(30)));
+    let mut old = Watched::loopback_nodes(&addr, &["old-a", "old-b"], &mut procs);
+    first.wait_for("running", Duration::from_secs(30));
+    for node in &mut old {
+        node.wait_for(&format!("joined run {first_run}"), Duration::from_secs(5));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    procs.0[0].kill().unwrap(); // SIGKILL: no goodbye, no abort
+    procs.0[0].wait().unwrap();
+    let killed_at = Instant::now();
+
+    // run 2: same address, same secret, while the old nodes still live
+    let second_out = tmp.path().join("second");
+    let mut second = Watched::spawn(&mut coordinator(&short, &second_out), &mut procs);
+    let second_run = run_id(&second.wait_for("listening on", Duration::from_secs(30)));
+    assert_ne!(first_run, second_run, "a restart must be a new run");
+
+    // the old nodes give up within the failure bound, naming what they lost
+    for (i, node) in old.iter_mut().enumerate() {
+        let status = wait_exit(&mut procs.0[1 + i], Duration::from_secs(10));
+        let took = killed_at.elapsed();
+        let text = node.rest();
+        assert_eq!(
+            status.and_then(|s| s.code()),
+            Some(1),
+            "old node {i}: {text}"
+        );
+        assert!(
+            took < Duration::from_secs(6),
+            "old node {i} took {took:?}: {text}"
+        );
+        assert!(
+            text.contains(&format!("coordinator at {addr} (run {first_run})")),
+            "old node {i} must name the lost coordinator and run: {text}"
+        );
+        assert!(
+            !text.contains(&second_run),
+            "old node {i} saw the new run: {text}"
+        );
+        // for docs/performance.md (`--nocapture` shows it)
+        eprintln!(
+            "old node {i} exited {:.2} s after the coordinator was killed (failure timeout 2 s)",
+            took.as_secs_f64()
+        );
+    }
+    // the new coordinator admitted nobody and heard from nobody meanwhile
+    let so_far = second.rest();
+    assert!(!so_far.contains("joined"), "{so_far}");
+    assert!(!so_far.contains("refused"), "{so_far}");
+    assert!(!so_far.contains("old-"), "{so_far}");
+
+    // two fresh nodes complete the new run with the single-process digest
+    let mut fresh = Watched::loopback_nodes(&addr, &["new-a", "new-b"], &mut procs);
+    let status = wait_exit(&mut procs.0[3], Duration::from_secs(120));
+    let log = second.rest();
+    assert!(status.is_some_and(|s| s.success()), "{log}");
+    assert!(!log.contains("old-"), "{log}");
+    assert_eq!(log.matches("joined from").count(), 2, "{log}");
+    for (i, node) in fresh.iter_mut().enumerate() {
+        let status = wait_exit(&mut procs.0[4 + i], Duration::from_secs(10));
+        let text = node.rest();
+        assert!(status.is_some_and(|s| s.success()), "new node {i}: {text}");
+        assert!(text.contains(&format!("joined run {second_run}")), "{text}");
+    }
+    assert!(!second_out.join("INCOMPLETE").exists());
+    assert_eq!(
+        std::fs::read_to_string(second_out.join("digest")).unwrap(),
+        single
+    );
+    // nothing is left running
+    for (i, child) in procs.0.iter_mut().enumerate() {
+        assert!(
+            matches!(child.try_wait(), Ok(Some(_))),
+            "process {i} is still running"
+        );
+    }
+}

@@ -49,6 +49,8 @@ pub struct CoordinatorOptions {
 /// What a finished multi-process run reports besides its outcome.
 #[derive(Debug)]
 pub struct ClusterReport {
+    /// This run's id (fresh per coordinator start; see [`wire::ToNode::Welcome`]).
+    pub run_id: String,
     /// Per node: name, and its window-barrier statistics.
     pub nodes: Vec<(String, BarrierStats)>,
     /// Which actors each node hosted, as a human-readable line per node.
@@ -226,6 +228,7 @@ pub async fn run_coordinator(
     let described = describe(&names, &scenario.topology, &assignment, opts.nodes);
 
     let ca = RunCa::generate().map_err(|e| fail(e.to_string()))?;
+    let run_id = tls::random_run_id().map_err(|e| fail(e.to_string()))?;
     let identity = ca.coordinator_identity().map_err(|e| fail(e.to_string()))?;
     let server = tls::coordinator_server(&identity, opts.failure_timeout)
         .map_err(|e| fail(e.to_string()))?;
@@ -233,7 +236,7 @@ pub async fn run_coordinator(
         .map_err(|e| input(format!("cannot listen on {}: {e}", opts.listen)))?;
     let local = endpoint.local_addr().map_err(|e| fail(e.to_string()))?;
     eprintln!(
-        "coordinator: listening on {local}, waiting for {} node(s)",
+        "coordinator: listening on {local}, waiting for {} node(s) of run {run_id}",
         opts.nodes
     );
 
@@ -242,13 +245,15 @@ pub async fn run_coordinator(
     let secret: Arc<[u8]> = Arc::from(opts.secret.as_bytes());
     let acceptor = {
         let endpoint = endpoint.clone();
+        let run_id = run_id.clone();
         tokio::spawn(async move {
             while let Some(incoming) = endpoint.accept().await {
                 let joined_tx = joined_tx.clone();
                 let secret = secret.clone();
+                let run_id = run_id.clone();
                 tokio::spawn(async move {
                     let addr = incoming.remote_address();
-                    match admit(incoming, &secret).await {
+                    match admit(incoming, &secret, &run_id).await {
                         Ok(j) => {
                             let _ = joined_tx.send(j);
                         }
@@ -562,6 +567,7 @@ pub async fn run_coordinator(
     )
     .map_err(|e| fail(e.to_string()))?;
     let report = ClusterReport {
+        run_id: run_id.clone(),
         nodes: node_names
             .iter()
             .zip(&state.finished)
@@ -600,6 +606,7 @@ fn run_facts(o: &Outcome, report: &ClusterReport) -> Vec<u8> {
     let facts = serde_json::json!({
         "dcemu_version": env!("CARGO_PKG_VERSION"),
         "mode": "coordinator",
+        "run_id": report.run_id,
         "wall_time_s": o.wall.as_secs_f64(),
         "events_per_s": o.events as f64 / o.wall.as_secs_f64().max(1e-9),
         "nodes": report.nodes.iter().map(|(name, b)| serde_json::json!({
@@ -623,7 +630,7 @@ fn run_facts(o: &Outcome, report: &ClusterReport) -> Vec<u8> {
 
 /// Checks a connecting process's membership proof; sends it the
 /// coordinator's proof when it passes. Anything else gets nothing.
-async fn admit(incoming: quinn::Incoming, secret: &[u8]) -> Result<Joined, String> {
+async fn admit(incoming: quinn::Incoming, secret: &[u8], run_id: &str) -> Result<Joined, String> {
     let conn = incoming
         .await
         .map_err(|e| format!("handshake failed: {e}"))?;
@@ -666,7 +673,11 @@ async fn admit(incoming: quinn::Incoming, secret: &[u8]) -> Result<Joined, Strin
         ));
     }
     let proof = tls::proof(secret, &conn, Role::Coordinator).map_err(|e| e.to_string())?;
-    wire::write(&mut send, &ToNode::Welcome { proof }, 1 << 10)
+    let welcome = ToNode::Welcome {
+        proof,
+        run: run_id.to_string(),
+    };
+    wire::write(&mut send, &welcome, 1 << 10)
         .await
         .map_err(|e| e.to_string())?;
     Ok(Joined {

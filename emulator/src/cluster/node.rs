@@ -128,9 +128,19 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         .await
         .map_err(refused)?;
     let setup_limit = wire::HARD_MAX_FRAME;
-    match wire::read::<ToNode>(&mut ctl_recv, setup_limit).await {
-        Ok(Some(ToNode::Welcome { proof }))
-            if tls::verify_proof(opts.secret.as_bytes(), &conn, Role::Coordinator, &proof) => {}
+    let run_id = match wire::read::<ToNode>(&mut ctl_recv, setup_limit).await {
+        Ok(Some(ToNode::Welcome { proof, run }))
+            if tls::verify_proof(opts.secret.as_bytes(), &conn, Role::Coordinator, &proof) =>
+        {
+            if !valid_run_id(&run) {
+                conn.close(2u32.into(), b"bad run id");
+                return Err(e(format!(
+                    "the coordinator sent a malformed run id {:?}",
+                    run.chars().take(80).collect::<String>()
+                )));
+            }
+            run
+        }
         Ok(Some(ToNode::Welcome { .. })) => {
             conn.close(2u32.into(), b"bad proof");
             return Err(e(
@@ -145,11 +155,9 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
             )));
         }
         Err(x) => return Err(refused(x)),
-    }
-    eprintln!(
-        "node {name}: joined the coordinator at {}",
-        conn.remote_address()
-    );
+    };
+    let coordinator = conn.remote_address();
+    eprintln!("node {name}: joined run {run_id} of the coordinator at {coordinator}");
 
     // 3. the setup (may come only once every node has joined)
     let setup = {
@@ -227,6 +235,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         client: Box::new(peer_client),
         me,
         nodes: nodes.clone(),
+        run: run_id.clone(),
         within: opts.connect_timeout,
     });
     match replies.recv().await {
@@ -288,15 +297,19 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     // the coordinator may abort us, or vanish
     let (bye_tx, mut bye_rx) = tokio::sync::oneshot::channel::<Result<(), String>>();
     let stop = to_partition.clone();
+    let of_run = format!("the coordinator at {coordinator} (run {run_id})");
     tokio::spawn(async move {
+        // the control link is this run's only tie to its coordinator: once it
+        // is gone the node stops, and it never dials a coordinator again (a
+        // restarted one on the same address is another run)
         let outcome = match wire::read::<ToNode>(&mut ctl_recv, max_frame).await {
             Ok(Some(ToNode::Bye)) => Ok(()),
             Ok(Some(ToNode::Abort { reason })) => {
-                Err(format!("the coordinator aborted the run: {reason}"))
+                Err(format!("{of_run} aborted the run: {reason}"))
             }
-            Ok(Some(other)) => Err(format!("unexpected message {other:?}")),
-            Ok(None) => Err("the coordinator closed the connection".into()),
-            Err(x) => Err(format!("lost the coordinator: {x}")),
+            Ok(Some(other)) => Err(format!("unexpected message from {of_run}: {other:?}")),
+            Ok(None) => Err(format!("{of_run} closed the connection")),
+            Err(x) => Err(format!("lost {of_run}: {x}")),
         };
         if let Err(reason) = &outcome {
             let _ = stop.send(Inbound::Stop {
@@ -329,12 +342,31 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
             // a peer stopping is usually the echo of the coordinator's
             // abort: report the coordinator's reason when it comes soon
             let reason = match timeout(Duration::from_millis(500), &mut bye_rx).await {
-                Ok(Ok(Err(coordinator_reason))) => coordinator_reason,
-                _ => reason,
+                Ok(Ok(Err(coordinator_reason))) => {
+                    let _ = ctl_tx.send(ToCoordinator::Failed {
+                        reason: coordinator_reason.clone(),
+                    });
+                    coordinator_reason
+                }
+                Ok(_) => {
+                    let _ = ctl_tx.send(ToCoordinator::Failed {
+                        reason: reason.clone(),
+                    });
+                    reason
+                }
+                // else tell the coordinator, and wait (within the failure
+                // bound) for its abort, or for the control link's loss when
+                // the coordinator itself is gone: either names the root cause
+                Err(_) => {
+                    let _ = ctl_tx.send(ToCoordinator::Failed {
+                        reason: reason.clone(),
+                    });
+                    match timeout(failure_timeout, &mut bye_rx).await {
+                        Ok(Ok(Err(coordinator_reason))) => coordinator_reason,
+                        _ => reason,
+                    }
+                }
             };
-            let _ = ctl_tx.send(ToCoordinator::Failed {
-                reason: reason.clone(),
-            });
             drop(ctl_tx);
             let _ = timeout(Duration::from_secs(2), writer).await;
             return Err(e(format!("the run failed: {reason}")));
@@ -386,6 +418,12 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
             "the coordinator did not confirm the end of the run".into()
         )),
     }
+}
+
+/// Whether `run` looks like a run id (`tls::random_run_id`): it is
+/// printed in messages and compared, so it must be short plain hex.
+pub fn valid_run_id(run: &str) -> bool {
+    run.len() == 2 * wire::RUN_ID_BYTES && run.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// A name safe for a file name.
@@ -463,6 +501,7 @@ async fn connect_mesh(
     client: &quinn::ClientConfig,
     me: usize,
     nodes: &[wire::PeerInfo],
+    run: &str,
     deadline: Instant,
 ) -> Result<Vec<Link>, String> {
     let mut links = Vec::new();
@@ -470,7 +509,8 @@ async fn connect_mesh(
     let accept = {
         let endpoint = endpoint.clone();
         let nodes = nodes.to_vec();
-        tokio::spawn(async move { accept_peers(endpoint, me, nodes, expected_in).await })
+        let run = run.to_string();
+        tokio::spawn(async move { accept_peers(endpoint, me, nodes, run, expected_in).await })
     };
     for (peer, info) in nodes.iter().enumerate().take(me) {
         let link = loop {
@@ -485,7 +525,10 @@ async fn connect_mesh(
                 let (mut send, mut recv) = conn.open_bi().await.map_err(|x| x.to_string())?;
                 wire::write(
                     &mut send,
-                    &PeerFrame::<Msg>::Hello { from: me as u32 },
+                    &PeerFrame::<Msg>::Hello {
+                        from: me as u32,
+                        run: run.to_string(),
+                    },
                     wire::DEFAULT_MAX_FRAME,
                 )
                 .await
@@ -497,7 +540,15 @@ async fn connect_mesh(
                 )
                 .await
                 {
-                    Ok(Ok(Some(PeerFrame::Hello { from }))) if from as usize == peer => {}
+                    Ok(Ok(Some(PeerFrame::Hello { from, run: theirs })))
+                        if from as usize == peer && theirs == run => {}
+                    Ok(Ok(Some(PeerFrame::Hello { run: theirs, .. }))) if theirs != run => {
+                        conn.close(2u32.into(), b"another run");
+                        return Err(format!(
+                            "it belongs to run {}, not to run {run}",
+                            theirs.chars().take(80).collect::<String>()
+                        ));
+                    }
                     Ok(Ok(other)) => return Err(format!("unexpected answer {other:?}")),
                     Ok(Err(x)) => return Err(x.to_string()),
                     Err(_) => return Err("no answer to hello".into()),
@@ -537,6 +588,7 @@ async fn accept_peers(
     endpoint: quinn::Endpoint,
     me: usize,
     nodes: Vec<wire::PeerInfo>,
+    run: String,
     expected: usize,
 ) -> Vec<Link> {
     let mut links: Vec<Link> = Vec::new();
@@ -555,10 +607,17 @@ async fn accept_peers(
             let hello = wire::read::<PeerFrame<Msg>>(&mut recv, 1024)
                 .await
                 .map_err(|x| x.to_string())?;
-            let Some(PeerFrame::Hello { from }) = hello else {
+            let Some(PeerFrame::Hello { from, run: theirs }) = hello else {
                 conn.close(2u32.into(), b"expected hello");
                 return Err("did not say hello".to_string());
             };
+            if theirs != run {
+                conn.close(2u32.into(), b"another run");
+                return Err(format!(
+                    "it belongs to run {}, not to run {run}",
+                    theirs.chars().take(80).collect::<String>()
+                ));
+            }
             let from = from as usize;
             if from <= me || from >= nodes.len() || nodes[from].cert != cert {
                 conn.close(2u32.into(), b"not that node");
@@ -566,7 +625,10 @@ async fn accept_peers(
             }
             wire::write(
                 &mut send,
-                &PeerFrame::<Msg>::Hello { from: me as u32 },
+                &PeerFrame::<Msg>::Hello {
+                    from: me as u32,
+                    run: run.clone(),
+                },
                 wire::DEFAULT_MAX_FRAME,
             )
             .await
@@ -611,6 +673,8 @@ enum PeerCmd {
         client: Box<quinn::ClientConfig>,
         me: usize,
         nodes: Vec<wire::PeerInfo>,
+        /// The run id every peer's hello must carry.
+        run: String,
         within: Duration,
     },
     /// Run the partition over the mesh.
@@ -681,6 +745,7 @@ fn peer_thread(
                 client,
                 me,
                 nodes,
+                run,
                 within,
             } => {
                 endpoint.set_server_config(Some(*server));
@@ -689,6 +754,7 @@ fn peer_thread(
                     &client,
                     me,
                     &nodes,
+                    &run,
                     Instant::now() + within,
                 ));
                 let reply = match result {
@@ -742,4 +808,89 @@ fn peer_thread(
         Duration::from_secs(1),
         endpoint.wait_idle(),
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::tls::RunCa;
+
+    /// Node 0 of run `ours` accepts peers; node 1 (certificate of the same
+    /// CA) dials it and says hello as a member of run `theirs`. Returns how
+    /// node 0 closed that link, if it did, and whether it took the link.
+    async fn hello_with_run(ours: &str, theirs: &str) -> (Option<String>, bool) {
+        let ca = RunCa::generate().unwrap();
+        let (k0, k1) = (NodeKey::generate().unwrap(), NodeKey::generate().unwrap());
+        let c0 = ca.sign_node(&k0.csr, 0).unwrap();
+        let c1 = ca.sign_node(&k1.csr, 1).unwrap();
+        let (id0, id1) = (k0.identity(c0.clone()), k1.identity(c1.clone()));
+        let limit = Duration::from_secs(5);
+        let server = quinn::Endpoint::server(
+            tls::peer_server(&ca.cert_der(), &id0, limit).unwrap(),
+            "127.0.0.1:0".parse().unwrap(),
+        )
+        .unwrap();
+        let addr = server.local_addr().unwrap();
+        let nodes = vec![
+            wire::PeerInfo {
+                name: "n0".into(),
+                addr,
+                cert: c0,
+            },
+            wire::PeerInfo {
+                name: "n1".into(),
+                addr,
+                cert: c1,
+            },
+        ];
+        let accepting = tokio::spawn(accept_peers(server, 0, nodes, ours.to_string(), 1));
+        let client = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+        let conn = client
+            .connect_with(
+                tls::peer_client(&ca.cert_der(), &id1, limit).unwrap(),
+                addr,
+                &tls::node_dns_name(0),
+            )
+            .unwrap()
+            .await
+            .unwrap();
+        let (mut send, mut recv) = conn.open_bi().await.unwrap();
+        let hello = PeerFrame::<Msg>::Hello {
+            from: 1,
+            run: theirs.to_string(),
+        };
+        wire::write(&mut send, &hello, 1024).await.unwrap();
+        let answer = timeout(limit, wire::read::<PeerFrame<Msg>>(&mut recv, 1024)).await;
+        let closed = match answer {
+            Ok(Ok(Some(PeerFrame::Hello { .. }))) => None,
+            _ => match timeout(limit, conn.closed()).await {
+                Ok(quinn::ConnectionError::ApplicationClosed(c)) => {
+                    Some(String::from_utf8_lossy(&c.reason).to_string())
+                }
+                other => Some(format!("{other:?}")),
+            },
+        };
+        let took = timeout(Duration::from_millis(300), accepting)
+            .await
+            .is_ok_and(|links| links.is_ok_and(|l| l.len() == 1));
+        (closed, took)
+    }
+
+    #[tokio::test]
+    async fn a_peer_of_another_run_is_refused_even_with_a_valid_certificate() {
+        let a = "0123456789abcdef0123456789abcdef";
+        let b = "fedcba9876543210fedcba9876543210";
+        assert_eq!(hello_with_run(a, a).await, (None, true));
+        let (closed, took) = hello_with_run(a, b).await;
+        assert_eq!(closed.as_deref(), Some("another run"));
+        assert!(!took, "the node took a link from another run");
+    }
+
+    #[test]
+    fn run_ids_are_plain_hex_of_the_right_length() {
+        assert!(valid_run_id(&tls::random_run_id().unwrap()));
+        assert!(!valid_run_id("0123"));
+        assert!(!valid_run_id(&"z".repeat(32)));
+        assert!(!valid_run_id(&format!("{}\n", "a".repeat(31))));
+    }
 }

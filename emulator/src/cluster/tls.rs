@@ -98,6 +98,15 @@ pub fn random_secret() -> Result<String, TlsError> {
     Ok(hex::encode(bytes))
 }
 
+/// A fresh run id: [`super::wire::RUN_ID_BYTES`] random bytes, hex-encoded.
+/// The coordinator makes one per start and every node link carries it.
+pub fn random_run_id() -> Result<String, TlsError> {
+    let mut bytes = [0u8; super::wire::RUN_ID_BYTES];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
+        .map_err(|_| TlsError::Verifier("no system randomness".into()))?;
+    Ok(hex::encode(bytes))
+}
+
 /// The run's certificate authority (coordinator only).
 pub struct RunCa {
     cert: rcgen::Certificate,

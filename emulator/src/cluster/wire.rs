@@ -18,7 +18,12 @@ pub const DEFAULT_MAX_FRAME: usize = 64 << 20;
 pub const HARD_MAX_FRAME: usize = 1 << 30;
 
 /// Version of the protocol; processes of different versions refuse each other.
+/// 2: the coordinator names its run ([`ToNode::Welcome`]) and peers check
+/// it in their hellos; batches carry a [`Horizon`] instead of a next time.
 pub const PROTOCOL: u32 = 2;
+
+/// Length of a run id in bytes before hex encoding (`tls::random_run_id`).
+pub const RUN_ID_BYTES: usize = 16;
 
 /// Why a frame could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -136,8 +141,11 @@ pub struct PeerInfo {
 /// What the coordinator sends a node on its control stream.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum ToNode {
-    /// The coordinator's half of the mutual proof.
-    Welcome { proof: Vec<u8> },
+    /// The coordinator's half of the mutual proof, and the id of the run
+    /// the node joins: fresh per coordinator start, so a node and every
+    /// link it makes belong to one run, and a restarted coordinator (same
+    /// address, same secret) is a different run.
+    Welcome { proof: Vec<u8>, run: String },
     /// Everything the node needs to run its partition.
     Setup(Box<Setup>),
     /// Every node is connected to every other: start the windows.
@@ -237,8 +245,10 @@ impl BarrierStats {
 /// frames, the last with `last`).
 #[derive(Debug, Serialize, Deserialize)]
 pub enum PeerFrame<M> {
-    /// The dialing node says who it is (its certificate must match).
-    Hello { from: u32 },
+    /// The dialing node says who it is (its certificate must match) and
+    /// which run it belongs to (must be the acceptor's); the acceptor
+    /// answers with its own.
+    Hello { from: u32, run: String },
     Batch {
         window: u64,
         horizon: Horizon,
