@@ -16,10 +16,12 @@
 //! bounds partition `q`'s next window. A partition alone has no outside, so
 //! its window is the whole run.
 //!
-//! The model declares its links in a [`Reach`]; the engine checks every
-//! message against the distances (`D[x][q] ≤ latency + D[y][q]`, or
-//! `≤ latency` when the message enters `q`), so a model that sends faster
-//! than it declared fails loudly instead of breaking causality.
+//! The model declares its links in a [`Reach`]. With several partitions and
+//! a declared graph, the engine checks every message against the distances
+//! (`D[x][q] ≤ latency + D[y][q]`, or `≤ latency` when the message enters
+//! `q`; with [`Reach::Uniform`], `Ctx::send`'s lookahead check is the same
+//! condition), so a model that sends faster than it declared fails loudly
+//! instead of breaking causality.
 
 use dcemu_topology::SimTime;
 use serde::{Deserialize, Serialize};
