@@ -406,7 +406,7 @@ pub async fn run_coordinator(
         conns.push(n.conn.clone());
         let tx = events_tx.clone();
         let mut recv = n.recv;
-        let max_frame = opts.max_frame;
+        let mut max_frame = opts.max_frame;
         // connecting the mesh may take a while; heartbeats come once the run starts
         let silence = opts.failure_timeout.max(opts.join_timeout);
         let run_silence = opts.failure_timeout;
@@ -421,6 +421,11 @@ pub async fn run_coordinator(
                     Ok(Ok(Some(msg))) => {
                         if matches!(msg, ToCoordinator::Heartbeat { .. }) {
                             limit = run_silence;
+                        }
+                        // an admitted node's results may outgrow the
+                        // per-window frame limit (see the node's writer)
+                        if matches!(msg, ToCoordinator::Finished(_)) {
+                            max_frame = wire::HARD_MAX_FRAME;
                         }
                         if tx.send(Event::Msg(i, msg)).is_err() {
                             return;

@@ -289,7 +289,13 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     let (ctl_tx, mut ctl_rx) = mpsc::unbounded_channel::<ToCoordinator>();
     let writer = tokio::spawn(async move {
         while let Some(msg) = ctl_rx.recv().await {
-            wire::write(&mut ctl_send, &msg, max_frame).await?;
+            // one actor's results of a long run (the scheduler's samples of
+            // a month) can outgrow the frame limit meant for the run's batches
+            let limit = match msg {
+                ToCoordinator::Actor { .. } => wire::HARD_MAX_FRAME,
+                _ => max_frame,
+            };
+            wire::write(&mut ctl_send, &msg, limit).await?;
         }
         let _ = ctl_send.finish();
         Ok::<_, wire::WireError>(())
