@@ -292,7 +292,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
             // one actor's results of a long run (the scheduler's samples of
             // a month) can outgrow the frame limit meant for the run's batches
             let limit = match msg {
-                ToCoordinator::Actor { .. } => wire::HARD_MAX_FRAME,
+                ToCoordinator::Actor { .. } | ToCoordinator::Log { .. } => wire::HARD_MAX_FRAME,
                 _ => max_frame,
             };
             wire::write(&mut ctl_send, &msg, limit).await?;
