@@ -1437,23 +1437,9 @@ impl Core {
     fn placed_task(&self, id: TaskId) -> Option<Task> {
         let p = self.placed.get(&id)?;
         Some(Task {
-            id,
-            tenant: ActorId(0),
-            submitted_at: 0,
-            service_ns: p.left_ns,
-            flow_bps: 0,
-            app: None,
-            priority: 0,
             memory_mb: p.memory_mb,
             cores: p.cores,
-            first_start: None,
-            total_ns: p.left_ns,
-            evictions: 0,
-            priority_evictions: 0,
-            cpu_ppm: 0,
-            job: None,
-            dag: None,
-            dist: None,
+            ..Task::new(id, ActorId(0), 0, p.left_ns)
         })
     }
 

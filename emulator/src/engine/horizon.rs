@@ -45,8 +45,6 @@ pub enum Reach {
 pub struct Distances {
     partitions: usize,
     table: Vec<SimTime>,
-    /// `least[q]`: the smallest `D[x][q]` over all actors.
-    least: Vec<SimTime>,
     /// `alike[p]`: an actor of partition `p` when all its actors have the
     /// same distances (always so in a flat network).
     alike: Vec<Option<usize>>,
@@ -144,12 +142,6 @@ impl Distances {
                 }
             }
         }
-        let mut least = vec![SimTime::MAX; partitions];
-        for row in table.chunks(partitions.max(1)) {
-            for (l, &d) in least.iter_mut().zip(row) {
-                *l = (*l).min(d);
-            }
-        }
         let mut alike: Vec<Option<usize>> = vec![None; partitions];
         let row = |a: usize| &table[a * partitions..(a + 1) * partitions];
         let mut differ = vec![false; partitions];
@@ -178,7 +170,6 @@ impl Distances {
         Ok(Distances {
             partitions,
             table,
-            least,
             alike,
             class,
             class_rows,
@@ -205,11 +196,6 @@ impl Distances {
     /// shares, if they all share them.
     pub fn alike(&self, p: usize) -> Option<usize> {
         self.alike.get(p).copied().flatten()
-    }
-
-    /// The smallest distance into each partition, over all actors.
-    pub fn least(&self) -> &[SimTime] {
-        &self.least
     }
 
     /// `D[x][·]`, one entry per partition.
