@@ -4,7 +4,7 @@
 use dcemu_topology::{EnergyMeter, SimTime};
 use serde::Serialize;
 
-use crate::kernel::{Ctx, Metrics, ModelError};
+use crate::kernel::{Ctx, Metrics, ModelError, Step, Steps};
 use crate::model::Msg;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,17 +31,16 @@ pub struct Device {
     state: DevState,
     meter: EnergyMeter,
     wake_ups: u64,
-    /// `(time, +1 | -1)` each time the device becomes powered or goes to sleep.
-    transitions: Vec<(SimTime, i64)>,
+    /// Each time the device becomes powered (up) or goes to sleep (down).
+    transitions: Steps,
 }
 
 impl Device {
     pub fn new(state: DevState, watts: f64) -> Self {
-        let transitions = if state.powered() {
-            vec![(0, 1)]
-        } else {
-            Vec::new()
-        };
+        let mut transitions = Steps::default();
+        if state.powered() {
+            transitions.push(0, Step::Up);
+        }
         Device {
             state,
             meter: EnergyMeter::new(0, watts),
@@ -57,8 +56,8 @@ impl Device {
     /// Moves to `state` drawing `watts` from `now` on.
     pub fn set(&mut self, now: SimTime, state: DevState, watts: f64) {
         match (self.state.powered(), state.powered()) {
-            (false, true) => self.transitions.push((now, 1)),
-            (true, false) => self.transitions.push((now, -1)),
+            (false, true) => self.transitions.push(now, Step::Up),
+            (true, false) => self.transitions.push(now, Step::Down),
             _ => {}
         }
         if self.state == DevState::Sleep && state == DevState::Waking {
@@ -77,7 +76,7 @@ impl Device {
     pub fn powered_s(&self, end: SimTime) -> f64 {
         let mut since: Option<SimTime> = None;
         let mut total: u128 = 0;
-        for &(t, d) in &self.transitions {
+        for (t, d) in self.transitions.iter() {
             match (d > 0, since) {
                 (true, None) => since = Some(t.min(end)),
                 (false, Some(s)) => {
@@ -93,9 +92,11 @@ impl Device {
         total as f64 / 1e9
     }
 
-    /// Adds energy (J), wake-ups and on/off history under the given metric names.
+    /// Adds energy (J), wake-ups and on/off history under the given metric
+    /// names. The history moves into `out` (it can be the largest thing a
+    /// long run holds), so this is the device's last use.
     pub fn report(
-        &self,
+        &mut self,
         end: SimTime,
         out: &mut Metrics,
         energy: &'static str,
@@ -105,9 +106,7 @@ impl Device {
         out.add_f64(energy, self.meter.joules_at(end));
         out.add(wake_ups, self.wake_ups);
         out.declare_steps(on);
-        for &(t, d) in &self.transitions {
-            out.step(on, t, d);
-        }
+        out.append_steps(on, std::mem::take(&mut self.transitions));
     }
 }
 

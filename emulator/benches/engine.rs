@@ -166,11 +166,16 @@ struct Fingerprint {
 
 impl Fingerprint {
     fn of(out: &EngineOutput) -> Self {
+        let per_actor: Vec<Metrics> = out.actors.iter().map(|a| a.metrics.clone()).collect();
+        let mut merged = Metrics::default();
+        for m in per_actor.iter().cloned() {
+            merged.merge(m);
+        }
         Fingerprint {
             events: out.events,
             virtual_end: out.virtual_end,
-            merged: out.merged_metrics(),
-            per_actor: out.actors.iter().map(|a| a.metrics.clone()).collect(),
+            merged,
+            per_actor,
         }
     }
 }

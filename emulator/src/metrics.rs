@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use dcemu_topology::SimTime;
 use serde_json::Value;
 
+use dcemu_actors::kernel::{Metrics, Steps};
+
 use crate::engine::EngineOutput;
 
 /// Every metric of a run, sorted by key.
@@ -69,10 +71,15 @@ fn v_metric(by_class: &serde_json::Map<String, Value>) -> Option<f64> {
     (!terms.is_empty()).then(|| terms.iter().sum::<f64>() / terms.len() as f64)
 }
 
-/// Summarises a run over `[0, horizon)` (the run's end), and samples every
-/// step series each `interval` for `timeseries.csv`.
-pub fn summarize(out: &EngineOutput, horizon: SimTime, interval: SimTime) -> (MetricMap, Vec<u8>) {
-    let merged = out.merged_metrics();
+/// Summarises a run over `[0, horizon)` (the run's end) from its merged
+/// metrics (see [`EngineOutput::take_metrics`]), and samples every step
+/// series each `interval` for `timeseries.csv`.
+pub fn summarize(
+    out: &EngineOutput,
+    mut merged: Metrics,
+    horizon: SimTime,
+    interval: SimTime,
+) -> (MetricMap, Vec<u8>) {
     let mut m = MetricMap::new();
     m.insert("events".into(), out.events.into());
     m.insert("virtual_end_s".into(), seconds(out.virtual_end).into());
@@ -122,17 +129,13 @@ pub fn summarize(out: &EngineOutput, horizon: SimTime, interval: SimTime) -> (Me
         "priority_evictions_per_evicted_task_mean".into(),
         opt(per_task("evictions_priority", "priority_evicted_tasks")),
     );
-    let mut series: Vec<(&str, Vec<(SimTime, i64)>)> =
-        ALWAYS_STEPS.iter().map(|&n| (n, Vec::new())).collect();
-    for (name, changes) in merged.steps() {
-        match series.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, v)) => v.extend_from_slice(changes),
-            None => series.push((name, changes.to_vec())),
-        }
+    let mut steps = merged.take_steps();
+    for name in ALWAYS_STEPS {
+        steps.entry(name).or_default();
     }
-    series.sort_by_key(|(n, _)| *n);
+    let mut series: Vec<(&str, Steps)> = steps.into_iter().collect();
     for (_, changes) in &mut series {
-        changes.sort_unstable();
+        changes.sort();
     }
     for (name, changes) in &series {
         let (mean, max) = sweep(changes, horizon);
@@ -244,8 +247,8 @@ pub fn summarize(out: &EngineOutput, horizon: SimTime, interval: SimTime) -> (Me
 
 /// Means of the wall-clock series the actors measured, as `<name>_mean`
 /// (for `run.json`: machine-dependent, never digested).
-pub fn wall_means(out: &EngineOutput) -> MetricMap {
-    out.merged_metrics()
+pub fn wall_means(merged: &Metrics) -> MetricMap {
+    merged
         .walls()
         .map(|(name, values)| {
             let mean =
@@ -268,8 +271,7 @@ pub fn table_header(name: &str) -> Option<&'static str> {
 }
 
 /// The tables of rows as CSV files (`<name>.csv`), rows sorted by key.
-pub fn tables(out: &EngineOutput) -> Vec<(String, Vec<u8>)> {
-    let merged = out.merged_metrics();
+pub fn tables(merged: &Metrics) -> Vec<(String, Vec<u8>)> {
     merged
         .rows()
         .filter_map(|(name, rows)| {
@@ -287,11 +289,11 @@ pub fn tables(out: &EngineOutput) -> Vec<(String, Vec<u8>)> {
 }
 
 /// Time-weighted mean over `[0, horizon)` and exact maximum of a count given
-/// by sorted `(time, delta)` changes (at equal times decreases come first, so
-/// a device going to sleep as another wakes never counts twice).
-fn sweep(changes: &[(SimTime, i64)], horizon: SimTime) -> (f64, i64) {
+/// by sorted changes (at equal times decreases come first, so a device going
+/// to sleep as another wakes never counts twice).
+fn sweep(changes: &Steps, horizon: SimTime) -> (f64, i64) {
     let (mut count, mut max, mut last, mut area) = (0i64, 0i64, 0u64, 0f64);
-    for &(t, d) in changes {
+    for (t, d) in changes.iter() {
         let t = t.min(horizon);
         area += count as f64 * (t - last) as f64;
         last = t;
@@ -308,11 +310,7 @@ fn sweep(changes: &[(SimTime, i64)], horizon: SimTime) -> (f64, i64) {
 }
 
 /// `time_s,<series>...`: each series' count at `0, interval, 2·interval, …, horizon`.
-fn timeseries(
-    series: &[(&str, Vec<(SimTime, i64)>)],
-    horizon: SimTime,
-    interval: SimTime,
-) -> Vec<u8> {
+fn timeseries(series: &[(&str, Steps)], horizon: SimTime, interval: SimTime) -> Vec<u8> {
     let mut out = String::from("time_s");
     for (name, _) in series {
         out.push(',');
@@ -320,14 +318,16 @@ fn timeseries(
     }
     out.push('\n');
     let interval = interval.max(1);
-    let mut cursors = vec![(0usize, 0i64); series.len()];
+    let mut cursors: Vec<_> = series
+        .iter()
+        .map(|(_, changes)| (changes.iter().peekable(), 0i64))
+        .collect();
     let mut t = 0u64;
     loop {
         out.push_str(&format!("{}", seconds(t)));
-        for ((_, changes), (i, count)) in series.iter().zip(cursors.iter_mut()) {
-            while *i < changes.len() && changes[*i].0 <= t {
-                *count += changes[*i].1;
-                *i += 1;
+        for (changes, count) in &mut cursors {
+            while let Some((_, d)) = changes.next_if(|&(at, _)| at <= t) {
+                *count += d;
             }
             out.push_str(&format!(",{count}"));
         }
@@ -425,6 +425,15 @@ pub fn to_csv(m: &MetricMap) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dcemu_actors::kernel::Step::{self, Down, Up};
+
+    fn steps(changes: &[(SimTime, Step)]) -> Steps {
+        let mut s = Steps::default();
+        for &(t, step) in changes {
+            s.push(t, step);
+        }
+        s
+    }
 
     #[test]
     fn nearest_rank_percentiles() {
@@ -439,19 +448,24 @@ mod tests {
     #[test]
     fn sweep_gives_exact_time_weighted_mean_and_max() {
         // one device on for [0, 10), another for [5, 20), horizon 20
-        let mut changes = vec![(0, 1), (10, -1), (5, 1), (20, -1)];
-        changes.sort_unstable();
+        let mut changes = steps(&[(0, Up), (10, Down), (5, Up), (20, Down)]);
+        changes.sort();
         let (mean, max) = sweep(&changes, 20);
         assert_eq!(max, 2);
         assert_eq!(mean, (10.0 + 15.0) / 20.0);
         // a hand-over at the same instant is not an overlap
-        let (_, max) = sweep(&[(0, 1), (7, -1), (7, 1)], 20);
+        let mut changes = steps(&[(0, Up), (7, Up), (7, Down)]);
+        changes.sort();
+        let (_, max) = sweep(&changes, 20);
         assert_eq!(max, 1);
     }
 
     #[test]
     fn timeseries_samples_the_count_at_each_interval() {
-        let series = vec![("servers_on", vec![(0, 2), (1_500_000_000, -1)])];
+        let series = vec![(
+            "servers_on",
+            steps(&[(0, Up), (0, Up), (1_500_000_000, Down)]),
+        )];
         let csv = String::from_utf8(timeseries(&series, 3_000_000_000, 1_000_000_000)).unwrap();
         assert_eq!(csv, "time_s,servers_on\n0,2\n1,2\n2,1\n3,1\n");
     }

@@ -139,7 +139,7 @@ pub fn prepare(scenario: &Scenario, log_dir: Option<PathBuf>) -> Result<Prepared
 /// multi-process runs both end here, so they write the same results.
 pub fn assemble(
     scenario: &Scenario,
-    output: EngineOutput,
+    mut output: EngineOutput,
     log_dir: Option<&Path>,
     actor_count: usize,
     slot_table: Option<String>,
@@ -149,13 +149,18 @@ pub fn assemble(
     let (_, primary_factor) = scenario
         .scaled_primary_tenants()
         .map_err(RunError::PrimaryScaling)?;
-    let (mut metrics, timeseries) =
-        metrics::summarize(&output, end, scenario.power.sample_interval.as_nanos());
+    let merged = output.take_metrics();
+    let tables = metrics::tables(&merged);
+    let wall_metrics = metrics::wall_means(&merged);
+    let (mut metrics, timeseries) = metrics::summarize(
+        &output,
+        merged,
+        end,
+        scenario.power.sample_interval.as_nanos(),
+    );
     if let Some(factor) = primary_factor {
         metrics.insert("primary_scaling_factor".into(), factor.into());
     }
-    let tables = metrics::tables(&output);
-    let wall_metrics = metrics::wall_means(&output);
     let mut files = vec![
         (
             "scenario.toml".to_string(),
@@ -191,7 +196,6 @@ pub fn assemble(
         }
     }
     let (events, windows, virtual_end) = (output.events, output.windows, output.virtual_end);
-    let mut output = output;
     let states = output
         .actors
         .iter_mut()

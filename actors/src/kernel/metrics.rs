@@ -2,7 +2,10 @@ use std::collections::BTreeMap;
 
 use dcemu_topology::SimTime;
 
+mod steps;
 mod wire;
+
+pub use steps::{Step, Steps};
 
 /// What actors report at the end of a run: counters and samples by metric
 /// name. The engine merges every actor's `Metrics` in actor-id order, so the
@@ -16,7 +19,7 @@ pub struct Metrics {
     /// lot (every message's latency) at a memory cost of distinct values.
     tallies: BTreeMap<&'static str, Vec<(f64, u64)>>,
     sums: BTreeMap<&'static str, f64>,
-    steps: BTreeMap<&'static str, Vec<(SimTime, i64)>>,
+    steps: BTreeMap<&'static str, Steps>,
     rows: BTreeMap<&'static str, Vec<(u64, String)>>,
     /// Wall-clock measurements (e.g. the cost of a scheduling decision):
     /// machine-dependent, so they go to `run.json`, never to the digest.
@@ -54,10 +57,16 @@ impl Metrics {
         *self.sums.entry(name).or_insert(0.0) += value;
     }
 
-    /// Records that a count (e.g. of powered servers) changes by `delta` at
-    /// `t`; summed over actors it gives the count over time.
-    pub fn step(&mut self, name: &'static str, t: SimTime, delta: i64) {
-        self.steps.entry(name).or_default().push((t, delta));
+    /// Records that a count (e.g. of powered servers) changes by one at `t`;
+    /// summed over actors it gives the count over time.
+    pub fn step(&mut self, name: &'static str, t: SimTime, step: Step) {
+        self.steps.entry(name).or_default().push(t, step);
+    }
+
+    /// Appends a whole history of changes to the count `name`, without
+    /// copying it when `name` has none yet.
+    pub fn append_steps(&mut self, name: &'static str, steps: Steps) {
+        self.steps.entry(name).or_default().append(steps);
     }
 
     /// Ensures a step series exists even if nothing changed.
@@ -86,34 +95,36 @@ impl Metrics {
         self.rows.iter().map(|(k, v)| (*k, v.as_slice()))
     }
 
-    /// Appends `other` to `self`; callers merge in actor-id order.
+    /// Appends `other` to `self`; callers merge in actor-id order. Series
+    /// `self` does not have yet are moved, not copied.
     pub fn merge(&mut self, other: Metrics) {
         for (name, value) in other.counters {
             self.add(name, value);
         }
         for (name, values) in other.samples {
-            self.samples.entry(name).or_default().extend(values);
+            extend_or_take(self.samples.entry(name).or_default(), values);
         }
         for (name, values) in other.tallies {
-            self.tallies.entry(name).or_default().extend(values);
+            extend_or_take(self.tallies.entry(name).or_default(), values);
         }
         for (name, value) in other.sums {
             self.add_f64(name, value);
         }
         for (name, values) in other.steps {
-            self.steps.entry(name).or_default().extend(values);
+            self.append_steps(name, values);
         }
         for (name, rows) in other.rows {
-            self.rows.entry(name).or_default().extend(rows);
+            extend_or_take(self.rows.entry(name).or_default(), rows);
         }
         for (name, values) in other.wall {
-            self.wall.entry(name).or_default().extend(values);
+            extend_or_take(self.wall.entry(name).or_default(), values);
         }
     }
 
-    /// Step series: `(time, delta)` changes, in merge order (not sorted).
-    pub fn steps(&self) -> impl Iterator<Item = (&'static str, &[(SimTime, i64)])> + '_ {
-        self.steps.iter().map(|(k, v)| (*k, v.as_slice()))
+    /// Takes the step series out (the largest part of a long energy run's
+    /// metrics), leaving none.
+    pub fn take_steps(&mut self) -> BTreeMap<&'static str, Steps> {
+        std::mem::take(&mut self.steps)
     }
 
     pub fn sums(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
@@ -143,6 +154,15 @@ impl Metrics {
 
     pub fn samples_of(&self, name: &str) -> &[f64] {
         self.samples.get(name).map(Vec::as_slice).unwrap_or(&[])
+    }
+}
+
+/// `to.extend(from)`, or `from` itself when `to` is empty.
+fn extend_or_take<T>(to: &mut Vec<T>, from: Vec<T>) {
+    if to.is_empty() {
+        *to = from;
+    } else {
+        to.extend(from);
     }
 }
 

@@ -16,7 +16,7 @@ mod rng;
 pub use ctx::Ctx;
 pub use envelope::{ActorId, Envelope};
 pub use log::ActorLog;
-pub use metrics::Metrics;
+pub use metrics::{Metrics, Step, Steps};
 pub use rng::{ActorRng, actor_rng};
 
 use dcemu_topology::SimTime;

@@ -20,7 +20,9 @@ pub const HARD_MAX_FRAME: usize = 1 << 30;
 /// Version of the protocol; processes of different versions refuse each other.
 /// 2: the coordinator names its run ([`ToNode::Welcome`]) and peers check
 /// it in their hellos; batches carry a [`Horizon`] instead of a next time.
-pub const PROTOCOL: u32 = 2;
+/// 3: step series in the gathered metrics are packed 8 bytes a change
+/// (`dcemu_actors::kernel::Steps`).
+pub const PROTOCOL: u32 = 3;
 
 /// Length of a run id in bytes before hex encoding (`tls::random_run_id`).
 pub const RUN_ID_BYTES: usize = 16;

@@ -102,11 +102,12 @@ pub struct EngineOutput {
 }
 
 impl EngineOutput {
-    /// All actors' metrics merged in actor-id order.
-    pub fn merged_metrics(&self) -> Metrics {
+    /// All actors' metrics merged in actor-id order, moved out of the
+    /// actors' outputs (a long run's series are too large to copy).
+    pub fn take_metrics(&mut self) -> Metrics {
         let mut all = Metrics::default();
-        for a in &self.actors {
-            all.merge(a.metrics.clone());
+        for a in &mut self.actors {
+            all.merge(std::mem::take(&mut a.metrics));
         }
         all
     }

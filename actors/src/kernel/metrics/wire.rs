@@ -9,11 +9,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use dcemu_topology::SimTime;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::Metrics;
+use super::{Metrics, Steps};
 
 /// Distinct metric names one process interns at most.
 pub const MAX_NAMES: usize = 4096;
@@ -50,7 +49,7 @@ struct WireRef<'a> {
     samples: &'a BTreeMap<&'static str, Vec<f64>>,
     tallies: &'a BTreeMap<&'static str, Vec<(f64, u64)>>,
     sums: &'a BTreeMap<&'static str, f64>,
-    steps: &'a BTreeMap<&'static str, Vec<(SimTime, i64)>>,
+    steps: &'a BTreeMap<&'static str, Steps>,
     rows: &'a BTreeMap<&'static str, Vec<(u64, String)>>,
     wall: &'a BTreeMap<&'static str, Vec<f64>>,
 }
@@ -61,7 +60,7 @@ struct Wire {
     samples: BTreeMap<String, Vec<f64>>,
     tallies: BTreeMap<String, Vec<(f64, u64)>>,
     sums: BTreeMap<String, f64>,
-    steps: BTreeMap<String, Vec<(SimTime, i64)>>,
+    steps: BTreeMap<String, Steps>,
     rows: BTreeMap<String, Vec<(u64, String)>>,
     wall: BTreeMap<String, Vec<f64>>,
 }
@@ -116,7 +115,7 @@ mod tests {
         m.sample("rt", 0.1 + 0.2);
         m.tally("latency_us", 5.0, 3);
         m.add_f64("busy", 1.5);
-        m.step("servers_on", 10, -1);
+        m.step("servers_on", 10, crate::kernel::Step::Down);
         m.row("apps", 7, "7,a".into());
         m.wall_sample("decision_us", 2.0);
         let text = serde_json::to_string(&m).unwrap();
