@@ -946,15 +946,14 @@ impl WorkloadTenant {
         if matches!(self.work, Work::Apps(_)) {
             out.declare_samples("perf_norm_response");
         }
-        for &p in &self.perf_response {
-            out.sample("perf_norm_response", p);
+        if !self.perf_response.is_empty() {
+            out.append_samples(
+                "perf_norm_response",
+                std::mem::take(&mut self.perf_response),
+            );
         }
         out.declare_samples("waiting_s");
-        for &r in &self.response_s {
-            out.sample("response_s", r);
-        }
-        for &w in &self.waiting_s {
-            out.sample("waiting_s", w);
-        }
+        out.append_samples("response_s", std::mem::take(&mut self.response_s));
+        out.append_samples("waiting_s", std::mem::take(&mut self.waiting_s));
     }
 }

@@ -47,6 +47,12 @@ impl Metrics {
         }
     }
 
+    /// Appends observations of a distribution kept elsewhere during the run,
+    /// without copying them when `name` has none yet.
+    pub fn append_samples(&mut self, name: &'static str, values: Vec<f64>) {
+        extend_or_take(self.samples.entry(name).or_default(), values);
+    }
+
     /// Ensures a distribution exists even if it got no observations.
     pub fn declare_samples(&mut self, name: &'static str) {
         self.samples.entry(name).or_default();
@@ -83,6 +89,11 @@ impl Metrics {
     /// Records a wall-clock observation (kept out of the digested results).
     pub fn wall_sample(&mut self, name: &'static str, value: f64) {
         self.wall.entry(name).or_default().push(value);
+    }
+
+    /// Appends wall-clock observations kept elsewhere during the run.
+    pub fn append_wall_samples(&mut self, name: &'static str, values: Vec<f64>) {
+        extend_or_take(self.wall.entry(name).or_default(), values);
     }
 
     /// Wall-clock series, in merge order.

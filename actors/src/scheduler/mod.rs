@@ -955,12 +955,9 @@ impl Scheduler {
         out.add("migrations", core.migrations);
         out.add("migrations_declined", core.migrations_declined);
         out.add("isolations", core.isolations);
-        out.declare_samples("queue_wait_s");
-        for &w in &core.queue_wait_s {
-            out.sample("queue_wait_s", w);
-        }
-        for &us in &core.decision_us {
-            out.wall_sample("sched_decision_us", us);
+        out.append_samples("queue_wait_s", std::mem::take(&mut core.queue_wait_s));
+        if !core.decision_us.is_empty() {
+            out.append_wall_samples("sched_decision_us", std::mem::take(&mut core.decision_us));
         }
         self.admission.finish(out);
         core.placement.finish(out);
