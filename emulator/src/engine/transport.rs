@@ -12,7 +12,9 @@
 //! crossbeam channels; the QUIC transport between processes implements the
 //! same trait.
 
-use crossbeam_channel::{Receiver, Sender};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use dcemu_actors::kernel::Envelope;
 use dcemu_topology::SimTime;
 
@@ -108,10 +110,27 @@ pub struct InMemoryTransport<M> {
     /// can be at most one window ahead: it cannot leave window `w + 1` before
     /// this partition's batch of window `w + 1` arrives).
     early: Vec<(usize, Horizon, Vec<Envelope<M>>)>,
+    /// How long to poll for a peer's batch before sleeping on the channel.
+    spin: Duration,
 }
 
-/// Connects `n` partitions to each other.
+/// How long a partition polls for its peers' batches before it sleeps, when
+/// every partition has a core of its own. A window of a flat network holds
+/// a few microseconds of work, and waking a sleeping thread costs about as
+/// much again; polling a little longer than a window keeps both threads
+/// awake through the exchange.
+const SPIN: Duration = Duration::from_micros(50);
+
+/// Connects `n` partitions to each other. They poll for each other's
+/// batches briefly (see [`SPIN`]) only when there are at least `n` cores,
+/// since a polling thread would otherwise take the core a peer needs.
 pub fn in_memory_mesh<M: Send>(n: usize) -> Vec<InMemoryTransport<M>> {
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let spin = if n > 1 && n <= cores {
+        SPIN
+    } else {
+        Duration::ZERO
+    };
     let (senders, receivers): (Vec<_>, Vec<_>) =
         (0..n).map(|_| crossbeam_channel::unbounded()).unzip();
     receivers
@@ -123,8 +142,36 @@ pub fn in_memory_mesh<M: Send>(n: usize) -> Vec<InMemoryTransport<M>> {
             peers: senders.clone(),
             inbox,
             early: Vec::new(),
+            spin,
         })
         .collect()
+}
+
+impl<M> InMemoryTransport<M> {
+    /// The next frame: polled for up to `spin`, then waited for.
+    fn next_frame(&self) -> Result<Frame<M>, TransportError> {
+        if !self.spin.is_zero() {
+            let start = Instant::now();
+            loop {
+                match self.inbox.try_recv() {
+                    Ok(frame) => return Ok(frame),
+                    Err(TryRecvError::Disconnected) => {
+                        return Err(TransportError::PeerGone { peer: usize::MAX });
+                    }
+                    Err(TryRecvError::Empty) => {}
+                }
+                if start.elapsed() >= self.spin {
+                    break;
+                }
+                for _ in 0..64 {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+        self.inbox
+            .recv()
+            .map_err(|_| TransportError::PeerGone { peer: usize::MAX })
+    }
 }
 
 impl<M: Send> Transport<M> for InMemoryTransport<M> {
@@ -160,13 +207,13 @@ impl<M: Send> Transport<M> for InMemoryTransport<M> {
             received += 1;
         }
         while received < n - 1 {
-            match self.inbox.recv() {
-                Ok(Frame::Batch {
+            match self.next_frame()? {
+                Frame::Batch {
                     window: w,
                     from,
                     horizon,
                     envelopes,
-                }) => {
+                } => {
                     if w == window {
                         agreed.merge(&horizon).map_err(|r| mismatch(from, r))?;
                         incoming.extend(envelopes);
@@ -181,10 +228,9 @@ impl<M: Send> Transport<M> for InMemoryTransport<M> {
                         });
                     }
                 }
-                Ok(Frame::Abort { from }) => {
+                Frame::Abort { from } => {
                     return Err(TransportError::PeerAborted { peer: from });
                 }
-                Err(_) => return Err(TransportError::PeerGone { peer: usize::MAX }),
             }
         }
         Ok(agreed)
