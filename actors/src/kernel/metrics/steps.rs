@@ -17,15 +17,6 @@ pub enum Step {
     Up,
 }
 
-impl Step {
-    pub fn delta(self) -> i64 {
-        match self {
-            Step::Down => -1,
-            Step::Up => 1,
-        }
-    }
-}
-
 /// Latest time a change can carry: one bit of the 64 holds the direction.
 pub const LAST_STEP_TIME: SimTime = u64::MAX >> 1;
 
