@@ -48,7 +48,8 @@ impl Metrics {
     }
 
     /// Appends observations of a distribution kept elsewhere during the run,
-    /// without copying them when `name` has none yet.
+    /// without copying them when `name` has none yet. Like
+    /// [`Self::declare_samples`], it creates the series even from no values.
     pub fn append_samples(&mut self, name: &'static str, values: Vec<f64>) {
         extend_or_take(self.samples.entry(name).or_default(), values);
     }
@@ -70,7 +71,8 @@ impl Metrics {
     }
 
     /// Appends a whole history of changes to the count `name`, without
-    /// copying it when `name` has none yet.
+    /// copying it when `name` has none yet (and creates the series even
+    /// from no changes).
     pub fn append_steps(&mut self, name: &'static str, steps: Steps) {
         self.steps.entry(name).or_default().append(steps);
     }
@@ -91,7 +93,8 @@ impl Metrics {
         self.wall.entry(name).or_default().push(value);
     }
 
-    /// Appends wall-clock observations kept elsewhere during the run.
+    /// Appends wall-clock observations kept elsewhere during the run (and
+    /// creates the series even from no values).
     pub fn append_wall_samples(&mut self, name: &'static str, values: Vec<f64>) {
         extend_or_take(self.wall.entry(name).or_default(), values);
     }

@@ -50,12 +50,8 @@ impl Steps {
     }
 
     /// Appends `other`'s changes, taking its buffer when `self` is empty.
-    pub fn append(&mut self, mut other: Steps) {
-        if self.0.is_empty() {
-            self.0 = other.0;
-        } else {
-            self.0.append(&mut other.0);
-        }
+    pub fn append(&mut self, other: Steps) {
+        super::extend_or_take(&mut self.0, other.0);
     }
 
     /// Orders by time, decreases first at equal times.
