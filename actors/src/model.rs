@@ -218,6 +218,14 @@ pub struct World {
     pub report_interval: SimTime,
     /// Slots of the largest server: no task takes more.
     pub max_slots: u32,
+    /// Cores of all servers together (Paragon §5 measures load against it).
+    pub cluster_cores: u64,
+    /// From the earliest start to the latest stop of the tenants that submit
+    /// catalog applications: the window `offered_load` averages over.
+    pub app_window: (SimTime, SimTime),
+    /// The catalog's input statistics against this cluster (Paragon §2.2),
+    /// as metric name and value; grading only, emitted by the scheduler.
+    pub truth_inputs: Vec<(&'static str, f64)>,
     /// Servers send each running application's progress rate with their
     /// reports (the scheduler detects phases from it, Paragon §3.4).
     pub monitor_rates: bool,
@@ -436,6 +444,19 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
             )?
         }
     };
+    let truth_inputs = crate::ground_truth::stats::metrics(
+        &catalog,
+        &spec
+            .server_types
+            .iter()
+            .enumerate()
+            .map(|(class, s)| crate::ground_truth::stats::ClusterType {
+                class,
+                cores: s.cores(),
+                count: s.count,
+            })
+            .collect::<Vec<_>>(),
+    );
     let world = Arc::new(World {
         names: names.clone(),
         network,
@@ -459,6 +480,23 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
             .fold(1.0, f64::max),
         report_interval: spec.scheduler.report_interval.as_nanos(),
         max_slots: slots.per_server.iter().copied().max().unwrap_or(1),
+        app_window: spec
+            .tenants
+            .iter()
+            .filter(|t| t.applications.is_some())
+            .map(|t| {
+                (
+                    t.start.as_nanos(),
+                    t.stop.map_or(spec.end, |d| d.as_nanos()),
+                )
+            })
+            .fold((SimTime::MAX, 0), |(a, b), (s, e)| (a.min(s), b.max(e))),
+        cluster_cores: spec
+            .server_types
+            .iter()
+            .map(|s| u64::from(s.count) * u64::from(s.cores()))
+            .sum(),
+        truth_inputs,
         monitor_rates: spec.scheduler.detects_phases(),
         reclassify_time: spec.scheduler.reclassify_time.as_nanos(),
         profile_noise: spec.scheduler.profile_noise,

@@ -88,6 +88,10 @@ pub struct Server {
     apps_completed: u64,
     apps_qos_met: u64,
     perf_norm: Vec<f64>,
+    /// Finished applications that ran on a configuration within 5 % of
+    /// their best, and those whose co-runners cost them under 5 %.
+    apps_het_ok: u64,
+    apps_intf_ok: u64,
     /// `applications.csv` rows of the applications that finished here.
     app_rows: Vec<(TaskId, String)>,
     /// Generation of the one live `Progress` timer, and when it fires.
@@ -237,6 +241,8 @@ impl Server {
             apps_completed: 0,
             apps_qos_met: 0,
             perf_norm: Vec::new(),
+            apps_het_ok: 0,
+            apps_intf_ok: 0,
             app_rows: Vec::new(),
             timer: (0, None),
             power_state: Powered::new(device),
@@ -915,15 +921,21 @@ impl Server {
             self.apps_completed += 1;
             self.apps_qos_met += u64::from(p >= QOS_PERF_NORM);
             self.perf_norm.push(p);
-            let family = self
-                .world
-                .catalog
-                .get(app as usize)
-                .map_or("?", |a| a.family.name());
+            let profile = self.world.catalog.get(app as usize);
+            let family = profile.map_or("?", |a| a.family.name());
+            // Paragon Fig. 9 / Fig. 14 split a result into the quality of
+            // the platform decision (speed here against the best
+            // configuration) and of the colocation (what is left of
+            // perf_norm); grading only, from the configuration it ended on.
+            let speed = profile
+                .and_then(|a| a.speed.get(self.class).copied())
+                .unwrap_or(1.0);
+            self.apps_het_ok += u64::from(speed >= QOS_PERF_NORM);
+            self.apps_intf_ok += u64::from(p >= QOS_PERF_NORM * speed);
             self.app_rows.push((
                 id,
                 format!(
-                    "{id},{app},{family},{},{},{},{p}",
+                    "{id},{app},{family},{},{},{},{p},{speed}",
                     self.world.name(ctx.me()),
                     self.server_type,
                     now - first
@@ -1065,6 +1077,10 @@ impl Server {
         out.add_f64("on_memory_mb_s", self.memory_mb as f64 * on_s);
         out.add("apps_completed", self.apps_completed);
         out.add("apps_qos_met", self.apps_qos_met);
+        if self.apps_completed > 0 {
+            out.add("apps_het_ok", self.apps_het_ok);
+            out.add("apps_intf_ok", self.apps_intf_ok);
+        }
         out.declare_samples("perf_norm");
         for (id, line) in self.app_rows.drain(..) {
             out.row("applications", id, line);

@@ -51,6 +51,31 @@ pub struct WorkloadTenant {
     ideal: std::collections::BTreeMap<u64, u64>,
     /// Ideal time over response time, per acknowledged application.
     perf_response: Vec<f64>,
+    /// Paragon §5's load level: cores × ideal seconds of the catalog
+    /// applications submitted, and the first and last submission times.
+    offered: Offered,
+}
+
+/// What a tenant's catalog applications ask of the cluster (Paragon §5
+/// classes load by "the required core count" against the cores available;
+/// Fig. 11 draws it from arrivals and ideal execution times).
+#[derive(Default)]
+struct Offered {
+    core_s: f64,
+}
+
+impl Offered {
+    fn record(&mut self, cores: u32, ideal_s: f64) {
+        self.core_s += f64::from(cores) * ideal_s;
+    }
+
+    /// This tenant's share of the mean required core count over the
+    /// application tenants' common `window`, as a share of the cluster's
+    /// `cores`; the shares of all tenants add up to the cluster's load.
+    fn load(&self, cores: u64, (from, to): (SimTime, SimTime)) -> Option<f64> {
+        let window = to.checked_sub(from)?;
+        (window > 0 && cores > 0).then(|| self.core_s / (cores as f64 * window as f64 / 1e9))
+    }
 }
 
 /// Sample series of response times per priority class (thesis Figure 7.5).
@@ -359,6 +384,7 @@ impl WorkloadTenant {
             response_s: Vec::new(),
             ideal: std::collections::BTreeMap::new(),
             perf_response: Vec::new(),
+            offered: Offered::default(),
             by_class: Vec::new(),
             waiting_s: Vec::new(),
         }
@@ -474,6 +500,7 @@ impl WorkloadTenant {
                     AppOrder::Random => index(ctx.rng(), apps),
                 };
                 let app = &self.world.catalog[id as usize];
+                self.offered.record(app.cores, app.ideal_s);
                 Ok(Demand {
                     service_ns: to_nanos(app.ideal_s * 1e9).max(1),
                     app: Some(id),
@@ -919,6 +946,12 @@ impl WorkloadTenant {
         out.add("tasks_submitted", self.submitted);
         if matches!(self.work, Work::Apps(_)) {
             out.add("apps_submitted", self.submitted);
+            if let Some(load) = self
+                .offered
+                .load(self.world.cluster_cores, self.world.app_window)
+            {
+                out.add_f64("offered_load", load);
+            }
         }
         if matches!(self.work, Work::MapReduce(_) | Work::Dag(_)) {
             out.add("jobs_submitted", self.jobs);

@@ -184,6 +184,17 @@ pub fn summarize(
     let apps = merged.counter("apps_completed");
     let qos = (apps > 0).then(|| merged.counter("apps_qos_met") as f64 / apps as f64);
     m.insert("qos_met_fraction".into(), opt(qos));
+    for (count, key) in [
+        ("apps_het_ok", "decision_het_ok_fraction"),
+        ("apps_intf_ok", "decision_intf_ok_fraction"),
+    ] {
+        if apps > 0 && m.contains_key(count) {
+            m.insert(
+                key.into(),
+                opt(Some(merged.counter(count) as f64 / apps as f64)),
+            );
+        }
+    }
     if m.contains_key("blocks_total") {
         // harvested storage (harvesting §6.4): only with a name node
         let share = |part: &str, whole: &str| {
@@ -262,7 +273,7 @@ pub fn wall_means(merged: &Metrics) -> MetricMap {
 /// [`dcemu_actors::kernel::Metrics::row`]).
 pub fn table_header(name: &str) -> Option<&'static str> {
     match name {
-        "applications" => Some("task,app,family,server,server_type,ran_ns,perf_norm"),
+        "applications" => Some("task,app,family,server,server_type,ran_ns,perf_norm,speed"),
         "distributed" => {
             Some("run,app,name,units,servers,qos_perf,solo_s,runtime_s,norm_runtime,qos_met")
         }

@@ -115,7 +115,7 @@ fn every_finished_application_is_a_row_of_applications_csv() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("task,app,family,server,server_type,ran_ns,perf_norm")
+        Some("task,app,family,server,server_type,ran_ns,perf_norm,speed")
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert_eq!(rows.len() as f64, metric(&o, "apps_completed"));
@@ -127,4 +127,13 @@ fn every_finished_application_is_a_row_of_applications_csv() {
         .sum::<f64>()
         / rows.len() as f64;
     assert!((mean - metric(&o, "perf_norm_mean")).abs() < 1e-9);
+    let graded: Vec<(f64, f64)> = rows
+        .iter()
+        .map(|r| (r[6].parse().unwrap(), r[7].parse().unwrap()))
+        .collect();
+    assert!(graded.iter().all(|&(_, speed)| speed > 0.0 && speed <= 1.0));
+    let het_ok = graded.iter().filter(|&&(_, s)| s >= 0.95).count();
+    let intf_ok = graded.iter().filter(|&&(p, s)| p >= 0.95 * s).count();
+    assert_eq!(het_ok as f64, metric(&o, "apps_het_ok"));
+    assert_eq!(intf_ok as f64, metric(&o, "apps_intf_ok"));
 }

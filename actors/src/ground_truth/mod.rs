@@ -47,6 +47,7 @@
 
 mod catalog;
 mod interference;
+pub mod stats;
 #[cfg(test)]
 mod tests;
 

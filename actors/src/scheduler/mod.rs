@@ -961,6 +961,9 @@ impl Scheduler {
         }
         self.admission.finish(out);
         core.placement.finish(out);
+        for &(name, value) in &core.world.truth_inputs {
+            out.add_f64(name, value);
+        }
         if let Some(c) = &core.classification {
             c.lab.finish(out);
             out.add("cf_reconstructions", c.classifier.reconstructions());
