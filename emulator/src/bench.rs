@@ -529,14 +529,20 @@ fn machine() -> String {
                 .and_then(|kb| kb.parse::<f64>().ok())
         })
         .map_or("?".into(), |kb| format!("{:.0}", kb / 1024.0 / 1024.0));
+    format!(
+        "{cpu}, {cores} cores available, {mem_gb} GB; dcemu {} (release build); {}",
+        env!("CARGO_PKG_VERSION"),
+        today()
+    )
+}
+
+/// Today's date (UTC) as `YYYY-MM-DD`.
+pub(crate) fn today() -> String {
     let days = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() / 86_400);
     let (y, m, d) = civil_date(days as i64);
-    format!(
-        "{cpu}, {cores} cores available, {mem_gb} GB; dcemu {} (release build); {y:04}-{m:02}-{d:02}",
-        env!("CARGO_PKG_VERSION")
-    )
+    format!("{y:04}-{m:02}-{d:02}")
 }
 
 /// Year, month, day of the `days`-th day since 1970-01-01 (proleptic

@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod progress;
 pub mod replay;
 pub mod report;
+pub mod reproduce;
 pub mod results;
 pub mod run;
 pub mod scenario;

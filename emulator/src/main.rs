@@ -43,6 +43,8 @@ enum Command {
     Replay(commands::ReplayArgs),
     /// Compare results directories in an HTML report with plots.
     Report(commands::ReportArgs),
+    /// Run the papers' experiments and write paper vs ours (reproduction.md, .csv, report.html).
+    Reproduce(dcemu::reproduce::ReproduceArgs),
     /// Measure the papers' scenarios, partitions and scale into docs/performance.md.
     Bench(dcemu::bench::BenchArgs),
     /// Drive a run whose actors live in `dcemu node` processes (same results as `run`).
@@ -128,6 +130,7 @@ fn main() -> ExitCode {
             dcemu::bench::BenchError::Input(m) => Failure::input(m),
             dcemu::bench::BenchError::Failed(m) => Failure::run(m),
         }),
+        Command::Reproduce(args) => reproduce(&args),
         Command::Coordinator(args) => cluster_cli::coordinator(args),
         Command::Node(args) => cluster_cli::node(args),
     };
@@ -159,6 +162,35 @@ fn load(args: &ScenarioArgs) -> Result<(String, Scenario), Failure> {
     let scenario =
         scenario::load(&label, &text, &overrides).map_err(|e| Failure::input(e.to_string()))?;
     Ok((label, scenario))
+}
+
+fn reproduce(args: &dcemu::reproduce::ReproduceArgs) -> Result<(), Failure> {
+    use dcemu::reproduce::ReproduceError;
+    let summary = dcemu::reproduce::reproduce(args).map_err(|e| match e {
+        ReproduceError::Input(m) => Failure::input(m),
+        ReproduceError::Failed(m) => Failure::run(m),
+    })?;
+    let t = summary.tally;
+    println!(
+        "dcemu reproduce: {} runs; {} verdicts: {} pass, {} fail, {} open (known gaps), {} marked open but passing",
+        summary.runs,
+        t.total(),
+        t.pass,
+        t.fail,
+        t.open,
+        t.closed
+    );
+    for path in &summary.written {
+        println!("  wrote {}", path.display());
+    }
+    if args.check && !summary.failing.is_empty() {
+        return Err(Failure::run(format!(
+            "--check: {} verdict(s) failed:\n{}",
+            summary.failing.len(),
+            summary.failing.join("\n")
+        )));
+    }
+    Ok(())
 }
 
 fn validate(args: ScenarioArgs) -> Result<(), Failure> {

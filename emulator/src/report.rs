@@ -396,7 +396,7 @@ fn upper(values: impl Iterator<Item = f64>) -> f64 {
 }
 
 /// Line series, one per run, over shared axes.
-fn lines_plot(
+pub(crate) fn lines_plot(
     plot: &str,
     x_desc: &str,
     y_desc: &str,
@@ -439,7 +439,7 @@ fn lines_plot(
 }
 
 /// Grouped bars: one group per category, one bar per run.
-fn bars_plot(
+pub(crate) fn bars_plot(
     plot: &str,
     y_desc: &str,
     categories: &[String],
@@ -576,7 +576,7 @@ fn fmt_value(v: &Value) -> String {
     }
 }
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

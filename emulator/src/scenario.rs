@@ -718,7 +718,7 @@ fn covers(key: &str, field: &str) -> bool {
 
 /// serde reports a missing field at the path of the table that lacks it;
 /// name the field itself.
-fn error_field(path: String, message: &str) -> String {
+pub(crate) fn error_field(path: String, message: &str) -> String {
     let missing = message
         .strip_prefix("missing field `")
         .and_then(|rest| rest.split('`').next());
@@ -814,7 +814,7 @@ fn apply(table: &mut toml::Table, o: &Override, value: toml::Value) -> Result<()
 
 /// Byte span of the dotted `field` (`tenants[0].arrivals.rate_per_s`) in the
 /// document, or of its nearest ancestor that appears there.
-fn locate(doc: &toml_edit::Document<String>, field: &str) -> Option<Range<usize>> {
+pub(crate) fn locate(doc: &toml_edit::Document<String>, field: &str) -> Option<Range<usize>> {
     let mut item: &toml_edit::Item = doc.as_item();
     let mut best = None;
     for seg in field.split('.') {
@@ -834,7 +834,7 @@ fn locate(doc: &toml_edit::Document<String>, field: &str) -> Option<Range<usize>
     best
 }
 
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;

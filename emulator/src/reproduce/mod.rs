@@ -1,0 +1,269 @@
+//! `dcemu reproduce`: the papers' numbers beside ours.
+//!
+//! Experiments are data (`scenarios/reproduce/<paper>.toml`, see
+//! [`experiments`]): each names a scenario, rows of overrides (policies)
+//! with the paper's values, and the orderings the paper states. Every row
+//! runs on every seed; identical runs are shared between experiments. The
+//! runs go over `--jobs` worker threads, and the report is assembled in
+//! file order, so it does not depend on `--jobs`. Out come
+//! `reproduction.md`, `reproduction.csv` and `report.html` (plots with the
+//! paper's value beside ours) plus every run's results directory under
+//! `runs/`.
+
+pub mod experiments;
+pub mod runner;
+pub mod verdict;
+mod write;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::scenario::MAX_SEED;
+use experiments::{Paper, load_papers};
+use runner::{Job, Ran, run_all, runs_dir, slug};
+use verdict::{Judged, OrderingResult, RowResult, Tally};
+
+/// `dcemu reproduce`.
+#[derive(Args, Debug, Clone)]
+pub struct ReproduceArgs {
+    /// Papers to reproduce: paragon, arq, thesis, gems, harvest,
+    /// distributed (default: every one with an experiment file).
+    pub papers: Vec<String>,
+    /// Seeds every experiment runs on; orderings must hold on each.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3",
+          value_parser = clap::value_parser!(u64).range(0..=MAX_SEED))]
+    pub seeds: Vec<u64>,
+    /// Runs at once (default: the cores available).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub jobs: Option<u32>,
+    /// Where reproduction.md / .csv, report.html and runs/ go.
+    #[arg(long, value_name = "DIR", default_value = "results/reproduce")]
+    pub out: PathBuf,
+    /// Only the experiments marked `quick` (well under a minute on 2 cores).
+    #[arg(long)]
+    pub quick: bool,
+    /// Exit 1 when a verdict fails (an ordering or magnitude the experiment
+    /// file does not mark as a known open gap, or an open gap that closed).
+    #[arg(long)]
+    pub check: bool,
+    /// The directory of experiment files.
+    #[arg(long, value_name = "DIR", default_value = "scenarios/reproduce")]
+    pub experiments: PathBuf,
+    /// Also write reproduction.md here (the repository's copy is
+    /// docs/reproduction.md).
+    #[arg(long, value_name = "FILE")]
+    pub doc: Option<PathBuf>,
+}
+
+/// Why `dcemu reproduce` did not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum ReproduceError {
+    /// Bad experiment files or flags (exit 2).
+    #[error("{0}")]
+    Input(String),
+    /// A run or a write failed (exit 1).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// What `dcemu reproduce` wrote and found.
+#[derive(Debug)]
+pub struct Summary {
+    pub runs: usize,
+    pub tally: Tally,
+    pub written: Vec<PathBuf>,
+    pub failing: Vec<String>,
+}
+
+/// Loads the experiment files, runs what they need and writes the report.
+pub fn reproduce(args: &ReproduceArgs) -> Result<Summary, ReproduceError> {
+    let mut seeds = args.seeds.clone();
+    seeds.dedup();
+    if seeds.is_empty() {
+        return Err(ReproduceError::Input(
+            "--seeds: give at least one seed".into(),
+        ));
+    }
+    let mut papers = load_papers(&args.experiments, &args.papers)
+        .map_err(|e| ReproduceError::Input(e.to_string()))?;
+    if args.quick {
+        for p in &mut papers {
+            p.experiments.retain(|e| e.quick);
+        }
+        papers.retain(|p| !p.experiments.is_empty());
+        if papers.is_empty() {
+            return Err(ReproduceError::Input(
+                "--quick: none of the chosen papers has an experiment marked quick".into(),
+            ));
+        }
+    }
+    let (jobs, index) = plan(&papers, &seeds);
+    let threads = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |j| j as usize,
+    );
+    let ran = run_all(&jobs, threads, &runs_dir(&args.out)).map_err(ReproduceError::Failed)?;
+    let judged = judge(&papers, &seeds, &index, &ran)?;
+    let mut tally = Tally::default();
+    let mut failing = Vec::new();
+    for (paper, exps) in &judged {
+        for j in exps {
+            for (row, r) in j.experiment.rows.iter().zip(&j.rows) {
+                tally.add(&r.magnitude);
+                if r.magnitude.fails_check() {
+                    failing.push(format!(
+                        "{}/{}: {} {} = {} against the paper's {} ({})",
+                        paper.name,
+                        j.experiment.id,
+                        row.label,
+                        row.metric,
+                        write::num(r.mean),
+                        write::num(row.paper),
+                        r.magnitude.word()
+                    ));
+                }
+            }
+            for (o, r) in j.experiment.orderings.iter().zip(&j.orderings) {
+                tally.add(&r.verdict);
+                if r.verdict.fails_check() {
+                    failing.push(format!(
+                        "{}/{}: {} ({})",
+                        paper.name,
+                        j.experiment.id,
+                        o.claim,
+                        r.verdict.word()
+                    ));
+                }
+            }
+        }
+    }
+    let context = write::Context {
+        command: command_line(args),
+        seeds: seeds.clone(),
+        runs: jobs.len(),
+        tally,
+        commit: commit_of(&args.experiments),
+        date: crate::bench::today(),
+    };
+    let written = write::all(&args.out, args.doc.as_deref(), &context, &judged)
+        .map_err(ReproduceError::Failed)?;
+    Ok(Summary {
+        runs: jobs.len(),
+        tally,
+        written,
+        failing,
+    })
+}
+
+/// Where each (experiment, row, seed) finds its run among the jobs.
+type Index = BTreeMap<(usize, usize, usize, usize), usize>;
+
+/// The distinct runs the experiments need, and which one each row and seed uses.
+fn plan(papers: &[Paper], seeds: &[u64]) -> (Vec<Job>, Index) {
+    let mut jobs: Vec<Job> = Vec::new();
+    let mut seen: BTreeMap<(String, Vec<String>, u64), usize> = BTreeMap::new();
+    let mut index = Index::new();
+    for (p, paper) in papers.iter().enumerate() {
+        for (e, exp) in paper.experiments.iter().enumerate() {
+            for (r, row) in exp.rows.iter().enumerate() {
+                for (s, &seed) in seeds.iter().enumerate() {
+                    let job = Job {
+                        scenario_label: row.scenario_path.display().to_string(),
+                        scenario_text: row.scenario_text.clone(),
+                        overrides: row.overrides.clone(),
+                        seed,
+                        dir: format!("{}_s{seed}", slug(&[&paper.name, &exp.id, &row.label])),
+                    };
+                    let i = *seen.entry(job.key()).or_insert_with(|| {
+                        jobs.push(job);
+                        jobs.len() - 1
+                    });
+                    index.insert((p, e, r, s), i);
+                }
+            }
+        }
+    }
+    (jobs, index)
+}
+
+fn judge<'a>(
+    papers: &'a [Paper],
+    seeds: &[u64],
+    index: &Index,
+    ran: &[Ran],
+) -> Result<Vec<(&'a Paper, Vec<Judged<'a>>)>, ReproduceError> {
+    let mut out = Vec::new();
+    for (p, paper) in papers.iter().enumerate() {
+        let mut exps = Vec::new();
+        for (e, exp) in paper.experiments.iter().enumerate() {
+            let mut rows = Vec::new();
+            let mut perf = Vec::new();
+            for (r, row) in exp.rows.iter().enumerate() {
+                let mut values = Vec::new();
+                for s in 0..seeds.len() {
+                    let run = &ran[index[&(p, e, r, s)]];
+                    let value = run.metrics.get(&row.metric).ok_or_else(|| {
+                        ReproduceError::Input(format!(
+                            "{}: field `experiment[{e}].row[{r}].metric`: {:?} is not in the run's metrics.json (docs/metrics.md lists them)",
+                            paper.file.display(),
+                            row.metric
+                        ))
+                    })?;
+                    values.push(value.as_f64());
+                }
+                perf.push(ran[index[&(p, e, r, 0)]].perf.clone());
+                rows.push(RowResult::new(row, values));
+            }
+            let orderings = exp
+                .orderings
+                .iter()
+                .map(|o| OrderingResult::new(o, &rows))
+                .collect();
+            exps.push(Judged {
+                experiment: exp,
+                rows,
+                orderings,
+                perf,
+            });
+        }
+        out.push((paper, exps));
+    }
+    Ok(out)
+}
+
+/// The command as a reader would retype it (without `--out` / `--jobs`,
+/// which do not change the numbers).
+fn command_line(args: &ReproduceArgs) -> String {
+    let mut words = vec!["dcemu reproduce".to_string()];
+    words.extend(args.papers.iter().cloned());
+    let seeds: Vec<String> = args.seeds.iter().map(u64::to_string).collect();
+    words.push(format!("--seeds {}", seeds.join(",")));
+    if args.quick {
+        words.push("--quick".into());
+    }
+    words.join(" ")
+}
+
+/// The checkout's commit (with `-dirty` when it has changes), if it is one.
+fn commit_of(dir: &std::path::Path) -> String {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    match git(&["rev-parse", "--short", "HEAD"]) {
+        Some(hash) if !hash.is_empty() => {
+            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
+                .is_some_and(|s| !s.is_empty());
+            if dirty { format!("{hash}-dirty") } else { hash }
+        }
+        _ => "unknown (not a git checkout)".into(),
+    }
+}

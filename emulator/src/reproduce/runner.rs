@@ -1,0 +1,186 @@
+//! The runs an experiment set needs, each once, spread over worker threads.
+//!
+//! Runs are independent and each is deterministic, so the values do not
+//! depend on `--jobs` or on which worker took which run; results are
+//! gathered by run index.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::{Arc, Mutex};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::Value;
+
+use crate::results::Staging;
+use crate::run::{RunOptions, execute};
+use crate::scenario::{self, Override};
+
+/// One run: a scenario text with its overrides and seed.
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub scenario_label: String,
+    pub scenario_text: Arc<String>,
+    pub overrides: Vec<Override>,
+    pub seed: u64,
+    /// Directory name under `<out>/runs/`.
+    pub dir: String,
+}
+
+impl Job {
+    /// What makes two jobs the same run.
+    pub fn key(&self) -> (String, Vec<String>, u64) {
+        (
+            self.scenario_label.clone(),
+            self.overrides.iter().map(ToString::to_string).collect(),
+            self.seed,
+        )
+    }
+}
+
+/// What a run gave back that the report needs.
+#[derive(Clone, Debug, Default)]
+pub struct Ran {
+    pub metrics: serde_json::Map<String, Value>,
+    /// Every finished application's `perf_norm`, sorted worst to best.
+    pub perf: Vec<f64>,
+}
+
+/// Runs every job on `jobs` threads; each job's results directory goes to
+/// `<runs_dir>/<job.dir>` (actor logs off). Fails with the first error, in
+/// job order.
+pub fn run_all(jobs: &[Job], threads: usize, runs_dir: &Path) -> Result<Vec<Ran>, String> {
+    let bar = ProgressBar::new(jobs.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("reproduce {bar:40} {pos}/{len} runs, {elapsed} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let next = AtomicUsize::new(0);
+    let slots: Mutex<Vec<Option<Result<Ran, String>>>> = Mutex::new(vec![None; jobs.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, AtomicOrdering::Relaxed);
+                    let Some(job) = jobs.get(i) else { break };
+                    let result = run_one(job, &runs_dir.join(&job.dir));
+                    bar.inc(1);
+                    if let Ok(mut s) = slots.lock() {
+                        s[i] = Some(result);
+                    }
+                }
+            });
+        }
+    });
+    bar.finish_and_clear();
+    let slots = slots
+        .into_inner()
+        .map_err(|_| "a worker thread panicked".to_string())?;
+    slots
+        .into_iter()
+        .zip(jobs)
+        .map(|(r, job)| r.unwrap_or_else(|| Err(format!("{}: the run was lost", job.dir))))
+        .collect()
+}
+
+fn run_one(job: &Job, out: &Path) -> Result<Ran, String> {
+    let mut overrides = job.overrides.clone();
+    for extra in [
+        "output.actor_logs=false".to_string(),
+        format!("run.seed={}", job.seed),
+    ] {
+        overrides.push(extra.parse()?);
+    }
+    let what = || {
+        let sets: Vec<String> = job.overrides.iter().map(|o| format!("--set {o}")).collect();
+        format!(
+            "{} --seed {} {}",
+            job.scenario_label,
+            job.seed,
+            sets.join(" ")
+        )
+    };
+    let scenario = scenario::load(&job.scenario_label, &job.scenario_text, &overrides)
+        .map_err(|e| format!("{}: {e}", what()))?;
+    let outcome = execute(
+        &scenario,
+        &RunOptions {
+            partitions: 1,
+            progress: None,
+            log_dir: None,
+        },
+    )
+    .map_err(|e| format!("run of {} failed: {e}", what()))?;
+    let perf = outcome
+        .results
+        .read("applications.csv")
+        .map_err(|e| format!("{}: applications.csv: {e}", what()))?
+        .map(|b| perf_column(&b))
+        .unwrap_or_default();
+    let staging = Staging::create(out, true).map_err(|e| format!("{}: {e}", out.display()))?;
+    staging
+        .commit(&outcome.results, &outcome.digest, &[])
+        .map_err(|e| format!("{}: {e}", out.display()))?;
+    Ok(Ran {
+        metrics: outcome.metrics.into_iter().collect(),
+        perf,
+    })
+}
+
+/// The `perf_norm` column of `applications.csv`, sorted ascending.
+fn perf_column(csv: &[u8]) -> Vec<f64> {
+    let text = String::from_utf8_lossy(csv);
+    let mut lines = text.lines();
+    let Some(col) = lines
+        .next()
+        .and_then(|h| h.split(',').position(|c| c == "perf_norm"))
+    else {
+        return Vec::new();
+    };
+    let mut v: Vec<f64> = lines
+        .filter_map(|l| l.split(',').nth(col)?.parse().ok())
+        .filter(|x: &f64| x.is_finite())
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// A file-name-safe slug of `parts`.
+pub fn slug(parts: &[&str]) -> String {
+    parts
+        .iter()
+        .map(|p| {
+            p.chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() {
+                        c.to_ascii_lowercase()
+                    } else {
+                        '-'
+                    }
+                })
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("_")
+}
+
+/// Where a results directory for runs goes under `out`.
+pub fn runs_dir(out: &Path) -> PathBuf {
+    out.join("runs")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perf_is_read_by_header_and_sorted() {
+        let csv = b"task,app,perf_norm,speed\n0,1,0.9,1\n1,2,0.5,1\n2,3,x,1\n";
+        assert_eq!(perf_column(csv), vec![0.5, 0.9]);
+        assert!(perf_column(b"task,app\n0,1\n").is_empty());
+    }
+
+    #[test]
+    fn slugs_keep_letters_and_digits() {
+        assert_eq!(slug(&["local-medium", "P+ARQ"]), "local-medium_p-arq");
+    }
+}

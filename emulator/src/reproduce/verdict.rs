@@ -1,0 +1,224 @@
+//! Paper vs ours: per-row statistics over seeds, magnitude and ordering verdicts.
+
+use super::experiments::{Experiment, Ordering, Row};
+
+/// The outcome of one check.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    Pass,
+    Fail,
+    /// Fails, and the experiment file explains why (a known gap).
+    Open(String),
+    /// Marked open, but passes now: the explanation should be removed.
+    Closed(String),
+    /// Nothing to check (the row has no paper value).
+    None,
+}
+
+impl Verdict {
+    fn judge(ok: bool, open: &Option<String>) -> Verdict {
+        match (ok, open) {
+            (true, None) => Verdict::Pass,
+            (false, None) => Verdict::Fail,
+            (false, Some(why)) => Verdict::Open(why.clone()),
+            (true, Some(why)) => Verdict::Closed(why.clone()),
+        }
+    }
+
+    /// The word the tables show.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "FAIL",
+            Verdict::Open(_) => "open",
+            Verdict::Closed(_) => "passes (marked open)",
+            Verdict::None => "",
+        }
+    }
+
+    /// Whether `--check` fails on it: a failure nobody explained, or an
+    /// explanation that is no longer true.
+    pub fn fails_check(&self) -> bool {
+        matches!(self, Verdict::Fail | Verdict::Closed(_))
+    }
+}
+
+/// One row's values over the seeds.
+#[derive(Clone, Debug)]
+pub struct RowResult {
+    /// Per seed, in `--seeds` order; `None` where the metric was null.
+    pub values: Vec<Option<f64>>,
+    pub mean: Option<f64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub magnitude: Verdict,
+}
+
+impl RowResult {
+    pub fn new(row: &Row, values: Vec<Option<f64>>) -> RowResult {
+        let known: Vec<f64> = values.iter().flatten().copied().collect();
+        let complete = known.len() == values.len() && !known.is_empty();
+        let mean = complete.then(|| known.iter().sum::<f64>() / known.len() as f64);
+        let min = complete.then(|| known.iter().copied().fold(f64::INFINITY, f64::min));
+        let max = complete.then(|| known.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+        let magnitude = match (row.paper, row.tolerance) {
+            (Some(paper), Some(tol)) => {
+                let ok = mean.is_some_and(|m| (m - paper).abs() <= tol + 1e-12);
+                Verdict::judge(ok, &row.open)
+            }
+            _ => Verdict::None,
+        };
+        RowResult {
+            values,
+            mean,
+            min,
+            max,
+            magnitude,
+        }
+    }
+
+    /// Ours minus the paper's, on the mean.
+    pub fn diff(&self, row: &Row) -> Option<f64> {
+        Some(self.mean? - row.paper?)
+    }
+}
+
+/// One ordering's outcome on each seed.
+#[derive(Clone, Debug)]
+pub struct OrderingResult {
+    /// Per seed: whether the claim held (`None`: a value was missing).
+    pub held: Vec<Option<bool>>,
+    pub verdict: Verdict,
+}
+
+impl OrderingResult {
+    pub fn new(o: &Ordering, rows: &[RowResult]) -> OrderingResult {
+        let (hi, lo) = (&rows[o.higher].values, &rows[o.lower].values);
+        let held: Vec<Option<bool>> = hi
+            .iter()
+            .zip(lo)
+            .map(|(a, b)| match (a, b) {
+                (Some(a), Some(b)) => Some(if o.strict { a > b } else { a >= b }),
+                _ => None,
+            })
+            .collect();
+        let ok = !held.is_empty() && held.iter().all(|h| *h == Some(true));
+        OrderingResult {
+            verdict: Verdict::judge(ok, &o.open),
+            held,
+        }
+    }
+}
+
+/// An experiment with its results.
+#[derive(Debug)]
+pub struct Judged<'a> {
+    pub experiment: &'a Experiment,
+    pub rows: Vec<RowResult>,
+    pub orderings: Vec<OrderingResult>,
+    /// Per row, the sorted `perf_norm` of the first seed's run.
+    pub perf: Vec<Vec<f64>>,
+}
+
+impl Judged<'_> {
+    /// Every verdict of the experiment, magnitudes first.
+    pub fn verdicts(&self) -> impl Iterator<Item = &Verdict> {
+        self.rows
+            .iter()
+            .map(|r| &r.magnitude)
+            .chain(self.orderings.iter().map(|o| &o.verdict))
+    }
+}
+
+/// Counts of verdicts, for the summary line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub pass: usize,
+    pub fail: usize,
+    pub open: usize,
+    pub closed: usize,
+}
+
+impl Tally {
+    pub fn add(&mut self, v: &Verdict) {
+        match v {
+            Verdict::Pass => self.pass += 1,
+            Verdict::Fail => self.fail += 1,
+            Verdict::Open(_) => self.open += 1,
+            Verdict::Closed(_) => self.closed += 1,
+            Verdict::None => {}
+        }
+    }
+
+    pub fn total(&self) -> usize {
+        self.pass + self.fail + self.open + self.closed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(paper: Option<f64>, open: Option<&str>) -> Row {
+        Row {
+            label: "P".into(),
+            scenario: String::new(),
+            scenario_path: Default::default(),
+            scenario_text: Default::default(),
+            overrides: Vec::new(),
+            metric: "m".into(),
+            paper,
+            citation: None,
+            tolerance: Some(0.1),
+            open: open.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn magnitude_is_judged_on_the_mean_within_the_tolerance() {
+        let r = RowResult::new(&row(Some(0.5), None), vec![Some(0.35), Some(0.45)]);
+        assert_eq!(r.mean, Some(0.4));
+        assert_eq!((r.min, r.max), (Some(0.35), Some(0.45)));
+        assert_eq!(r.magnitude, Verdict::Pass);
+        let r = RowResult::new(&row(Some(0.79), None), vec![Some(0.4), Some(0.4)]);
+        assert_eq!(r.magnitude, Verdict::Fail);
+        assert!((r.diff(&row(Some(0.79), None)).unwrap() + 0.39).abs() < 1e-12);
+    }
+
+    #[test]
+    fn open_gaps_pass_the_check_until_they_close() {
+        let r = RowResult::new(&row(Some(0.79), Some("cause 3")), vec![Some(0.4)]);
+        assert_eq!(r.magnitude, Verdict::Open("cause 3".into()));
+        assert!(!r.magnitude.fails_check());
+        let r = RowResult::new(&row(Some(0.79), Some("cause 3")), vec![Some(0.75)]);
+        assert!(r.magnitude.fails_check());
+        let r = RowResult::new(&row(Some(0.79), None), vec![Some(0.75), None]);
+        assert_eq!(r.mean, None);
+        assert_eq!(r.magnitude, Verdict::Fail);
+        assert_eq!(
+            RowResult::new(&row(None, None), vec![Some(1.0)]).magnitude,
+            Verdict::None
+        );
+    }
+
+    #[test]
+    fn an_ordering_must_hold_on_every_seed() {
+        let rows = vec![
+            RowResult::new(&row(None, None), vec![Some(0.4), Some(0.3)]),
+            RowResult::new(&row(None, None), vec![Some(0.2), Some(0.3)]),
+        ];
+        let mut o = Ordering {
+            claim: "P > LL".into(),
+            higher: 0,
+            lower: 1,
+            strict: true,
+            citation: None,
+            open: None,
+        };
+        let r = OrderingResult::new(&o, &rows);
+        assert_eq!(r.held, vec![Some(true), Some(false)]);
+        assert_eq!(r.verdict, Verdict::Fail);
+        o.strict = false;
+        assert_eq!(OrderingResult::new(&o, &rows).verdict, Verdict::Pass);
+    }
+}
