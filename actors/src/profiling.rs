@@ -74,6 +74,16 @@ pub struct Lab {
     classified: u64,
     best_hits: u64,
     within_5pct: u64,
+    /// Applications whose predicted ranking of configurations has every
+    /// position right, all but one exchange of two (at most two positions
+    /// wrong: §2.2's "almost correct", Table I's 90 % row), at least half
+    /// (Table I).
+    rank_exact: u64,
+    rank_almost: u64,
+    rank_50pct: u64,
+    /// |predicted / true speed − 1| for every configuration (§2.2's
+    /// deviation of predicted from measured performance).
+    speed_errors: Vec<f64>,
     /// Expected hits of a uniformly random pick of configuration.
     chance_hits: f64,
     errors: Vec<f64>,
@@ -90,6 +100,10 @@ impl Lab {
             classified: 0,
             best_hits: 0,
             within_5pct: 0,
+            rank_exact: 0,
+            rank_almost: 0,
+            speed_errors: Vec::new(),
+            rank_50pct: 0,
             chance_hits: 0.0,
             errors: Vec::new(),
             naive_errors: Vec::new(),
@@ -189,6 +203,16 @@ impl Lab {
             .unwrap_or(0.0);
         self.best_hits += u64::from(chosen >= 1.0 - 1e-12);
         self.within_5pct += u64::from(chosen >= 0.95);
+        let right = ranking_positions_right(&truth.speed, &predicted.speed);
+        let n = truth.speed.len().max(1) as f64;
+        self.rank_exact += u64::from(right == truth.speed.len());
+        self.rank_almost += u64::from(right + 2 >= truth.speed.len());
+        self.rank_50pct += u64::from(right as f64 >= 0.5 * n);
+        for (t, p) in truth.speed.iter().zip(&predicted.speed) {
+            if *t > 0.0 {
+                self.speed_errors.push((p / t - 1.0).abs());
+            }
+        }
         let best = truth.speed.iter().filter(|&&s| s >= 1.0 - 1e-12).count();
         self.chance_hits += best as f64 / truth.speed.len().max(1) as f64;
         for s in 0..SOURCES {
@@ -207,9 +231,16 @@ impl Lab {
         out.add("apps_classified", self.classified);
         out.add("class_best_config_hits", self.best_hits);
         out.add("class_within_5pct_hits", self.within_5pct);
+        out.add("class_rank_exact_hits", self.rank_exact);
+        out.add("class_rank_almost_hits", self.rank_almost);
+        out.add("class_rank_50pct_hits", self.rank_50pct);
         out.add_f64("class_best_config_chance_hits", self.chance_hits);
         out.declare_samples("class_sensitivity_error");
         out.declare_samples("class_sensitivity_error_colmean");
+        out.declare_samples("class_speed_error");
+        for &e in &self.speed_errors {
+            out.sample("class_speed_error", e);
+        }
         for &e in &self.errors {
             out.sample("class_sensitivity_error", e);
         }
@@ -217,6 +248,25 @@ impl Lab {
             out.sample("class_sensitivity_error_colmean", e);
         }
     }
+}
+
+/// Positions of the best-to-worst ranking of configurations that the
+/// predicted speeds get right (Paragon Table I's "correct SC ranking"): the
+/// configuration predicted at position `k` is as fast, in truth, as the
+/// one truly at position `k` (so ties in the truth never count as errors).
+pub fn ranking_positions_right(truth: &[f64], predicted: &[f64]) -> usize {
+    let order = |v: &[f64]| {
+        let mut idx: Vec<usize> = (0..v.len()).collect();
+        idx.sort_by(|&a, &b| v[b].total_cmp(&v[a]).then(a.cmp(&b)));
+        idx
+    };
+    let (t, p) = (order(truth), order(predicted));
+    t.iter()
+        .zip(&p)
+        .filter(|&(&ti, &pi)| {
+            (truth[ti] - truth.get(pi).copied().unwrap_or(f64::NAN)).abs() <= 1e-12
+        })
+        .count()
 }
 
 /// A fixed per-application offset of ln IPS in [−1, 1] (splitmix64 of the
@@ -245,7 +295,17 @@ fn distinct(rng: &mut impl RngCore, n: usize, k: usize) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::kernel::actor_rng;
+
+    #[test]
+    fn ranking_positions_count_ties_in_the_truth_as_right() {
+        let truth = [1.0, 0.8, 0.8, 0.5];
+        assert_eq!(ranking_positions_right(&truth, &[0.9, 0.7, 0.75, 0.1]), 4);
+        assert_eq!(ranking_positions_right(&truth, &[0.5, 0.9, 0.7, 0.1]), 2);
+        // reversed: only the tied middle pair still lands on equal speeds
+        assert_eq!(ranking_positions_right(&truth, &[0.1, 0.2, 0.3, 0.4]), 2);
+    }
 
     #[test]
     fn app_levels_are_spread_and_fixed() {

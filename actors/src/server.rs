@@ -88,6 +88,10 @@ pub struct Server {
     apps_completed: u64,
     apps_qos_met: u64,
     perf_norm: Vec<f64>,
+    /// Running applications' progress rates sampled at each report, summed
+    /// per [`PERF_BIN`] of virtual time: `(sum, samples)` by bin index
+    /// (Paragon Fig. 10(d), performance over time).
+    perf_bins: BTreeMap<u64, (f64, u64)>,
     /// Finished applications that ran on a configuration within 5 % of
     /// their best, and those whose co-runners cost them under 5 %.
     apps_het_ok: u64,
@@ -181,6 +185,9 @@ pub fn pressure_weights(cores: u32, threads: usize) -> [f64; SOURCES] {
     })
 }
 
+/// Width of a bin of the performance-over-time series (`perf_over_time.csv`).
+pub const PERF_BIN: SimTime = 60_000_000_000;
+
 /// An application meets its QoS when it runs at no less than 95 % of its
 /// performance alone on its best configuration (Paragon §5).
 pub const QOS_PERF_NORM: f64 = 0.95;
@@ -241,6 +248,7 @@ impl Server {
             apps_completed: 0,
             apps_qos_met: 0,
             perf_norm: Vec::new(),
+            perf_bins: BTreeMap::new(),
             apps_het_ok: 0,
             apps_intf_ok: 0,
             app_rows: Vec::new(),
@@ -295,6 +303,7 @@ impl Server {
             memory_mb: self.memory_mb,
         };
         self.reports += 1;
+        self.sample_performance(ctx.now());
         let world = Arc::clone(&self.world);
         self.nic
             .send(&world, ctx, world.scheduler, Body::Report(report))?;
@@ -306,6 +315,28 @@ impl Server {
             }
         }
         Ok(())
+    }
+
+    /// Adds each running application's current rate (its performance
+    /// normalised to running alone on its best configuration) to the bin
+    /// of `now`. Reads the rates without advancing the work done, so
+    /// sampling never changes the run.
+    fn sample_performance(&mut self, now: SimTime) {
+        let mut sum = 0.0;
+        let mut n = 0;
+        for (&id, (task, _)) in &self.running {
+            if task.app.is_some()
+                && let Some(rate) = self.cpu.rate(id)
+            {
+                sum += rate;
+                n += 1;
+            }
+        }
+        if n > 0 {
+            let bin = self.perf_bins.entry(now / PERF_BIN).or_insert((0.0, 0));
+            bin.0 += sum;
+            bin.1 += n;
+        }
     }
 
     /// Each running application's progress rate and work left: what a
@@ -1087,6 +1118,9 @@ impl Server {
         }
         for &p in &self.perf_norm {
             out.sample("perf_norm", p);
+        }
+        for (&bin, &(sum, n)) in &self.perf_bins {
+            out.row("perf_over_time", bin, format!("{sum},{n}"));
         }
         out.add("tasks_running_end", self.running.len() as u64);
         out.add(

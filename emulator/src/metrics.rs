@@ -237,6 +237,13 @@ pub fn summarize(
         "class_within_5pct_fraction".into(),
         opt(share(merged.counter("class_within_5pct_hits") as f64)),
     );
+    for (key, hits) in [
+        ("class_rank_exact_fraction", "class_rank_exact_hits"),
+        ("class_rank_almost_fraction", "class_rank_almost_hits"),
+        ("class_rank_50pct_fraction", "class_rank_50pct_hits"),
+    ] {
+        m.insert(key.into(), opt(share(merged.counter(hits) as f64)));
+    }
     m.insert(
         "class_best_config_chance_fraction".into(),
         opt(share(merged.sum("class_best_config_chance_hits"))),
@@ -286,6 +293,9 @@ pub fn tables(merged: &Metrics) -> Vec<(String, Vec<u8>)> {
     merged
         .rows()
         .filter_map(|(name, rows)| {
+            if name == "perf_over_time" {
+                return Some((format!("{name}.csv"), perf_over_time(rows)));
+            }
             let header = table_header(name)?;
             let mut rows = rows.to_vec();
             rows.sort_by_key(|(key, _)| *key);
@@ -297,6 +307,33 @@ pub fn tables(merged: &Metrics) -> Vec<(String, Vec<u8>)> {
             Some((format!("{name}.csv"), text.into_bytes()))
         })
         .collect()
+}
+
+/// `perf_over_time.csv` (Paragon Fig. 10(d)): per bin of
+/// [`PERF_BIN`](dcemu_actors::server::PERF_BIN), the running applications'
+/// mean performance normalised to ideal, from the servers' `sum,samples`
+/// rows, summed in merge order (actor-id order) so the floats do not depend
+/// on the partitioning.
+fn perf_over_time(rows: &[(u64, String)]) -> Vec<u8> {
+    let mut bins: std::collections::BTreeMap<u64, (f64, u64)> = Default::default();
+    for (bin, line) in rows {
+        let mut fields = line.split(',');
+        let sum: f64 = fields.next().and_then(|f| f.parse().ok()).unwrap_or(0.0);
+        let n: u64 = fields.next().and_then(|f| f.parse().ok()).unwrap_or(0);
+        let e = bins.entry(*bin).or_insert((0.0, 0));
+        e.0 += sum;
+        e.1 += n;
+    }
+    let width = dcemu_actors::server::PERF_BIN as f64 / 1e9;
+    let mut text = String::from("time_s,samples,perf_mean\n");
+    for (bin, (sum, n)) in bins {
+        text.push_str(&format!(
+            "{},{n},{}\n",
+            bin as f64 * width,
+            sum / n.max(1) as f64
+        ));
+    }
+    text.into_bytes()
 }
 
 /// Time-weighted mean over `[0, horizon)` and exact maximum of a count given
@@ -444,6 +481,17 @@ mod tests {
             s.push(t, step);
         }
         s
+    }
+
+    #[test]
+    fn performance_over_time_sums_servers_per_bin() {
+        let rows = vec![
+            (1, "1.5,2".to_string()),
+            (0, "0.5,1".to_string()),
+            (1, "0.5,2".to_string()),
+        ];
+        let csv = String::from_utf8(perf_over_time(&rows)).unwrap();
+        assert_eq!(csv, "time_s,samples,perf_mean\n0,1,0.5\n60,4,0.5\n");
     }
 
     #[test]

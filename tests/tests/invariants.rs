@@ -15,7 +15,8 @@ fn scenario_files() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
-            if path.is_dir() {
+            // scenarios/reproduce/ holds experiment files, not scenarios
+            if path.is_dir() && !path.ends_with("reproduce") {
                 walk(&path, out);
             } else if path.extension().is_some_and(|e| e == "toml") {
                 out.push(path);

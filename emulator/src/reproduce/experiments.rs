@@ -91,6 +91,9 @@ pub enum Plot {
     /// Paragon Fig. 8: each application's performance, worst to best, one
     /// line per row, with the paper's QoS share marked on the 0.95 line.
     PerfCurve,
+    /// Paragon Fig. 10(d): the running applications' mean performance over
+    /// time, one line per row.
+    PerfOverTime,
 }
 
 /// One paper's experiments, validated.

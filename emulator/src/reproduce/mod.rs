@@ -200,6 +200,7 @@ fn judge<'a>(
         for (e, exp) in paper.experiments.iter().enumerate() {
             let mut rows = Vec::new();
             let mut perf = Vec::new();
+            let mut over_time = Vec::new();
             for (r, row) in exp.rows.iter().enumerate() {
                 let mut values = Vec::new();
                 for s in 0..seeds.len() {
@@ -213,7 +214,9 @@ fn judge<'a>(
                     })?;
                     values.push(value.as_f64());
                 }
-                perf.push(ran[index[&(p, e, r, 0)]].perf.clone());
+                let first = &ran[index[&(p, e, r, 0)]];
+                perf.push(first.perf.clone());
+                over_time.push(first.over_time.clone());
                 rows.push(RowResult::new(row, values));
             }
             let orderings = exp
@@ -226,6 +229,7 @@ fn judge<'a>(
                 rows,
                 orderings,
                 perf,
+                over_time,
             });
         }
         out.push((paper, exps));

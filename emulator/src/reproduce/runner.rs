@@ -43,6 +43,9 @@ pub struct Ran {
     pub metrics: serde_json::Map<String, Value>,
     /// Every finished application's `perf_norm`, sorted worst to best.
     pub perf: Vec<f64>,
+    /// `perf_over_time.csv`: (time in s, mean performance of the running
+    /// applications).
+    pub over_time: Vec<(f64, f64)>,
 }
 
 /// Runs every job on `jobs` threads; each job's results directory goes to
@@ -116,6 +119,12 @@ fn run_one(job: &Job, out: &Path) -> Result<Ran, String> {
         .map_err(|e| format!("{}: applications.csv: {e}", what()))?
         .map(|b| perf_column(&b))
         .unwrap_or_default();
+    let over_time = outcome
+        .results
+        .read("perf_over_time.csv")
+        .map_err(|e| format!("{}: perf_over_time.csv: {e}", what()))?
+        .map(|b| over_time_column(&b))
+        .unwrap_or_default();
     let staging = Staging::create(out, true).map_err(|e| format!("{}: {e}", out.display()))?;
     staging
         .commit(&outcome.results, &outcome.digest, &[])
@@ -123,6 +132,7 @@ fn run_one(job: &Job, out: &Path) -> Result<Ran, String> {
     Ok(Ran {
         metrics: outcome.metrics.into_iter().collect(),
         perf,
+        over_time,
     })
 }
 
@@ -142,6 +152,18 @@ fn perf_column(csv: &[u8]) -> Vec<f64> {
         .collect();
     v.sort_by(f64::total_cmp);
     v
+}
+
+/// `time_s` and `perf_mean` of `perf_over_time.csv`.
+fn over_time_column(csv: &[u8]) -> Vec<(f64, f64)> {
+    String::from_utf8_lossy(csv)
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            Some((f.first()?.parse().ok()?, f.get(2)?.parse().ok()?))
+        })
+        .collect()
 }
 
 /// A file-name-safe slug of `parts`.
@@ -177,6 +199,12 @@ mod tests {
         let csv = b"task,app,perf_norm,speed\n0,1,0.9,1\n1,2,0.5,1\n2,3,x,1\n";
         assert_eq!(perf_column(csv), vec![0.5, 0.9]);
         assert!(perf_column(b"task,app\n0,1\n").is_empty());
+    }
+
+    #[test]
+    fn performance_over_time_reads_time_and_mean() {
+        let csv = b"time_s,samples,perf_mean\n0,4,0.9\n60,2,0.75\n";
+        assert_eq!(over_time_column(csv), vec![(0.0, 0.9), (60.0, 0.75)]);
     }
 
     #[test]

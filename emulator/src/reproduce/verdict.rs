@@ -118,6 +118,8 @@ pub struct Judged<'a> {
     pub orderings: Vec<OrderingResult>,
     /// Per row, the sorted `perf_norm` of the first seed's run.
     pub perf: Vec<Vec<f64>>,
+    /// Per row, the first seed's performance over time.
+    pub over_time: Vec<Vec<(f64, f64)>>,
 }
 
 impl Judged<'_> {

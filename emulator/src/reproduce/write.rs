@@ -321,12 +321,11 @@ fn html(cx: &Context, papers: &Papers<'_>) -> Result<String, String> {
     );
     let _ = writeln!(
         s,
-        "<h1>Reproduction: the papers' numbers beside dcemu's</h1>\n<p><code>{}</code> at commit <code>{}</code> on {} ({} runs, seeds {:?}). {}.</p>",
+        "<h1>Reproduction: the papers' numbers beside dcemu's</h1>\n<p><code>{}</code> at commit <code>{}</code> on {} ({} runs). {}.</p>",
         esc(&cx.command),
         esc(&cx.commit),
         esc(&cx.date),
         cx.runs,
-        cx.seeds,
         esc(&summary_line(&cx.tally))
     );
     for (paper, exps) in papers {
@@ -438,6 +437,28 @@ fn experiment_html(s: &mut String, j: &Judged<'_>) -> Result<(), String> {
         let _ = writeln!(
             s,
             "<figure>{svg}<figcaption>Performance normalised to the best configuration alone, each application worst to best (Paragon Fig. 8 style), first seed. The short vertical marks are where the paper's curve of each policy crosses QoS (0.95): right of the mark, its applications meet QoS.</figcaption></figure>"
+        );
+    }
+    if e.plots.contains(&Plot::PerfOverTime) {
+        let series: Vec<(String, Vec<(f64, f64)>)> = e
+            .rows
+            .iter()
+            .zip(&j.over_time)
+            .map(|(row, points)| {
+                let minutes = points.iter().map(|&(t, p)| (t / 60.0, p)).collect();
+                (row.label.clone(), minutes)
+            })
+            .collect();
+        let svg = lines_plot(
+            &format!("{}-over-time", e.id),
+            "virtual time (min)",
+            "mean performance / ideal",
+            &series,
+        )
+        .map_err(|err| err.to_string())?;
+        let _ = writeln!(
+            s,
+            "<figure>{svg}<figcaption>Mean performance of the running applications over time, normalised to the best configuration alone, first seed (Paragon Fig. 10(d) style; sampled at every server report, one-minute bins).</figcaption></figure>"
         );
     }
     Ok(())
