@@ -57,6 +57,12 @@ pub struct Task {
     /// Its full work (`service_ns` at submission; `service_ns` shrinks to
     /// what is left when a migrated or resumed task restarts).
     pub total_ns: u64,
+    /// Time the work it finished on the servers it left (migrated or
+    /// resumed elsewhere) would have taken there alone, at its ground-truth
+    /// speed on each: grading only (Paragon Fig. 9's platform share, see
+    /// `Server::complete`), never read by a scheduler.
+    #[serde(default)]
+    pub solo_ns: u64,
     /// Times it was evicted so far, for any reason (priority or memory;
     /// thesis §6.2.3), and of those, for a higher priority task.
     pub evictions: u32,
@@ -94,6 +100,7 @@ impl Task {
             cores: 1,
             first_start: None,
             total_ns: service_ns,
+            solo_ns: 0,
             evictions: 0,
             priority_evictions: 0,
             cpu_ppm: 0,

@@ -686,6 +686,10 @@ impl Server {
             || (matches!(why, Eviction::Memory | Eviction::Priority) && self.world.resume);
         let wasted = if keep_progress { 0.0 } else { done / 1e9 };
         if keep_progress {
+            if task.app.is_some() {
+                let solo = done / self.truth_speed(&task);
+                task.solo_ns = task.solo_ns.saturating_add(to_nanos(solo));
+            }
             task.service_ns = to_nanos(left).max(1);
         }
         self.wasted_s += wasted;
@@ -888,6 +892,15 @@ impl Server {
         }
     }
 
+    /// Ground-truth speed of `task`'s application on this configuration
+    /// (1.0 for a plain task): grading only.
+    fn truth_speed(&self, task: &Task) -> f64 {
+        task.app
+            .and_then(|a| self.world.catalog.get(a as usize))
+            .and_then(|a| a.speed.get(self.class).copied())
+            .unwrap_or(1.0)
+    }
+
     /// When the next running application enters its next phase, if any.
     fn next_phase_change(&self) -> Option<SimTime> {
         let catalog = &self.world.catalog;
@@ -955,12 +968,18 @@ impl Server {
             let profile = self.world.catalog.get(app as usize);
             let family = profile.map_or("?", |a| a.family.name());
             // Paragon Fig. 9 / Fig. 14 split a result into the quality of
-            // the platform decision (speed here against the best
-            // configuration) and of the colocation (what is left of
-            // perf_norm); grading only, from the configuration it ended on.
-            let speed = profile
-                .and_then(|a| a.speed.get(self.class).copied())
-                .unwrap_or(1.0);
+            // the platform decision (speed against the best configuration)
+            // and of the colocation (what is left of perf_norm); grading
+            // only. An application that moved is graded on the speed of all
+            // the configurations it ran on, weighted by the work it did on
+            // each, so a slow first server is not counted as interference.
+            let here = self.truth_speed(&task);
+            let speed = if task.solo_ns == 0 {
+                here
+            } else {
+                let work = task.total_ns.max(task.service_ns) as f64;
+                work / (task.solo_ns as f64 + task.service_ns as f64 / here)
+            };
             self.apps_het_ok += u64::from(speed >= QOS_PERF_NORM);
             self.apps_intf_ok += u64::from(p >= QOS_PERF_NORM * speed);
             self.app_rows.push((

@@ -34,10 +34,11 @@
 //!   medium / high / medium memory load; the high phase scales the memory
 //!   sources' caused and tolerated scores and the memory footprint.
 //! * **Co-runners** ([`interference_factor`], the one place this is defined):
-//!   per source, the overload `max(0, pressure − tolerated) / 100` of the
-//!   co-runners' summed caused scores over the app's tolerated score; the
-//!   overloads add up in execution time, and the progress rate is
-//!   `max(FLOOR, 1 / (1 + SLOPE · Σ overload))`.
+//!   per source, the overload `max(0, pressure − max(0, tolerated − KNEE))
+//!   / 100` of the co-runners' summed caused scores past the app's knee,
+//!   `KNEE` points before its tolerated score so that contention at the
+//!   score leaves 95 % (§2.3); the overloads add up in execution time, and
+//!   the progress rate is `max(FLOOR, 1 / (1 + SLOPE · Σ overload))`.
 //!
 //! Every parameter and its default is listed in `docs/ground-truth.md`.
 //! Generation is deterministic: the same spec, classes and random stream give
@@ -56,7 +57,7 @@ use serde::{Deserialize, Serialize};
 pub use catalog::{
     CatalogSpec, FamilyMix, MAX_RANK, class_problems, generate, paragon_local_cluster,
 };
-pub use interference::{FLOOR, SLOPE, interference_factor};
+pub use interference::{FLOOR, KNEE, SCORE_RATE, SLOPE, interference_factor};
 
 /// Number of sources of interference (Paragon Table II).
 pub const SOURCES: usize = 10;

@@ -522,12 +522,35 @@ fn no_pressure_or_pressure_within_tolerance_costs_nothing() {
     for a in &apps {
         let phase = &a.phases[0];
         assert_eq!(interference_factor(a, phase, &[0.0; SOURCES]), 1.0);
-        assert_eq!(interference_factor(a, phase, &a.tolerated), 1.0);
+        // Up to the knee, KNEE points before the tolerated score (§2.3).
+        let knee = a.tolerated.map(|t| (t - KNEE).max(0.0));
+        assert_eq!(interference_factor(a, phase, &knee), 1.0);
         assert_eq!(interference_factor(a, phase, &[f64::NAN; SOURCES]), 1.0);
     }
     let a = probe(40.0);
-    assert_eq!(interference_factor(&a, &a.phases[0], &[40.0; SOURCES]), 1.0);
+    assert_eq!(
+        interference_factor(&a, &a.phases[0], &[40.0 - KNEE; SOURCES]),
+        1.0
+    );
     assert_eq!(interference_factor(&a, &a.phases[0], &[-5.0; SOURCES]), 1.0);
+}
+
+#[test]
+fn contention_at_the_tolerated_score_leaves_95_percent() {
+    // Paragon §2.3: the sensitivity score is the intensity at which the
+    // application falls to 95 % of its isolated performance.
+    let a = probe(40.0);
+    for s in 0..SOURCES {
+        let mut pressure = [0.0; SOURCES];
+        pressure[s] = 40.0;
+        let f = interference_factor(&a, &a.phases[0], &pressure);
+        assert!((f - SCORE_RATE).abs() < 1e-12, "source {s}: {f}");
+    }
+    // An application tolerating less than KNEE loses from any contention.
+    let b = probe(2.0);
+    let mut pressure = [0.0; SOURCES];
+    pressure[0] = 1.0;
+    assert!(interference_factor(&b, &b.phases[0], &pressure) < 1.0);
 }
 
 #[test]
@@ -547,13 +570,13 @@ fn factor_falls_as_pressure_grows_and_stops_at_the_floor() {
         last = f;
     }
     assert_eq!(last, FLOOR);
-    // 50 points of overload on one source: time × 1.5.
+    // 50 points past the knee on one source: time × 1.5.
     let mut pressure = [0.0; SOURCES];
-    pressure[Source::Core.index()] = 80.0;
+    pressure[Source::Core.index()] = 80.0 - KNEE;
     let f = interference_factor(&a, phase, &pressure);
     assert!((f - 1.0 / 1.5).abs() < 1e-12, "{f}");
     // Overload on two sources adds up in time.
-    pressure[Source::Tlb.index()] = 80.0;
+    pressure[Source::Tlb.index()] = 80.0 - KNEE;
     let f2 = interference_factor(&a, phase, &pressure);
     assert!((f2 - 0.5).abs() < 1e-12, "{f2}");
     // Everything saturated: the floor, never below.

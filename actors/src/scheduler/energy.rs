@@ -1026,6 +1026,7 @@ mod tests {
             cores: 1,
             first_start: None,
             total_ns: 60_000_000_000,
+            solo_ns: 0,
             evictions: 0,
             priority_evictions: 0,
             cpu_ppm: (cpu * 1e6) as u32,

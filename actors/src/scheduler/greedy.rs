@@ -196,6 +196,12 @@ impl ServerInterference {
     pub fn apps(&self) -> usize {
         self.residents.len()
     }
+
+    /// Total QoS violation (score points, as [`Selection::violation`]) of a
+    /// newcomer with scores `tolerated` and `caused` on this server's load.
+    pub fn violation(&self, tolerated: &[f64; SOURCES], caused: &[f64; SOURCES]) -> f64 {
+        deviation(tolerated, caused, self).1
+    }
 }
 
 fn fold(

@@ -1293,6 +1293,7 @@ impl Core {
             return Ok(());
         }
         let (rate_now, left_ns) = (p.rate, p.left_ns);
+        let class = self.cluster.servers()[i as usize].class;
         let Some(profile) = self.profiles.get_mut(&task) else {
             return Ok(());
         };
@@ -1300,7 +1301,22 @@ impl Core {
         profile.caused = std::array::from_fn(|s| f64::from(caused[s]) / 100.0);
         let state = self.cluster.interference_mut(i);
         state.remove(task);
+        let violation = state.violation(&profile.tolerated, &profile.caused);
         state.add(task, &profile.tolerated, &profile.caused);
+        // §3.4: a degraded application "entered a new phase or was classified
+        // incorrectly". When its new interference profile fits its co-runners,
+        // interference does not explain the loss: the heterogeneity
+        // classification was wrong for this configuration, and the measured
+        // rate is the application's performance on it, a known entry of the
+        // §2.2 utility matrix, which replaces the prediction.
+        if violation <= 0.0 {
+            if let Some(v) = profile.speed.get_mut(class) {
+                *v = v.min(rate_now);
+            }
+        }
+        if let Some(p) = self.placed.get_mut(&task) {
+            p.violation = violation;
+        }
         self.refresh_pool(i);
         let Some(task_view) = self.placed_task(task) else {
             return Ok(());
@@ -1328,7 +1344,13 @@ impl Core {
             Some(choice) if go < stay => {
                 self.start_migration(task, "faster", src, choice, rate_now, rate_new, ctx)
             }
-            _ => self.isolate(task, i, ctx),
+            // Moving the co-runners away helps only a loss that interference
+            // explains; otherwise it would cost them a migration for nothing.
+            _ if violation > 0.0 => self.isolate(task, i, ctx),
+            _ => {
+                self.migrations_declined += 1;
+                Ok(())
+            }
         }
     }
 
