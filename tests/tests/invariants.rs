@@ -16,6 +16,11 @@ fn scenario_files() -> Vec<PathBuf> {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
             if path.is_dir() {
+                // Experiment definitions of `dcemu reproduce`, not scenarios
+                // (scenarios/reproduce/README.md).
+                if path.file_name().is_some_and(|n| n == "reproduce") {
+                    continue;
+                }
                 walk(&path, out);
             } else if path.extension().is_some_and(|e| e == "toml") {
                 out.push(path);
