@@ -452,8 +452,15 @@ pub fn generate(
 
     // Class trait vectors f_c (Paragon §2.2: the columns of the utility
     // matrix), truncated to `rank`.
+    // Hidden traits belong to the processor (microarchitecture, memory
+    // technology), not to the instance type cut from it: classes with the
+    // same clock and LLC run on the same host processor and share them
+    // (scenarios/paragon/ec2-*.toml name six host processors for Table VI's
+    // fourteen types). They are drawn once per processor, in the order of
+    // its first class; where every class has its own processor (Table V)
+    // this is one draw per class, as before.
     let mut traits: Vec<Vec<f64>> = Vec::with_capacity(classes.len());
-    for c in classes {
+    for (i, c) in classes.iter().enumerate() {
         let named = [
             libm::log(c.core_ghz),
             libm::log(f64::from(c.cores)),
@@ -461,8 +468,13 @@ pub fn generate(
             libm::log(c.memory_gb),
         ];
         let mut f: Vec<f64> = named.iter().copied().take(rank).collect();
-        for _ in TRAITS..rank {
-            f.push(HIDDEN_TRAIT_SD * normal(rng));
+        match classes[..i].iter().position(|o| same_processor(o, c)) {
+            Some(j) => f.extend_from_slice(&traits[j][f.len()..]),
+            None => {
+                for _ in TRAITS..rank {
+                    f.push(HIDDEN_TRAIT_SD * normal(rng));
+                }
+            }
         }
         traits.push(f);
     }
@@ -587,6 +599,12 @@ pub fn generate(
         });
     }
     Ok(apps)
+}
+
+/// Whether two classes run on the same host processor: same clock and the
+/// same last-level cache (the two numbers a class gives of its processor).
+fn same_processor(a: &ServerClass, b: &ServerClass) -> bool {
+    a.core_ghz == b.core_ghz && a.llc_mb == b.llc_mb
 }
 
 /// ln of the cores of class `c` an application with `threads` threads can

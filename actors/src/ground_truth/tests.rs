@@ -349,6 +349,43 @@ fn without_noise_log_speed_has_exactly_the_spec_rank() {
     }
 }
 
+/// Hidden traits belong to the host processor: two instance types cut from
+/// the same processor (same clock and LLC, as m1.large and m1.xlarge in
+/// scenarios/paragon/ec2-*.toml) differ only by their named traits, while a
+/// different processor with the same named traits does not.
+#[test]
+fn classes_on_the_same_processor_share_their_hidden_traits() {
+    let class = |name: &str, ghz: f64, llc: f64| ServerClass {
+        name: name.into(),
+        cores: 4,
+        core_ghz: ghz,
+        memory_gb: 15.0,
+        llc_mb: llc,
+    };
+    let classes = vec![
+        class("a", 2.0, 20.0),
+        class("b", 2.6, 20.0),
+        class("a-twin", 2.0, 20.0),
+        class("c", 2.6, 12.0),
+        class("b-twin", 2.6, 20.0),
+    ];
+    for rank in [5, 6, 8] {
+        let apps = catalog(&spec(200, rank, 0.0), &classes, 5);
+        for app in &apps {
+            assert_eq!(app.speed[0], app.speed[2], "rank {rank} app {}", app.id);
+            assert_eq!(app.speed[1], app.speed[4], "rank {rank} app {}", app.id);
+        }
+        // Same named traits as "a", another processor: its own hidden traits.
+        let mut other = classes.clone();
+        other[2].llc_mb = 19.0;
+        let apps = catalog(&spec(200, rank, 0.0), &other, 5);
+        let differ = apps
+            .iter()
+            .filter(|a| (libm::log(a.speed[0]) - libm::log(a.speed[2])).abs() > 0.02);
+        assert!(differ.count() > 100, "rank {rank}");
+    }
+}
+
 #[test]
 fn with_noise_the_top_singular_values_hold_most_energy() {
     let classes = paragon_local_cluster();

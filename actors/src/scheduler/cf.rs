@@ -187,6 +187,9 @@ pub struct Factors {
     cols: usize,
     /// Row-major `rows × rank`.
     q: Vec<f64>,
+    /// Root mean square of each latent coordinate over the dense rows (all
+    /// rows when none is dense): the whitening of [`Factors::fold_in`].
+    prior_sd: Vec<f64>,
     /// Row-major `cols × rank`.
     p: Vec<f64>,
     /// Learned column offsets on top of `col_mean`, in scaled units.
@@ -253,13 +256,29 @@ impl Factors {
     /// Fold-in: the dense row of a NEW application from its `known` entries
     /// `(col, value)` alone, with the column factors `P` held fixed.
     ///
-    /// `q` starts from the regularised least-squares fit to the known entries,
+    /// The fit runs in whitened coordinates `q = d ∘ w`, where `d_f` is the
+    /// root mean square of latent coordinate `f` over the dense rows of the
+    /// matrix (the offline training set; all rows if none is dense), and
+    /// `P_K` below is `P_K ∘ d`. Paragon §2.1 starts from `Q = U`,
+    /// `Pᵀ = Σ·Vᵀ`: there the training rows' coordinates have the same
+    /// spread on every concept, so SGD's `λ‖q‖²` is the same prior on each.
+    /// [`reconstruct`] splits `Σ` evenly instead (module documentation, step
+    /// 2), which leaves a concept's coordinates spread in proportion to
+    /// `√σ_f`; an isotropic `λ‖q‖²` there lets a two-entry row load weak
+    /// concepts as freely as strong ones. With two profiling runs and more
+    /// latent dimensions than entries the fit is underdetermined, and that
+    /// made predictions worse as the rank grew (measured in
+    /// docs/ground-truth.md, "Classifying on EC2"); whitening restores
+    /// Paragon's prior and makes them insensitive to the rank.
+    ///
+    /// `w` starts from the regularised least-squares fit to the known entries,
     /// `(P_Kᵀ P_K + λ|K| I)⁻¹ P_Kᵀ z_K` (the point the per-entry SGD steps
-    /// aim at), then SGD of Paragon §2.1 runs on `q` only, with the same η, λ
+    /// aim at), then SGD of Paragon §2.1 runs on `w` only, with the same η, λ
     /// and stopping rule as [`reconstruct`]. With no known entry `q` is 0 and
     /// the result the column offsets `μ_i + s·b_i`. Every column, known ones
-    /// included, is the model's prediction, not the measurement. Cost: `O(|K|·rank² + rank³ + cols·rank)` plus
-    /// `O(|K|·rank)` per epoch, with a handful of small allocations.
+    /// included, is the model's prediction, not the measurement. Cost:
+    /// `O(|K|·rank² + rank³ + cols·rank)` plus `O(|K|·rank)` per epoch, with
+    /// a handful of small allocations.
     ///
     /// # Panics
     /// If a column is out of range or a value is not finite.
@@ -277,13 +296,21 @@ impl Factors {
             .iter()
             .map(|&(col, value)| (value - self.col_mean[col]) / self.scale - self.bias[col])
             .collect();
+        // Whitened column factors: q = d ∘ w, with w given the same prior
+        // on every concept (see the documentation of this function).
+        let d = &self.prior_sd;
+        let pw: Vec<f64> = known
+            .iter()
+            .flat_map(|&(col, _)| (0..k).map(move |f| (col, f)))
+            .map(|(col, f)| self.p[col * k + f] * d[f])
+            .collect();
 
         // Regularised normal equations, upper triangle mirrored.
         let lambda = params.regularization;
         let mut a = vec![0.0; k * k];
         let mut b = vec![0.0; k];
-        for (&(col, _), &zj) in known.iter().zip(&z) {
-            let pj = &self.p[col * k..col * k + k];
+        for (j, &zj) in z.iter().enumerate() {
+            let pj = &pw[j * k..j * k + k];
             for r in 0..k {
                 b[r] += zj * pj[r];
                 for c in r..k {
@@ -303,8 +330,8 @@ impl Factors {
 
         let error = |q: &[f64]| {
             let mut sum = 0.0;
-            for (&(col, _), &zj) in known.iter().zip(&z) {
-                let e = zj - dot(q, &self.p[col * k..col * k + k]);
+            for (j, &zj) in z.iter().enumerate() {
+                let e = zj - dot(q, &pw[j * k..j * k + k]);
                 sum += e * e;
             }
             libm::sqrt(sum)
@@ -314,8 +341,8 @@ impl Factors {
         for _ in 0..params.max_epochs {
             prev.copy_from_slice(&q);
             let eta = schedule.eta;
-            for (&(col, _), &zj) in known.iter().zip(&z) {
-                let pj = &self.p[col * k..col * k + k];
+            for (j, &zj) in z.iter().enumerate() {
+                let pj = &pw[j * k..j * k + k];
                 let e = zj - dot(&q, pj);
                 for f in 0..k {
                     q[f] += eta * (e * pj[f] - lambda * q[f]);
@@ -328,6 +355,9 @@ impl Factors {
             if verdict.stop {
                 break;
             }
+        }
+        for f in 0..k {
+            q[f] *= d[f];
         }
         self.dense(&q)
     }
@@ -422,11 +452,34 @@ pub fn reconstruct(a: &UtilityMatrix, params: &CfParams) -> Factors {
         }
     }
 
+    // Spread of each latent coordinate over the dense rows (the offline
+    // training set), all rows if there is none.
+    let mut dense_row = vec![0usize; rows];
+    for &(row, _, _) in &entries {
+        dense_row[row] += 1;
+    }
+    let any_dense = dense_row.contains(&cols);
+    let mut prior_sd = vec![0.0; rank];
+    let mut counted = 0usize;
+    for (row, &n) in dense_row.iter().enumerate() {
+        if any_dense && n != cols {
+            continue;
+        }
+        counted += 1;
+        for f in 0..rank {
+            prior_sd[f] += q[row * rank + f] * q[row * rank + f];
+        }
+    }
+    for v in &mut prior_sd {
+        *v = libm::sqrt(*v / counted.max(1) as f64).max(1e-9);
+    }
+
     Factors {
         rank,
         rows,
         cols,
         q,
+        prior_sd,
         p,
         bias,
         col_mean,
@@ -749,6 +802,56 @@ mod tests {
         assert!(hit_rate > 2.5 * chance, "{report}");
         assert!(hit_rate > mean_hit_rate, "{report}");
         assert!(mae_model < 0.8 * mae_mean, "{report}");
+    }
+
+    /// Two profiled entries cannot pin down more latent dimensions than two;
+    /// a higher rank must then not make fold-in worse than the rank the data
+    /// have, because weak concepts get the prior the training rows give them
+    /// (whitened fold-in). Measured: rank 2 0.369, rank 10 0.367; without
+    /// the whitening rank 10 gave 0.410, 11 % worse than rank 2.
+    #[test]
+    fn fold_in_is_not_hurt_by_a_rank_above_the_data() {
+        let (train, arrivals, cols) = (30, 400, 10);
+        let mut rng = actor_rng(3, "cf-test");
+        // One strong concept, one weaker, then small ones: a decaying
+        // spectrum like a utility matrix of applications × configurations.
+        let weights = [1.0, 0.5, 0.15, 0.1, 0.05];
+        let y: Vec<Vec<f64>> = (0..cols)
+            .map(|_| weights.iter().map(|w| w * normal(&mut rng)).collect())
+            .collect();
+        let truth: Vec<Vec<f64>> = (0..train + arrivals)
+            .map(|_| {
+                let x: Vec<f64> = weights.iter().map(|_| normal(&mut rng)).collect();
+                (0..cols).map(|j| dot(&x, &y[j])).collect()
+            })
+            .collect();
+        let mut a = UtilityMatrix::new(cols);
+        for t in &truth[..train] {
+            let known: Vec<(usize, f64)> = t.iter().copied().enumerate().collect();
+            a.push_row(&known);
+        }
+        let probes: Vec<Vec<usize>> = (0..arrivals).map(|_| pick(&mut rng, cols, 2)).collect();
+        let mae = |rank: usize| {
+            let params = CfParams {
+                rank,
+                ..CfParams::default()
+            };
+            let f = reconstruct(&a, &params);
+            let (mut sum, mut n) = (0.0, 0usize);
+            for (t, known_cols) in truth[train..].iter().zip(&probes) {
+                let known: Vec<(usize, f64)> = known_cols.iter().map(|&j| (j, t[j])).collect();
+                let row = f.fold_in(&known, &params);
+                for j in (0..cols).filter(|j| !known_cols.contains(j)) {
+                    sum += (row[j] - t[j]).abs();
+                    n += 1;
+                }
+            }
+            sum / n as f64
+        };
+        let (low, high) = (mae(2), mae(10));
+        let report = format!("hidden MAE rank 2 {low:.4}, rank 10 {high:.4}");
+        eprintln!("{report}");
+        assert!(high < 1.05 * low, "{report}");
     }
 
     #[test]
