@@ -74,7 +74,7 @@ fn the_quick_paragon_and_arq_experiments_pass_check_and_do_not_depend_on_jobs() 
     assert!(html.contains("<svg") && html.contains("Paragon Fig. 8 style"));
     assert!(
         dir.path()
-            .join("j1/runs/paragon_local-medium_p_s1/metrics.json")
+            .join("j1/runs/local-medium_placement-paragon_s1/metrics.json")
             .is_file()
     );
 }

@@ -157,6 +157,23 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<Summary, ReproduceError> {
     })
 }
 
+/// A run's directory under `runs/`: the scenario's file stem, each
+/// override as `field-value` (last segment of the key), the seed; e.g.
+/// `local-medium_placement-paragon_s1`.
+fn run_dir_name(scenario: &str, overrides: &[crate::scenario::Override], seed: u64) -> String {
+    let stem = std::path::Path::new(scenario).file_stem().map_or_else(
+        || scenario.to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    );
+    let mut parts = vec![stem];
+    for o in overrides {
+        let field = o.key.rsplit('.').next().unwrap_or(&o.key);
+        parts.push(format!("{field}-{}", o.raw.trim()));
+    }
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    format!("{}_s{seed}", slug(&parts))
+}
+
 /// Where each (experiment, row, seed) finds its run among the jobs.
 type Index = BTreeMap<(usize, usize, usize, usize), usize>;
 
@@ -174,9 +191,13 @@ fn plan(papers: &[Paper], seeds: &[u64]) -> (Vec<Job>, Index) {
                         scenario_text: row.scenario_text.clone(),
                         overrides: row.overrides.clone(),
                         seed,
-                        dir: format!("{}_s{seed}", slug(&[&paper.name, &exp.id, &row.label])),
+                        dir: run_dir_name(&row.scenario, &row.overrides, seed),
                     };
                     let i = *seen.entry(job.key()).or_insert_with(|| {
+                        let mut job = job;
+                        if jobs.iter().any(|j| j.dir == job.dir) {
+                            job.dir = format!("{}-{}", job.dir, jobs.len());
+                        }
                         jobs.push(job);
                         jobs.len() - 1
                     });

@@ -75,6 +75,7 @@ pub fn run_all(jobs: &[Job], threads: usize, runs_dir: &Path) -> Result<Vec<Ran>
         }
     });
     bar.finish_and_clear();
+    remove_stale_runs(jobs, runs_dir);
     let slots = slots
         .into_inner()
         .map_err(|_| "a worker thread panicked".to_string())?;
@@ -83,6 +84,24 @@ pub fn run_all(jobs: &[Job], threads: usize, runs_dir: &Path) -> Result<Vec<Ran>
         .zip(jobs)
         .map(|(r, job)| r.unwrap_or_else(|| Err(format!("{}: the run was lost", job.dir))))
         .collect()
+}
+
+/// Removes results directories of earlier invocations from `runs_dir`, so
+/// that it holds exactly this invocation's runs. Only directories holding a
+/// `digest` (a complete results directory) are removed.
+fn remove_stale_runs(jobs: &[Job], runs_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(runs_dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let ours = jobs
+            .iter()
+            .any(|j| path.file_name() == Some(j.dir.as_ref()));
+        if !ours && path.join("digest").is_file() {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
 }
 
 fn run_one(job: &Job, out: &Path) -> Result<Ran, String> {
