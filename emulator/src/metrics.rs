@@ -237,12 +237,16 @@ pub fn summarize(
         "class_within_5pct_fraction".into(),
         opt(share(merged.counter("class_within_5pct_hits") as f64)),
     );
-    for (key, hits) in [
-        ("class_rank_exact_fraction", "class_rank_exact_hits"),
-        ("class_rank_almost_fraction", "class_rank_almost_hits"),
-        ("class_rank_50pct_fraction", "class_rank_50pct_hits"),
-    ] {
-        m.insert(key.into(), opt(share(merged.counter(hits) as f64)));
+    // Only where something was classified, so that runs without a catalog
+    // keep the metrics (and digests) they had before these grades existed.
+    if classified > 0 {
+        for (key, hits) in [
+            ("class_rank_exact_fraction", "class_rank_exact_hits"),
+            ("class_rank_almost_fraction", "class_rank_almost_hits"),
+            ("class_rank_50pct_fraction", "class_rank_50pct_hits"),
+        ] {
+            m.insert(key.into(), opt(share(merged.counter(hits) as f64)));
+        }
     }
     m.insert(
         "class_best_config_chance_fraction".into(),

@@ -22,7 +22,9 @@ pub const HARD_MAX_FRAME: usize = 1 << 30;
 /// it in their hellos; batches carry a [`Horizon`] instead of a next time.
 /// 3: step series in the gathered metrics are packed 8 bytes a change
 /// (`dcemu_actors::kernel::Steps`).
-pub const PROTOCOL: u32 = 3;
+/// 4: a task carries the ideal time it ran on earlier configurations
+/// (`Task::solo_ns`, Paragon's platform grading after a migration).
+pub const PROTOCOL: u32 = 4;
 
 /// Length of a run id in bytes before hex encoding (`tls::random_run_id`).
 pub const RUN_ID_BYTES: usize = 16;
