@@ -42,15 +42,7 @@ fn ec2() -> Vec<ServerClass> {
         ("hi1-4xlarge", 16, 2.4, 60.5, 12.0),
         ("hs1-8xlarge", 16, 2.0, 117.0, 20.0),
     ];
-    rows.iter()
-        .map(|&(name, cores, core_ghz, memory_gb, llc_mb)| ServerClass {
-            name: name.into(),
-            cores,
-            core_ghz,
-            memory_gb,
-            llc_mb,
-        })
-        .collect()
+    ServerClass::table(&rows)
 }
 
 fn solve2(a: [[f64; 2]; 2], b: [f64; 2]) -> [f64; 2] {

@@ -399,15 +399,7 @@ pub fn paragon_local_cluster() -> Vec<ServerClass> {
         ("atom-330", 2, 1.60, 4.0, 1.0),
         ("atom-d510", 2, 1.66, 8.0, 1.0),
     ];
-    rows.iter()
-        .map(|&(name, cores, core_ghz, memory_gb, llc_mb)| ServerClass {
-            name: name.into(),
-            cores,
-            core_ghz,
-            memory_gb,
-            llc_mb,
-        })
-        .collect()
+    ServerClass::table(&rows)
 }
 
 /// Generates `spec.apps` application profiles for `classes`, drawing only

@@ -176,6 +176,22 @@ pub struct ServerClass {
     pub llc_mb: f64,
 }
 
+impl ServerClass {
+    /// Classes from rows of `(name, cores, GHz, memory GB, LLC MB)`, as
+    /// the papers' server tables print them.
+    pub fn table(rows: &[(&str, u32, f64, f64, f64)]) -> Vec<ServerClass> {
+        rows.iter()
+            .map(|&(name, cores, core_ghz, memory_gb, llc_mb)| ServerClass {
+                name: name.into(),
+                cores,
+                core_ghz,
+                memory_gb,
+                llc_mb,
+            })
+            .collect()
+    }
+}
+
 /// One phase of an application's execution (Paragon §3.4, §5).
 ///
 /// The scales apply to the memory sources ([`Source::MEMORY`]) and to the

@@ -25,15 +25,7 @@ fn ec2_like() -> Vec<ServerClass> {
         ("m2-4xlarge", 8, 2.4, 68.4, 12.0),
         ("cr1-8xlarge", 32, 2.6, 244.0, 40.0),
     ];
-    rows.iter()
-        .map(|&(name, cores, core_ghz, memory_gb, llc_mb)| ServerClass {
-            name: name.into(),
-            cores,
-            core_ghz,
-            memory_gb,
-            llc_mb,
-        })
-        .collect()
+    ServerClass::table(&rows)
 }
 
 // ---------------------------------------------------------------- linear algebra
