@@ -19,6 +19,15 @@
 //! (including an order-sensitive checksum of the events each actor saw) as
 //! the first run; otherwise the benchmark exits with status 1.
 //!
+//! A second part puts the engine beside a peer, nexosim (a Rust
+//! discrete-event framework), on a PHOLD model of circulating tokens
+//! (`engine/phold.rs`): (a) and (b) as above, (c) the `BinaryHeap` loop and
+//! (d) nexosim on one thread, interleaved, best of the repeats, with every
+//! actor's event count and an order-free sum over its events checked equal.
+//! The peer model has fewer actors (1,000 by default): nexosim addresses
+//! another model through a connected output, so every actor holds one per
+//! destination, n² in all.
+//!
 //! Run with `cargo bench -p dcemu-emulator --bench engine`. Environment
 //! variables override the defaults:
 //!
@@ -26,7 +35,9 @@
 //! * `DCEMU_BENCH_END_US`  virtual end time in µs (default 400);
 //! * `DCEMU_BENCH_FANOUT`  messages in flight per actor at start (default 4);
 //! * `DCEMU_BENCH_REPEATS` runs of each configuration (default 3);
-//! * `DCEMU_BENCH_SEED`    scenario seed (default 1).
+//! * `DCEMU_BENCH_SEED`    scenario seed (default 1);
+//! * `DCEMU_BENCH_PEER_ACTORS` actors of the peer comparison (default 1000);
+//! * `DCEMU_BENCH_PEER_END_US` its virtual end time in µs (default 1000).
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -36,6 +47,9 @@ use dcemu::engine::{EngineConfig, EngineOutput, Logs, run_threads};
 use dcemu_actors::kernel::{Actor, ActorId, Ctx, Envelope, Metrics, ModelError};
 use dcemu_actors::sampling::index;
 use dcemu_topology::SimTime;
+
+#[path = "engine/phold.rs"]
+mod phold;
 
 /// The lookahead: the minimum latency of every message, in ns.
 const L: SimTime = 1_000;
@@ -285,6 +299,128 @@ fn bench() -> Result<(), String> {
     println!("a/c = {:.2} (target >= 0.5)", rate(a) / rate(c));
     println!("b/a = {:.2}", rate(b) / rate(a));
     println!("equivalence: all {} runs identical", 3 * repeats);
+    peer(fanout, repeats, seed)
+}
+
+/// The peer comparison: the token PHOLD on the engine, the heap loop and
+/// nexosim.
+fn peer(fanout: u32, repeats: u64, seed: u64) -> Result<(), String> {
+    let n = u32::try_from(env_u64("DCEMU_BENCH_PEER_ACTORS", 1_000)?)
+        .ok()
+        .filter(|&n| (2..=1 << 16).contains(&n))
+        .ok_or("DCEMU_BENCH_PEER_ACTORS must be between 2 and 65536")?;
+    let end_us = env_u64("DCEMU_BENCH_PEER_END_US", 1_000)?;
+    let end = end_us
+        .checked_mul(1_000)
+        .ok_or("DCEMU_BENCH_PEER_END_US is too large")?;
+    let cfg = EngineConfig {
+        lookahead: L,
+        end,
+        seed,
+        logs: Logs::Off,
+        reach: Default::default(),
+    };
+    println!();
+    println!(
+        "peer comparison: token PHOLD, {n} actors, {fanout} tokens each, latency [L, 4L) \
+         with L = {L} ns, end = {end_us} µs, best of {repeats}"
+    );
+    const LABELS: [&str; 4] = [
+        "(a) engine, 1 partition",
+        "(b) engine, 2 partitions",
+        "(c) sequential BinaryHeap",
+        "(d) nexosim, 1 thread",
+    ];
+    let mut reference: Option<Vec<(u64, u64)>> = None;
+    let mut best: [Best; 4] = Default::default();
+    for round in 1..=repeats {
+        for (i, label) in LABELS.into_iter().enumerate() {
+            let (tallies, events, wall) = if i == 3 {
+                let run = phold::run_nexosim(n, fanout, L, end)?;
+                let tallies = run
+                    .tallies
+                    .iter()
+                    .map(|t| {
+                        (
+                            t.received.load(std::sync::atomic::Ordering::Relaxed),
+                            t.sum.load(std::sync::atomic::Ordering::Relaxed) >> 32,
+                        )
+                    })
+                    .collect::<Vec<_>>();
+                (tallies, run.events, run.wall)
+            } else {
+                let actors = phold::token_hoppers(n, fanout, L, end);
+                let started = Instant::now();
+                let out = match i {
+                    0 => run_threads(&cfg, actors, 1, None),
+                    1 => run_threads(&cfg, actors, 2, None),
+                    _ => run_sequential(&cfg, actors),
+                }
+                .map_err(|e| format!("{label}: {e}"))?;
+                let wall = started.elapsed();
+                let tallies = out
+                    .actors
+                    .iter()
+                    .map(|a| (a.metrics.counter("received"), a.metrics.counter("sum")))
+                    .collect::<Vec<_>>();
+                best[i].windows = out.windows;
+                (tallies, out.events, wall)
+            };
+            eprintln!(
+                "  round {round}: {label:<26} {events:>11} events in {:.3} s",
+                wall.as_secs_f64()
+            );
+            let handled: u64 = tallies.iter().map(|t| t.0).sum();
+            if handled != events {
+                return Err(format!(
+                    "{label}: {events} events but actors handled {handled}"
+                ));
+            }
+            match &reference {
+                None => reference = Some(tallies),
+                Some(r) if *r == tallies => {}
+                Some(r) => {
+                    let first = r.iter().zip(&tallies).position(|(a, b)| a != b);
+                    return Err(format!(
+                        "{label}: per-actor event counts or sums differ from the first run \
+                         (first at actor #{first:?})"
+                    ));
+                }
+            }
+            let b = &mut best[i];
+            if b.wall.is_none_or(|w| wall < w) {
+                b.wall = Some(wall);
+            }
+            b.events = events;
+        }
+    }
+    let rate = |b: &Best| {
+        b.wall
+            .map_or(0.0, |w| b.events as f64 / w.as_secs_f64().max(1e-9))
+    };
+    println!();
+    println!("| config | events | wall s | events/s |");
+    println!("|---|---:|---:|---:|");
+    for (label, b) in LABELS.into_iter().zip(&best) {
+        println!(
+            "| {label} | {} | {:.3} | {:.2} M |",
+            b.events,
+            b.wall.map_or(0.0, |w| w.as_secs_f64()),
+            rate(b) / 1e6
+        );
+    }
+    let [a, b, c, d] = &best;
+    println!();
+    println!(
+        "a/d = {:.2} (engine against nexosim; target >= 1.0)",
+        rate(a) / rate(d)
+    );
+    println!("b/d = {:.2}", rate(b) / rate(d));
+    println!("c/d = {:.2}", rate(c) / rate(d));
+    println!(
+        "equivalence: all {} runs handled the same events per actor",
+        4 * repeats
+    );
     Ok(())
 }
 
