@@ -9,7 +9,10 @@
 //! (uniform in [−1, 1], as the profiling lab draws it) and profiling noise.
 //! That predictor knows the true mean and covariance of the catalog's
 //! ln-speed rows, so no collaborative filtering can beat it on average: it is
-//! an upper bound for Paragon's classifier with these inputs.
+//! an upper bound for Paragon's classifier with these inputs. It also
+//! reports that predictor's mean speed error (|predicted / true − 1| over
+//! every configuration, speeds relative to the best, as
+//! `class_speed_error_mean`) and its share of exactly right rankings.
 //!
 //! Grading and diagnosis only; no scheduler uses this.
 //!
@@ -22,6 +25,7 @@ use dcemu_actors::ground_truth::{
     CatalogSpec, FamilyMix, ServerClass, generate, paragon_local_cluster,
 };
 use dcemu_actors::kernel::actor_rng;
+use dcemu_actors::profiling::ranking_positions_right;
 use dcemu_actors::sampling::{index, normal, uniform_open0};
 
 fn ec2() -> Vec<ServerClass> {
@@ -90,6 +94,7 @@ fn main() {
     let prior_best = (0..n).max_by(|&a, &b| mu[a].total_cmp(&mu[b])).unwrap();
     let mut rng = actor_rng(seed, "probe");
     let (mut prior_hit, mut prior_w5, mut hit, mut w5, mut ties) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    let (mut speed_error, mut errors, mut exact) = (0.0, 0.0, 0.0);
     let draws = 5;
     for r in &rows {
         let speed = |c: usize| libm::exp(r[c]);
@@ -131,15 +136,25 @@ fn main() {
             let best = (0..n).max_by(|&x, &y| pred[x].total_cmp(&pred[y])).unwrap();
             hit += f64::from(u8::from(speed(best) >= 1.0 - 1e-12));
             w5 += f64::from(u8::from(speed(best) >= 0.95));
+            let top = pred[best];
+            let predicted: Vec<f64> = pred.iter().map(|p| libm::exp(p - top)).collect();
+            for (c, p) in predicted.iter().enumerate() {
+                speed_error += (p / speed(c) - 1.0).abs();
+                errors += 1.0;
+            }
+            let truth: Vec<f64> = (0..n).map(speed).collect();
+            exact += f64::from(u8::from(ranking_positions_right(&truth, &predicted) == n));
         }
     }
     let d = f64::from(draws) * m;
     println!(
-        "{cluster} rank {rank} seed {seed}: prior best {:.3} w5 {:.3} | oracle-linear best {:.3} w5 {:.3} | second within 5% {:.3} | prior class {}",
+        "{cluster} rank {rank} seed {seed}: prior best {:.3} w5 {:.3} | oracle-linear best {:.3} w5 {:.3} speed error {:.3} ranking exact {:.3} | second within 5% {:.3} | prior class {}",
         prior_hit / m,
         prior_w5 / m,
         hit / d,
         w5 / d,
+        speed_error / errors,
+        exact / d,
         ties / m,
         classes[prior_best].name
     );
