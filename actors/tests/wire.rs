@@ -75,6 +75,7 @@ fn envelope(seq: u64, payload: Msg) -> Envelope<Msg> {
         dst: ActorId(2),
         src_seq: seq,
         payload,
+        causal_hops: 0,
     }
 }
 

@@ -11,6 +11,15 @@
 //! waiting for the slowest peer), and its minimum, close to the bare cost
 //! of one all-to-all round.
 //!
+//! It also prints the floor (issue 23): the run's cross-partition causal
+//! steps (`run.json` `causal_steps`, the longest chain of messages between
+//! nodes, each of which must cross the transport after the one before),
+//! times the transport's one-way latency, half the smallest round-trip time
+//! QUIC estimated on a node's peer links (`rtt_us`). No conservative
+//! protocol on this placement finishes
+//! sooner; the distance from the achieved wall time to it is what a better
+//! protocol could still win.
+//!
 //! Run with `cargo bench -p dcemu-emulator --bench cluster`. Environment:
 //!
 //! * `DCEMU_BENCH_NODES` node processes (default 4);
@@ -132,6 +141,26 @@ fn main() -> ExitCode {
             n["barrier_exchanges"]
         );
     }
+    let steps = facts["causal_steps"].as_u64().unwrap_or(0);
+    let one_way_us = facts["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n["rtt_us"].as_f64())
+        .filter(|&us| us > 0.0)
+        .fold(f64::INFINITY, f64::min)
+        / 2.0;
+    let floor_s = steps as f64 * one_way_us / 1e6;
+    println!(
+        "  windows             {} (single process {})",
+        facts["windows"], single_facts["windows"]
+    );
+    println!("  causal steps        {steps} cross-node messages in a chain");
+    println!("  one-way latency     {one_way_us:.1} µs (half QUIC's smallest RTT estimate)");
+    println!(
+        "  floor               {floor_s:.2} s = steps × one-way; achieved {multi_wall:.2} s, {:.1}× the floor",
+        multi_wall / floor_s.max(1e-9)
+    );
     let same = digest(&single) == digest(&multi);
     println!(
         "  digests             {}",

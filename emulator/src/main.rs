@@ -273,6 +273,7 @@ fn run_facts(o: &Outcome, partitions: usize, started_unix: u64) -> Vec<u8> {
         "events_per_s": o.events as f64 / o.wall.as_secs_f64().max(1e-9),
         "partitions": partitions,
         "windows": o.windows,
+        "causal_steps": o.causal_steps,
         "actors": o.actors,
         "command": std::env::args().collect::<Vec<_>>(),
         "digest": o.digest,

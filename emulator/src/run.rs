@@ -46,6 +46,9 @@ pub struct Outcome {
     pub metrics: MetricMap,
     pub events: u64,
     pub windows: u64,
+    /// [`EngineOutput::causal_steps`](crate::engine::EngineOutput::causal_steps):
+    /// for `run.json`, never digested (it depends on the partitioning).
+    pub causal_steps: u64,
     pub virtual_end: SimTime,
     pub actors: usize,
     pub wall: WallDuration,
@@ -196,6 +199,7 @@ pub fn assemble(
         }
     }
     let (events, windows, virtual_end) = (output.events, output.windows, output.virtual_end);
+    let causal_steps = output.causal_steps;
     let states = output
         .actors
         .iter_mut()
@@ -218,6 +222,7 @@ pub fn assemble(
         metrics,
         events,
         windows,
+        causal_steps,
         virtual_end,
         actors: actor_count,
         wall: started.elapsed(),

@@ -108,6 +108,7 @@ impl<'a, M> Ctx<'a, M> {
             dst,
             src_seq,
             payload: msg,
+            causal_hops: 0,
         });
         Ok(())
     }

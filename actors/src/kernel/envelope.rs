@@ -24,6 +24,12 @@ pub struct Envelope<M> {
     pub dst: ActorId,
     pub src_seq: u64,
     pub payload: M,
+    /// Engine bookkeeping for the synchronisation floor, not part of the
+    /// event: the longest chain of cross-partition messages behind this one
+    /// (its sender's chain, plus one if it crosses to another partition). It
+    /// depends on the partitioning, so it never reaches a model's output:
+    /// models do not read it, and [`Envelope::key`] leaves it out.
+    pub causal_hops: u32,
 }
 
 impl<M> Envelope<M> {

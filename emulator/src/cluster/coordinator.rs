@@ -529,6 +529,7 @@ pub async fn run_coordinator(
                 windows: f.windows,
                 last_event: f.last_event,
                 pending: f.pending,
+                causal_steps: f.causal_steps,
             })
         })
         .collect();
@@ -620,9 +621,11 @@ fn run_facts(o: &Outcome, report: &ClusterReport) -> Vec<u8> {
             "barrier_mean_us": b.mean_us(),
             "barrier_min_us": b.min_ns as f64 / 1e3,
             "barrier_max_us": b.max_ns as f64 / 1e3,
+            "rtt_us": b.rtt_ns as f64 / 1e3,
         })).collect::<Vec<_>>(),
         "assignment": report.assignment,
         "windows": o.windows,
+        "causal_steps": o.causal_steps,
         "actors": o.actors,
         "command": std::env::args().collect::<Vec<_>>(),
         "digest": o.digest,

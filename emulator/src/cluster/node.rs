@@ -387,6 +387,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         windows: output.windows,
         last_event: output.last_event,
         pending: output.pending,
+        causal_steps: output.causal_steps,
         barrier: stats,
     })));
     let files = matches!(prepared.config.logs, Logs::Files(_));

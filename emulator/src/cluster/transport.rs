@@ -133,6 +133,10 @@ where
     /// Finishes the streams and waits (boundedly) until the peers have read
     /// everything, so a node leaving first never strands its last batch.
     pub fn close(&mut self, limit: std::time::Duration) {
+        let rtt = self.conns.iter().map(quinn::Connection::rtt).min();
+        if let (Some(rtt), Ok(mut stats)) = (rtt, self.barrier.lock()) {
+            stats.rtt_ns = u64::try_from(rtt.as_nanos()).unwrap_or(u64::MAX);
+        }
         let mut sends: Vec<quinn::SendStream> =
             self.sends.iter_mut().filter_map(Option::take).collect();
         self.rt.block_on(async {
@@ -513,6 +517,7 @@ mod tests {
             dst: ActorId(dst),
             src_seq: 0,
             payload: (),
+            causal_hops: 0,
         }
     }
 

@@ -24,7 +24,10 @@ pub const HARD_MAX_FRAME: usize = 1 << 30;
 /// (`dcemu_actors::kernel::Steps`).
 /// 4: a task carries the ideal time it ran on earlier configurations
 /// (`Task::solo_ns`, Paragon's platform grading after a migration).
-pub const PROTOCOL: u32 = 4;
+/// 5: envelopes carry their cross-partition causal depth
+/// (`Envelope::causal_hops`) and nodes report the deepest
+/// ([`Finished::causal_steps`]).
+pub const PROTOCOL: u32 = 5;
 
 /// Length of a run id in bytes before hex encoding (`tls::random_run_id`).
 pub const RUN_ID_BYTES: usize = 16;
@@ -215,6 +218,9 @@ pub struct Finished {
     pub windows: u64,
     pub last_event: SimTime,
     pub pending: bool,
+    /// The longest chain of cross-partition messages behind an event of
+    /// this node's partition.
+    pub causal_steps: u32,
     pub barrier: BarrierStats,
 }
 
@@ -226,6 +232,10 @@ pub struct BarrierStats {
     pub total_ns: u64,
     pub min_ns: u64,
     pub max_ns: u64,
+    /// The smallest round-trip time QUIC estimated on any of the node's peer
+    /// links at the end of the run (quinn's smoothed RTT), 0 if unknown:
+    /// half of it is the transport's one-way latency.
+    pub rtt_ns: u64,
 }
 
 impl BarrierStats {

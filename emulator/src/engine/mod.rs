@@ -99,6 +99,11 @@ pub struct EngineOutput {
     pub windows: u64,
     /// `end` if events remained at the end, else the time of the last event.
     pub virtual_end: SimTime,
+    /// The longest chain of messages between partitions behind any event:
+    /// every one crosses the transport in turn, so no conservative protocol
+    /// on this partitioning finishes in less than this many one-way
+    /// latencies (0 with one partition).
+    pub causal_steps: u64,
 }
 
 impl EngineOutput {

@@ -26,6 +26,9 @@ struct Slot<A> {
     seq: u64,
     rng: ActorRng,
     log: ActorLog,
+    /// The longest chain of cross-partition messages behind this actor's
+    /// state (see [`Envelope::causal_hops`]).
+    causal_hops: u32,
 }
 
 /// A set of actors hosted by one runtime, with their pending events.
@@ -67,6 +70,9 @@ pub(crate) struct PartitionOutput {
     pub(crate) windows: u64,
     pub(crate) last_event: SimTime,
     pub(crate) pending: bool,
+    /// The longest chain of cross-partition messages behind any event
+    /// handled here.
+    pub(crate) causal_steps: u32,
 }
 
 /// Distributes actors to partitions by `assignment[actor id] = partition`.
@@ -100,6 +106,7 @@ pub(crate) fn split<A: Actor>(
             actor,
             seq: 0,
             log: ActorLog::new(config.logs != Logs::Off),
+            causal_hops: 0,
         });
     }
     let location = Arc::new(location);
@@ -282,7 +289,7 @@ impl<A: Actor> Partition<A> {
                 source,
             })?;
         self.log_bytes += slot.log.len() - logged;
-        self.route_outbox(me, 0)?;
+        self.route_outbox(me, 0, 0)?;
         self.spill_if_over_budget()
     }
 
@@ -291,6 +298,8 @@ impl<A: Actor> Partition<A> {
         let now = env.deliver_at;
         let (_, local) = self.location[env.dst.index()];
         let slot = &mut self.slots[local as usize];
+        slot.causal_hops = slot.causal_hops.max(env.causal_hops);
+        let hops = slot.causal_hops;
         let logged = slot.log.len();
         self.events += 1;
         self.last_event = now;
@@ -313,7 +322,7 @@ impl<A: Actor> Partition<A> {
             })?;
         self.log_bytes += slot.log.len() - logged;
         let me = slot.id;
-        self.route_outbox(me, now)?;
+        self.route_outbox(me, now, hops)?;
         self.spill_if_over_budget()
     }
 
@@ -353,12 +362,13 @@ impl<A: Actor> Partition<A> {
         Ok(())
     }
 
-    /// Queues what actor `src` sent at `now`: here, or for the partition
-    /// hosting the destination. With several partitions, every message is
-    /// checked against the distances the windows rely on.
+    /// Queues what actor `src` sent at `now`, with `hops` cross-partition
+    /// messages behind it: here, or for the partition hosting the
+    /// destination (one hop more). With several partitions, every message
+    /// is checked against the distances the windows rely on.
     #[inline]
-    fn route_outbox(&mut self, src: ActorId, now: SimTime) -> Result<(), EngineError> {
-        for env in self.outbox.drain(..) {
+    fn route_outbox(&mut self, src: ActorId, now: SimTime, hops: u32) -> Result<(), EngineError> {
+        for mut env in self.outbox.drain(..) {
             let (part, _) = self.location[env.dst.index()];
             if self.check_links && env.dst != src {
                 check_distance(&self.distances, &self.location, src, now, &env).map_err(|why| {
@@ -372,8 +382,10 @@ impl<A: Actor> Partition<A> {
                 })?;
             }
             if part as usize == self.index {
+                env.causal_hops = hops;
                 enqueue(&mut self.heap, &mut self.class_times, &self.distances, env);
             } else {
+                env.causal_hops = hops.saturating_add(1);
                 let first = &mut self.sent[part as usize];
                 *first = (*first).min(env.deliver_at);
                 self.remote[part as usize].push(env);
@@ -421,6 +433,7 @@ impl<A: Actor> Partition<A> {
             undelivered[local as usize].push(env);
         }
         let end = self.config.end;
+        let causal_steps = self.slots.iter().map(|s| s.causal_hops).max().unwrap_or(0);
         let actors = self
             .slots
             .into_iter()
@@ -446,6 +459,7 @@ impl<A: Actor> Partition<A> {
             windows: self.windows,
             last_event: self.last_event,
             pending,
+            causal_steps,
         })
     }
 }
@@ -527,6 +541,7 @@ pub(crate) fn combine(
     let windows = outputs.iter().map(|o| o.windows).max().unwrap_or(0);
     let pending = outputs.iter().any(|o| o.pending);
     let last_event = outputs.iter().map(|o| o.last_event).max().unwrap_or(0);
+    let causal_steps = outputs.iter().map(|o| o.causal_steps).max().unwrap_or(0);
     let mut actors: Vec<(ActorId, ActorOutput)> =
         outputs.into_iter().flat_map(|o| o.actors).collect();
     actors.sort_by_key(|(id, _)| *id);
@@ -535,5 +550,6 @@ pub(crate) fn combine(
         events,
         windows,
         virtual_end: if pending { end } else { last_event },
+        causal_steps: u64::from(causal_steps),
     })
 }

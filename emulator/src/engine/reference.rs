@@ -107,5 +107,6 @@ pub fn run_sequential<A: Actor>(
         events,
         windows: 0,
         virtual_end: if pending { config.end } else { last_event },
+        causal_steps: 0,
     })
 }

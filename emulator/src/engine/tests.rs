@@ -247,6 +247,52 @@ fn empty_stretches_of_time_cost_no_windows() {
     assert_eq!(out.virtual_end, 3_600_000_000_000);
 }
 
+/// Two actors pass one token back and forth `rounds` times while each also
+/// ticks a local timer: with them on two partitions every pass crosses, so
+/// the chain of cross-partition messages is exactly `rounds` long whatever
+/// the timers do; on one partition nothing crosses.
+#[test]
+fn causal_steps_count_the_chain_of_messages_between_partitions() {
+    struct Passer {
+        rounds: u32,
+    }
+    impl Actor for Passer {
+        type Msg = u32;
+        fn start(&mut self, ctx: &mut Ctx<'_, u32>) -> Result<(), ModelError> {
+            ctx.timer(L / 3, u32::MAX)?;
+            if ctx.me().0 == 0 {
+                ctx.send(ActorId(1), L, 1)?;
+            }
+            Ok(())
+        }
+        fn handle(&mut self, ev: Envelope<u32>, ctx: &mut Ctx<'_, u32>) -> Result<(), ModelError> {
+            if ev.payload == u32::MAX {
+                return ctx.timer(L / 3, u32::MAX);
+            }
+            if ev.payload < self.rounds {
+                ctx.send(ActorId(1 - ctx.me().0), L + 7, ev.payload + 1)?;
+            }
+            Ok(())
+        }
+    }
+    let passers = || {
+        (0..2)
+            .map(|i| (format!("p{i}"), Passer { rounds: 25 }))
+            .collect()
+    };
+    let cfg = EngineConfig {
+        end: 200 * L,
+        ..config(1)
+    };
+    let one = run_threads(&cfg, passers(), 1, None).unwrap();
+    let two = run_threads(&cfg, passers(), 2, None).unwrap();
+    assert_eq!(one.causal_steps, 0);
+    assert_eq!(two.causal_steps, 25);
+    assert!(two.windows >= two.causal_steps);
+    assert_eq!(fingerprint(&one), fingerprint(&two));
+    assert_eq!(run_sequential(&cfg, passers()).unwrap().causal_steps, 0);
+}
+
 #[test]
 fn a_message_below_the_lookahead_stops_every_partition_with_the_actor_named() {
     let mut actors = chatty(8);

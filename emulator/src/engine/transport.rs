@@ -270,6 +270,7 @@ mod tests {
             dst: ActorId(dst),
             src_seq: t,
             payload: (),
+            causal_hops: 0,
         }
     }
 
