@@ -96,6 +96,12 @@ pub struct TenantConfig {
     /// Default 8 (type D of Table 7.1); only with `google_memory_gb`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub google_reference_cores: Option<u32>,
+    /// Table 5.2 generator: which column gives the classes' shares, `tasks`
+    /// ("% of tasks", the default) or `arrivals` (the classes' arrival
+    /// rates, which the table's "All" row averages over;
+    /// [`crate::google::ClassMix`]). Only with `google_memory_gb`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub google_class_mix: Option<crate::google::ClassMix>,
     /// Draw each task from the synthetic generator of thesis Table 9.4
     /// (W-D, W-E); exclusive with `service`, `applications`,
     /// `google_memory_gb` and `priority`.
@@ -1481,6 +1487,12 @@ impl TenantConfig {
                 "only with `google_memory_gb` (the Table 5.2 generator)".into(),
             )),
             _ => {}
+        }
+        if self.google_class_mix.is_some() && self.google_memory_gb.is_none() {
+            out.push((
+                "google_class_mix".into(),
+                "only with `google_memory_gb` (the Table 5.2 generator)".into(),
+            ));
         }
         if let Some(synthetic) = &self.synthetic {
             out.extend(synthetic.problems());

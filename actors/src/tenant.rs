@@ -34,6 +34,9 @@ pub struct WorkloadTenant {
     /// Bursty arrivals: the state of the two-rate process.
     bursts: Option<Bursts>,
     work: Work,
+    /// What the Google-like generators drew (thesis Table 5.2, Table 9.2),
+    /// for the `kind = "input"` experiments; none for other work.
+    drawn: Option<Drawn>,
     start: SimTime,
     stop: SimTime,
     flow_bps: u64,
@@ -54,6 +57,70 @@ pub struct WorkloadTenant {
     /// Paragon §5's load level: cores × ideal seconds of the catalog
     /// applications submitted, and the first and last submission times.
     offered: Offered,
+}
+
+/// The inputs a Google-like generator drew, to set beside the statistics
+/// the thesis reports about its trace: the class mix and mean CPU demand of
+/// Table 5.2 and the arrival peaks and longest gap of Table 9.2.
+#[derive(Default)]
+struct Drawn {
+    per_class: [u64; 12],
+    /// CPU demand Δ of each task, cpu·s of the normalised capacity.
+    demand: Vec<f64>,
+    /// Submission times, in order.
+    at: Vec<SimTime>,
+}
+
+/// Counters of tasks submitted per class (`tasks_submitted_class_<p>`).
+const SUBMITTED_BY_CLASS: [&str; 12] = [
+    "tasks_submitted_class_0",
+    "tasks_submitted_class_1",
+    "tasks_submitted_class_2",
+    "tasks_submitted_class_3",
+    "tasks_submitted_class_4",
+    "tasks_submitted_class_5",
+    "tasks_submitted_class_6",
+    "tasks_submitted_class_7",
+    "tasks_submitted_class_8",
+    "tasks_submitted_class_9",
+    "tasks_submitted_class_10",
+    "tasks_submitted_class_11",
+];
+
+impl Drawn {
+    fn record(&mut self, now: SimTime, t: &google::GoogleTask) {
+        if let Some(c) = self.per_class.get_mut(t.priority as usize) {
+            *c += 1;
+        }
+        self.demand.push(t.cpu_demand);
+        self.at.push(now);
+    }
+
+    /// The most submissions in any window of `window` (sliding, closed on
+    /// the left, open on the right).
+    fn max_in(&self, window: SimTime) -> u64 {
+        let (mut best, mut lo) = (0usize, 0usize);
+        for hi in 0..self.at.len() {
+            while self.at[hi] - self.at[lo] >= window {
+                lo += 1;
+            }
+            best = best.max(hi + 1 - lo);
+        }
+        best as u64
+    }
+
+    fn finish(&mut self, out: &mut Metrics) {
+        for (name, &n) in SUBMITTED_BY_CLASS.iter().zip(&self.per_class) {
+            if n > 0 {
+                out.add(name, n);
+            }
+        }
+        out.append_samples("task_cpu_demand_s", std::mem::take(&mut self.demand));
+        out.add("arrivals_max_1min", self.max_in(60_000_000_000));
+        out.add("arrivals_max_10min", self.max_in(600_000_000_000));
+        let gap = self.at.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+        out.add_f64("arrival_gap_s_max", gap as f64 / 1e9);
+    }
 }
 
 /// What a tenant's catalog applications ask of the cluster (Paragon §5
@@ -120,6 +187,7 @@ fn work(cfg: &TenantConfig, trace: Option<Arc<Vec<TraceTask>>>) -> Work {
             reference_cores: cfg
                 .google_reference_cores
                 .unwrap_or(google::REFERENCE_CORES),
+            mix: cfg.google_class_mix.unwrap_or_default(),
         };
     }
     if let Some(g) = &cfg.synthetic {
@@ -202,6 +270,7 @@ enum Work {
     Google {
         memory_gb: f64,
         reference_cores: u32,
+        mix: google::ClassMix,
     },
     /// A task from the synthetic Google-like generator (thesis Table 9.4).
     Synthetic(google::Synthetic),
@@ -372,6 +441,7 @@ impl WorkloadTenant {
                 }
                 _ => None,
             },
+            drawn: matches!(work, Work::Google { .. } | Work::Synthetic(_)).then(Drawn::default),
             work,
             start: cfg.start.as_nanos(),
             flow_bps: cfg.flow_bandwidth.map_or(0, |b| b.bps()),
@@ -479,12 +549,21 @@ impl WorkloadTenant {
             &mut Work::Google {
                 memory_gb,
                 reference_cores,
-            } => Ok(Self::generated(google::draw(
-                ctx.rng(),
-                memory_gb,
-                reference_cores,
-            ))),
-            Work::Synthetic(generator) => Ok(Self::generated(generator.draw(ctx.rng()))),
+                mix,
+            } => {
+                let t = google::draw_in(ctx.rng(), memory_gb, reference_cores, mix);
+                if let Some(d) = &mut self.drawn {
+                    d.record(ctx.now(), &t);
+                }
+                Ok(Self::generated(t))
+            }
+            Work::Synthetic(generator) => {
+                let t = generator.draw(ctx.rng());
+                if let Some(d) = &mut self.drawn {
+                    d.record(ctx.now(), &t);
+                }
+                Ok(Self::generated(t))
+            }
             Work::MapReduce(_) | Work::Dag(_) | Work::Mix { .. } => Err(ModelError::Invariant(
                 "a job tenant submits whole jobs, not single tasks".into(),
             )),
@@ -944,6 +1023,9 @@ impl WorkloadTenant {
     pub fn finish(&mut self, out: &mut Metrics) {
         self.inbox.finish(out);
         out.add("tasks_submitted", self.submitted);
+        if let Some(d) = &mut self.drawn {
+            d.finish(out);
+        }
         if matches!(self.work, Work::Apps(_)) {
             out.add("apps_submitted", self.submitted);
             if let Some(load) = self

@@ -129,6 +129,19 @@ pub fn summarize(
         "priority_evictions_per_evicted_task_mean".into(),
         opt(per_task("evictions_priority", "priority_evicted_tasks")),
     );
+    // each class's share of the tasks a Google-like generator drew
+    // (thesis Table 5.2's class mix); only where one ran
+    for (name, n) in merged.counters() {
+        if let Some(class) = name.strip_prefix("tasks_submitted_class_") {
+            let total = merged.counter("tasks_submitted");
+            if total > 0 {
+                m.insert(
+                    format!("task_share_class_{class}"),
+                    finite(n as f64 / total as f64),
+                );
+            }
+        }
+    }
     let mut steps = merged.take_steps();
     for name in ALWAYS_STEPS {
         steps.entry(name).or_default();

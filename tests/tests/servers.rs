@@ -161,6 +161,11 @@ service = { distribution = "constant", mean = "1s" }
     let busiest = per_minute.values().copied().max().unwrap_or(0);
     let mean = submitted / 600.0;
     assert!(
+        !o.metrics.contains_key("arrivals_max_1min")
+            && !o.metrics.contains_key("task_share_class_0"),
+        "only Google-like generators report what they drew"
+    );
+    assert!(
         f64::from(busiest) > 3.0 * mean,
         "busiest minute {busiest}, mean {mean:.1}"
     );
@@ -208,6 +213,31 @@ arrivals = { process = "poisson", rate_per_s = 0.5 }
     }
     let submitted = o.metrics["tasks_submitted"].as_f64().unwrap();
     assert!((submitted / 3600.0 - 1.0).abs() < 0.1, "{submitted}");
+    // what the generator drew, for `dcemu reproduce thesis`'s input rows:
+    // Table 5.2's "% of tasks" (standard error ~0.007 over 3,600 tasks),
+    // its share-weighted mean demand (43.9 cpu·s), and a Poisson stream's
+    // peaks: 30 a minute on average, mean gap 2 s
+    let m = |k: &str| {
+        o.metrics
+            .get(k)
+            .and_then(|v| v.as_f64())
+            .unwrap_or_else(|| panic!("{k} missing"))
+    };
+    assert!((m("task_share_class_0") - 0.2329).abs() < 0.03);
+    assert!((m("task_share_class_4") - 0.5994).abs() < 0.03);
+    let demand = m("task_cpu_demand_s_mean");
+    assert!((demand / 43.93 - 1.0).abs() < 0.15, "{demand}");
+    let n = |k: &str| o.metrics.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+    let total: u64 = (0..12)
+        .map(|c| n(&format!("tasks_submitted_class_{c}")))
+        .sum();
+    assert_eq!(total as f64, submitted, "every task has a class");
+    assert_eq!(n("tasks_submitted_class_7"), 0, "class 7 has no figures");
+    let peak = m("arrivals_max_1min");
+    assert!((35.0..=70.0).contains(&peak), "{peak}");
+    assert!(m("arrivals_max_10min") >= peak);
+    let gap = m("arrival_gap_s_max");
+    assert!((8.0..=40.0).contains(&gap), "{gap}");
     let both = text.replace(
         "google_memory_gb = 64.0",
         "google_memory_gb = 64.0\npriority = 3",

@@ -267,6 +267,32 @@ fn fields(errs: &[ScenarioError]) -> Vec<String> {
 }
 
 #[test]
+fn google_class_mix_is_tasks_or_arrivals_and_needs_the_table_5_2_generator() {
+    let s = load("g.toml", GOOGLE, &[]).unwrap();
+    assert_eq!(s.tenants[0].google_class_mix, None);
+    let s = load(
+        "g.toml",
+        GOOGLE,
+        &[set("tenants.0.google_class_mix=arrivals")],
+    )
+    .unwrap();
+    assert_eq!(
+        s.tenants[0].google_class_mix,
+        Some(dcemu_actors::google::ClassMix::Arrivals)
+    );
+    let e = &errors(GOOGLE, &[set("tenants.0.google_class_mix=submits")])[0];
+    assert_eq!(
+        e.field.as_deref(),
+        Some("tenants[0].google_class_mix"),
+        "{e}"
+    );
+    let text = MINIMAL.replace("service = {", "google_class_mix = \"tasks\"\nservice = {");
+    let e = &errors(&text, &[])[0];
+    assert_eq!(e.field.as_deref(), Some("tenants[0].google_class_mix"));
+    assert!(e.problem.contains("only with `google_memory_gb`"), "{e}");
+}
+
+#[test]
 fn google_reference_cores_defaults_to_8_and_needs_the_table_5_2_generator() {
     let s = load("g.toml", GOOGLE, &[]).unwrap();
     assert_eq!(s.tenants[0].google_reference_cores, None);
