@@ -32,6 +32,20 @@ use crate::net::{AppRate, Body, EvictionCause, Inbox, Nic, ServerReport};
 use crate::sampling::{normal, to_nanos, uniform_open0};
 use crate::sharing::CpuShare;
 
+/// Buckets of [`PE_METRICS`]: 1, 2, 3, 4 and 5 or more priority evictions.
+pub const PE_BUCKETS: usize = 5;
+
+/// Response times of class-0 tasks by the priority evictions they suffered
+/// (thesis Fig. 9.2: R(C0, pe = x), and pe ≥ 5 together). Present only in
+/// runs where some class-0 task was evicted for priority.
+pub const PE_METRICS: [&str; PE_BUCKETS] = [
+    "response_s_class0_pe_1",
+    "response_s_class0_pe_2",
+    "response_s_class0_pe_3",
+    "response_s_class0_pe_4",
+    "response_s_class0_pe_5plus",
+];
+
 pub struct Server {
     world: Arc<World>,
     nic: Nic,
@@ -77,6 +91,9 @@ pub struct Server {
     /// least once, and of those never evicted (thesis Table 7.2).
     class0_evicted_s: Vec<f64>,
     class0_non_evicted_s: Vec<f64>,
+    /// Response times of class-0 tasks by their priority evictions, 1 to
+    /// [`PE_BUCKETS`] (the last bucket: that many or more); thesis Fig. 9.2.
+    class0_by_pe_s: [Vec<f64>; PE_BUCKETS],
     reports: u64,
     /// A `ReportTick` is pending.
     reporting: bool,
@@ -236,6 +253,7 @@ impl Server {
             evictions_memory: 0,
             evictions_priority: 0,
             class0_evicted_s: Vec::new(),
+            class0_by_pe_s: Default::default(),
             class0_non_evicted_s: Vec::new(),
             reports: 0,
             primary_updates: 0,
@@ -953,6 +971,10 @@ impl Server {
                 0 => self.class0_non_evicted_s.push(response),
                 _ => self.class0_evicted_s.push(response),
             }
+            if task.priority_evictions > 0 {
+                let bucket = (task.priority_evictions as usize).min(PE_BUCKETS) - 1;
+                self.class0_by_pe_s[bucket].push(response);
+            }
         }
         self.busy_ns += u128::from(now - started_at);
         // Paragon §5: performance normalised to running alone on the best
@@ -1110,6 +1132,14 @@ impl Server {
         }
         for &r in &self.class0_non_evicted_s {
             out.sample("response_s_class0_non_evicted", r);
+        }
+        if self.class0_by_pe_s.iter().any(|b| !b.is_empty()) {
+            for (name, bucket) in PE_METRICS.iter().zip(&self.class0_by_pe_s) {
+                out.declare_samples(name);
+                for &r in bucket {
+                    out.sample(name, r);
+                }
+            }
         }
         out.add("server_reports", self.reports);
         out.add_f64("wasted_cpu_s", self.wasted_s);

@@ -94,6 +94,10 @@ pub enum Plot {
     /// Paragon Fig. 10(d): the running applications' mean performance over
     /// time, one line per row.
     PerfOverTime,
+    /// Thesis Fig. 9.2: the mean response time of class-0 tasks by the
+    /// priority evictions they suffered (1, 2, 3, 4, 5 or more), one bar
+    /// per row, averaged over seeds.
+    ByEvictions,
 }
 
 /// One paper's experiments, validated.

@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::Args;
+use serde_json::Value;
 
 use crate::scenario::MAX_SEED;
 use experiments::{Paper, load_papers};
@@ -209,6 +210,22 @@ fn plan(papers: &[Paper], seeds: &[u64]) -> (Vec<Job>, Index) {
     (jobs, index)
 }
 
+/// Per priority-eviction bucket (thesis Fig. 9.2), the mean over the runs
+/// that have it of the class-0 tasks' mean response time.
+fn mean_by_evictions(runs: &[&Ran]) -> Vec<Option<f64>> {
+    dcemu_actors::server::PE_METRICS
+        .iter()
+        .map(|name| {
+            let key = format!("{name}_mean");
+            let values: Vec<f64> = runs
+                .iter()
+                .filter_map(|run| run.metrics.get(&key).and_then(Value::as_f64))
+                .collect();
+            (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+        })
+        .collect()
+}
+
 fn judge<'a>(
     papers: &'a [Paper],
     seeds: &[u64],
@@ -222,6 +239,7 @@ fn judge<'a>(
             let mut rows = Vec::new();
             let mut perf = Vec::new();
             let mut over_time = Vec::new();
+            let mut by_evictions = Vec::new();
             for (r, row) in exp.rows.iter().enumerate() {
                 let mut values = Vec::new();
                 for s in 0..seeds.len() {
@@ -238,6 +256,10 @@ fn judge<'a>(
                 let first = &ran[index[&(p, e, r, 0)]];
                 perf.push(first.perf.clone());
                 over_time.push(first.over_time.clone());
+                let runs: Vec<&Ran> = (0..seeds.len())
+                    .map(|s| &ran[index[&(p, e, r, s)]])
+                    .collect();
+                by_evictions.push(mean_by_evictions(&runs));
                 rows.push(RowResult::new(row, values));
             }
             let orderings = exp
@@ -251,6 +273,7 @@ fn judge<'a>(
                 orderings,
                 perf,
                 over_time,
+                by_evictions,
             });
         }
         out.push((paper, exps));

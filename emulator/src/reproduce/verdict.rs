@@ -120,6 +120,9 @@ pub struct Judged<'a> {
     pub perf: Vec<Vec<f64>>,
     /// Per row, the first seed's performance over time.
     pub over_time: Vec<Vec<(f64, f64)>>,
+    /// Per row, the mean over seeds of each `response_s_class0_pe_*_mean`
+    /// (`None` where no run had such a task).
+    pub by_evictions: Vec<Vec<Option<f64>>>,
 }
 
 impl Judged<'_> {

@@ -461,5 +461,30 @@ fn experiment_html(s: &mut String, j: &Judged<'_>) -> Result<(), String> {
             "<figure>{svg}<figcaption>Mean performance of the running applications over time, normalised to the best configuration alone, first seed (Paragon Fig. 10(d) style; sampled at every server report, one-minute bins).</figcaption></figure>"
         );
     }
+    if e.plots.contains(&Plot::ByEvictions) {
+        let categories: Vec<String> = ["pe = 1", "pe = 2", "pe = 3", "pe = 4", "pe ≥ 5"]
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let labels: Vec<String> = e.rows.iter().map(|r| r.label.clone()).collect();
+        let svg = bars_plot(
+            &format!("{}-by-evictions", e.id),
+            "mean response time (s)",
+            &categories,
+            &labels,
+            |c, r| {
+                j.by_evictions
+                    .get(r)
+                    .and_then(|v| v.get(c))
+                    .copied()
+                    .flatten()
+            },
+        )
+        .map_err(|err| err.to_string())?;
+        let _ = writeln!(
+            s,
+            "<figure>{svg}<figcaption>Mean response time of class-0 tasks by the priority evictions they suffered, mean over seeds (thesis Fig. 9.2 style: R(C0, pe = x)). A missing bar: no such task.</figcaption></figure>"
+        );
+    }
     Ok(())
 }
