@@ -315,3 +315,32 @@ fn commit_of(dir: &std::path::Path) -> String {
         _ => "unknown (not a git checkout)".into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ran(pairs: &[(&str, Value)]) -> Ran {
+        Ran {
+            metrics: pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), v.clone()))
+                .collect(),
+            ..Ran::default()
+        }
+    }
+
+    #[test]
+    fn eviction_buckets_average_the_runs_that_have_them() {
+        let a = ran(&[
+            ("response_s_class0_pe_1_mean", Value::from(100.0)),
+            ("response_s_class0_pe_2_mean", Value::Null),
+        ]);
+        let b = ran(&[("response_s_class0_pe_1_mean", Value::from(300.0))]);
+        let got = mean_by_evictions(&[&a, &b]);
+        assert_eq!(got.len(), dcemu_actors::server::PE_BUCKETS);
+        assert_eq!(got[0], Some(200.0));
+        assert_eq!(got[1], None);
+        assert_eq!(got[4], None);
+    }
+}
