@@ -24,18 +24,16 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// The quick Paragon and ARQ experiments: every verdict either holds or is
-/// an explained open gap (so a regression, or a gap that closed without
-/// its explanation being removed, fails CI), and the CSV is the same for
-/// one and two worker threads.
+/// The quick experiments of every paper with an experiment file: every
+/// verdict either holds or is an explained open gap (so a regression, or a
+/// gap that closed without its explanation being removed, fails CI), and
+/// the CSV is the same for one and two worker threads.
 #[test]
-fn the_quick_paragon_and_arq_experiments_pass_check_and_do_not_depend_on_jobs() {
+fn the_quick_experiments_of_every_paper_pass_check_and_do_not_depend_on_jobs() {
     let dir = tempfile::tempdir().unwrap();
     let out = |n: &str| dir.path().join(n).display().to_string();
     let one = dcemu(&[
         "reproduce",
-        "paragon",
-        "arq",
         "--quick",
         "--check",
         "--jobs",
@@ -51,8 +49,6 @@ fn the_quick_paragon_and_arq_experiments_pass_check_and_do_not_depend_on_jobs() 
     );
     let two = dcemu(&[
         "reproduce",
-        "paragon",
-        "arq",
         "--quick",
         "--jobs",
         "2",
@@ -65,6 +61,7 @@ fn the_quick_paragon_and_arq_experiments_pass_check_and_do_not_depend_on_jobs() 
     assert_eq!(csv1, csv2, "--jobs must not change the numbers");
     assert!(csv1.contains("paragon,local-medium,output,value,P,qos_met_fraction,0.79,"));
     assert!(csv1.contains(",ordering,P > LL,"));
+    assert!(csv1.contains("\nthesis,table-9-1-ne,"), "every paper's file runs");
     let md = std::fs::read_to_string(dir.path().join("j1/reproduction.md")).unwrap();
     assert!(
         md.contains("## Paragon") && md.contains("### Inputs"),
