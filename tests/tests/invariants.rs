@@ -131,14 +131,18 @@ fn every_metric_is_documented() {
             .unwrap_or_else(|e| panic!("{e}"));
         let out = execute(&scenario, &RunOptions::default()).unwrap();
         for key in out.metrics.keys() {
-            // per-class series are documented once, as response_s_class_<p>_...
-            let key = match key.strip_prefix("response_s_class_") {
-                Some(rest) => format!(
-                    "response_s_class_<p>{}",
-                    rest.trim_start_matches(|c: char| c.is_ascii_digit())
-                ),
-                None => key.clone(),
-            };
+            // per-class series are documented once, as <prefix><p>...
+            let key = ["response_s_class_", "tasks_submitted_class_", "task_share_class_"]
+                .iter()
+                .find_map(|prefix| {
+                    key.strip_prefix(prefix).map(|rest| {
+                        format!(
+                            "{prefix}<p>{}",
+                            rest.trim_start_matches(|c: char| c.is_ascii_digit())
+                        )
+                    })
+                })
+                .unwrap_or_else(|| key.clone());
             assert!(
                 docs.contains(&format!("`{key}`")),
                 "metric `{key}` of {} is not documented in docs/metrics.md",
