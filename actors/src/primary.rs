@@ -41,6 +41,9 @@ pub struct PrimaryTenant {
     used_cores: u64,
     used_since: SimTime,
     used_core_ns: u128,
+    /// Reimages sent to each server (index as `servers`): the per-server
+    /// and per-tenant rates of §3.3 (Figures 4 and 5).
+    reimages_sent: Vec<u64>,
 }
 
 #[derive(Serialize)]
@@ -60,6 +63,7 @@ impl PrimaryTenant {
             nic: Nic::default(),
             inbox: Inbox::default(),
             announced: vec![None; servers.len()],
+            reimages_sent: vec![0; servers.len()],
             servers,
             level: cfg.mean,
             spike_until: 0,
@@ -163,9 +167,14 @@ impl PrimaryTenant {
 
     fn reimage(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         let hit: Vec<ActorId> = if uniform_open0(ctx.rng()) <= self.cfg.reimage_correlation {
+            for sent in &mut self.reimages_sent {
+                *sent += 1;
+            }
             self.servers.iter().map(|&(s, _)| s).collect()
         } else {
-            vec![self.servers[index(ctx.rng(), self.servers.len() as u32) as usize].0]
+            let i = index(ctx.rng(), self.servers.len() as u32) as usize;
+            self.reimages_sent[i] += 1;
+            vec![self.servers[i].0]
         };
         ctx.log("reimage", &ReimageLog { servers: hit.len() });
         let world = Arc::clone(&self.world);
@@ -187,5 +196,44 @@ impl PrimaryTenant {
         out.add_f64("primary_core_s", self.used_core_ns as f64 / 1e9);
         let cores: u64 = self.servers.iter().map(|&(_, c)| u64::from(c)).sum();
         out.add("primary_cores_total", cores);
+        self.input_statistics(end, out);
+    }
+
+    /// The input statistics of §3.2-3.3 the scenario is calibrated to,
+    /// counted per tenant and merged over tenants: which pattern class it
+    /// is and how many servers it owns (Figures 2 and 3), and whether its
+    /// servers' and its own average reimage rate over the run was at most
+    /// one a month (Figures 4 and 5: at least 90 % of servers and 80 % of
+    /// tenants). The reimage rates count the events the tenant sent, so a
+    /// run shorter than a month measures them on what it saw.
+    fn input_statistics(&self, end: SimTime, out: &mut Metrics) {
+        let n = self.servers.len() as u64;
+        out.add("primary_tenants", 1);
+        out.add("primary_servers", n);
+        let (tenants, servers) = match self.cfg.pattern {
+            UtilPattern::Periodic => ("primary_tenants_periodic", "primary_servers_periodic"),
+            UtilPattern::Constant => ("primary_tenants_constant", "primary_servers_constant"),
+            UtilPattern::Unpredictable => (
+                "primary_tenants_unpredictable",
+                "primary_servers_unpredictable",
+            ),
+        };
+        out.add(tenants, 1);
+        out.add(servers, n);
+        let months = end as f64 / MONTH_NS;
+        if months <= 0.0 || n == 0 {
+            return;
+        }
+        let at_most_monthly = self
+            .reimages_sent
+            .iter()
+            .filter(|&&k| k as f64 <= months)
+            .count() as u64;
+        out.add("reimage_servers_monthly_or_less", at_most_monthly);
+        let per_server = self.reimages_sent.iter().sum::<u64>() as f64 / n as f64;
+        out.add(
+            "reimage_tenants_monthly_or_less",
+            u64::from(per_server <= months),
+        );
     }
 }

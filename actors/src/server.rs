@@ -639,8 +639,16 @@ impl Server {
                 self.primary_reserve_taken += f64::from(taken) / f64::from(reserve);
             }
         }
-        self.cpu
-            .set_cores(now, self.cores_total - self.primary_cores);
+        if self.world.primary_kills {
+            // node managers that know the primary give it its cores first
+            self.cpu
+                .set_cores(now, self.cores_total - self.primary_cores);
+        } else {
+            // stock YARN: no isolation, the primary's busy cores and the
+            // containers share the server alike (sharing.rs)
+            self.cpu.set_cores(now, self.cores_total);
+            self.cpu.set_background(now, self.primary_cores);
+        }
         ctx.log(
             "primary_load",
             &PrimaryLog {

@@ -14,6 +14,15 @@
 //! work (`Δ_C = ∫ Γ_c(t) dt`). Rates change only at events (a task starts or
 //! ends, a multiplier changes), so progress is advanced exactly between them,
 //! and the next completion is the earliest `remaining / rate`.
+//!
+//! **Background threads.** A server's primary tenant normally has its
+//! cores first: the tasks share what it leaves (`set_cores`). Without
+//! performance isolation (stock YARN's node managers know nothing of the
+//! primary tenant, harvesting §5.3, §6.1) the operating system shares the
+//! cores among the primary's busy threads and the tasks' alike: with `B`
+//! background threads every task gets `min(1, N_c / (D + B))` of its
+//! cores, so a primary bursting into cores the tasks hold slows them, and
+//! is slowed by them (§6.3: stock YARN hurts the primary's tail latency).
 
 use std::collections::BTreeMap;
 
@@ -24,6 +33,10 @@ use crate::model::TaskId;
 #[derive(Clone, Debug)]
 pub struct CpuShare {
     cores: u32,
+    /// Busy threads outside the tasks that take equal shares of the cores
+    /// (a primary tenant without isolation); 0 when the tasks share the
+    /// cores alone.
+    background: u32,
     /// Time up to which the work left is accurate.
     last: SimTime,
     jobs: BTreeMap<TaskId, Job>,
@@ -41,6 +54,7 @@ impl CpuShare {
     pub fn new(cores: u32) -> Self {
         CpuShare {
             cores: cores.max(1),
+            background: 0,
             last: 0,
             jobs: BTreeMap::new(),
         }
@@ -52,7 +66,7 @@ impl CpuShare {
         if threads == 0 {
             return 1.0;
         }
-        (f64::from(self.cores) / f64::from(threads)).min(1.0)
+        (f64::from(self.cores) / f64::from(threads + self.background)).min(1.0)
     }
 
     /// Threads of all running tasks.
@@ -64,9 +78,11 @@ impl CpuShare {
         self.jobs.len()
     }
 
-    /// Cores in use: one per task, up to all of them.
+    /// Cores the tasks use: one per thread, up to all of them less the
+    /// background threads' (with both, the cores are full).
     pub fn busy_cores(&self) -> u32 {
-        self.threads().min(self.cores)
+        self.threads()
+            .min(self.cores.saturating_sub(self.background.min(self.cores)))
     }
 
     pub fn cores(&self) -> u32 {
@@ -78,6 +94,13 @@ impl CpuShare {
     pub fn set_cores(&mut self, now: SimTime, cores: u32) {
         self.advance(now);
         self.cores = cores.max(1);
+    }
+
+    /// Changes the busy threads outside the tasks that share the cores
+    /// with them from `now` on.
+    pub fn set_background(&mut self, now: SimTime, threads: u32) {
+        self.advance(now);
+        self.background = threads;
     }
 
     /// Starts `task` with `work` ns of work on `threads` threads and rate
@@ -221,6 +244,26 @@ mod tests {
         // task 2 then has 50 s left alone at rate 1 → 200 s
         let staggered = finish_times(CpuShare::new(1), &[(0, 1, 100 * S), (50 * S, 2, 100 * S)]);
         assert_eq!(staggered, vec![(1, 150 * S), (2, 200 * S)]);
+    }
+
+    #[test]
+    fn background_threads_take_equal_shares_only_when_the_cores_are_full() {
+        // 12 cores, a primary busy on 4: 8 tasks still get a core each
+        let mut share = CpuShare::new(12);
+        share.set_background(0, 4);
+        assert_eq!(share.share(8), 1.0);
+        share.add(0, 1, 60 * S, 1, 1.0);
+        assert_eq!(share.next_finish(), Some(60 * S));
+        assert_eq!(share.busy_cores(), 1);
+        // it bursts to all 12: 20 threads on 12 cores, 3/5 of a core each,
+        // where giving the primary its cores first would leave the tasks
+        // none (set_cores keeps one)
+        share.set_background(30 * S, 12);
+        assert!((share.share(8) - 0.6).abs() < 1e-12);
+        // the task alone gets 12/13 of a core: its last 30 s take 32.5 s
+        assert_eq!(share.next_finish(), Some(62_500_000_000));
+        // the background fills every core: none counted as the tasks'
+        assert_eq!(share.busy_cores(), 0);
     }
 
     #[test]

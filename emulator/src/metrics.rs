@@ -183,6 +183,44 @@ pub fn summarize(
     let updates = merged.counter("primary_updates");
     let taken = (updates > 0).then(|| merged.sum("primary_reserve_taken") / updates as f64);
     m.insert("primary_tail_latency_proxy".into(), opt(taken));
+    if merged.counter("primary_tenants") > 0 {
+        // harvesting §3.2-3.3's input statistics (docs/metrics.md)
+        let share = |num: &str, den: &str| {
+            let d = merged.counter(den);
+            (d > 0).then(|| merged.counter(num) as f64 / d as f64)
+        };
+        for class in ["periodic", "constant", "unpredictable"] {
+            m.insert(
+                format!("primary_tenants_{class}_fraction"),
+                opt(share(
+                    &format!("primary_tenants_{class}"),
+                    "primary_tenants",
+                )),
+            );
+            m.insert(
+                format!("primary_servers_{class}_fraction"),
+                opt(share(
+                    &format!("primary_servers_{class}"),
+                    "primary_servers",
+                )),
+            );
+        }
+        let predictable =
+            merged.counter("primary_servers_periodic") + merged.counter("primary_servers_constant");
+        let servers = merged.counter("primary_servers");
+        m.insert(
+            "primary_servers_predictable_fraction".into(),
+            opt((servers > 0).then(|| predictable as f64 / servers as f64)),
+        );
+        m.insert(
+            "reimage_servers_monthly_or_less_fraction".into(),
+            opt(share("reimage_servers_monthly_or_less", "primary_servers")),
+        );
+        m.insert(
+            "reimage_tenants_monthly_or_less_fraction".into(),
+            opt(share("reimage_tenants_monthly_or_less", "primary_tenants")),
+        );
+    }
     if m.contains_key("dist_settings_total") {
         // distributed applications (ASPLOS'16 §4.2, §5.2)
         let total = merged.counter("dist_settings_total");

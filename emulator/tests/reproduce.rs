@@ -62,6 +62,12 @@ fn the_quick_experiments_of_every_paper_pass_check_and_do_not_depend_on_jobs() {
     assert!(csv1.contains("paragon,local-medium,output,value,P,qos_met_fraction,0.79,"));
     assert!(csv1.contains(",ordering,P > LL,"));
     assert!(csv1.contains("\nthesis,table-9-1-ne,"), "every paper's file runs");
+    // harvesting §6.1: 13 of DC-9's 21 tenants are periodic, by construction
+    assert!(csv1.contains(
+        "harvest,testbed-tenants,input,value,periodic,primary_tenants_periodic_fraction,0.619,"
+    ));
+    assert!(csv1.contains("harvest,testbed-job-times,output,ordering,H < PT,"));
+    assert!(csv1.contains("distributed,profiling-cost,input,value,binary-optimized,"));
     let md = std::fs::read_to_string(dir.path().join("j1/reproduction.md")).unwrap();
     assert!(
         md.contains("## Paragon") && md.contains("### Inputs"),

@@ -260,3 +260,30 @@ fn linear_scaling_makes_yarn_pt_kill_more_than_root_scaling_at_the_same_utilisat
     assert!(m(&unscaled, "primary_utilization_mean") < 0.35);
     assert!(m(&unscaled, "killed_containers") < m(&root, "killed_containers"));
 }
+
+#[test]
+fn input_statistics_count_the_testbeds_tenants_and_servers_per_pattern() {
+    // §6.1: DC-9's 21 tenants, 13 periodic, 3 constant, 5 unpredictable, on
+    // 102 servers (five each, the last three unpredictable ones four)
+    let o = run(&testbed(), &["run.end=1h", "output.actor_logs=false"], 1);
+    let m = |k: &str| metric(&o, k);
+    assert_eq!(m("primary_tenants"), 21.0);
+    assert_eq!(m("primary_tenants_periodic"), 13.0);
+    assert_eq!(m("primary_tenants_constant"), 3.0);
+    assert_eq!(m("primary_tenants_unpredictable"), 5.0);
+    assert_eq!(m("primary_servers"), 102.0);
+    assert_eq!(m("primary_servers_periodic"), 65.0);
+    assert_eq!(m("primary_servers_constant"), 15.0);
+    assert_eq!(m("primary_servers_unpredictable"), 22.0);
+    assert!((m("primary_tenants_periodic_fraction") - 13.0 / 21.0).abs() < 1e-12);
+    assert!((m("primary_servers_predictable_fraction") - 80.0 / 102.0).abs() < 1e-12);
+    // an hour is 1/720 of a month: a server reimaged once in it is above
+    // one a month, one never reimaged is not
+    let hit = 102.0 - m("reimage_servers_monthly_or_less");
+    assert!(
+        hit >= 0.0 && hit <= m("reimages"),
+        "{hit} servers above, {} reimages",
+        m("reimages")
+    );
+    assert!((m("reimage_servers_monthly_or_less_fraction") - (102.0 - hit) / 102.0).abs() < 1e-12);
+}

@@ -33,6 +33,13 @@ pub enum AnnealingGoal {
     /// First the QoS bound of the runs that carry one, then the lowest sum
     /// (§5.2).
     Qos,
+    /// The highest sum: §5.3's *Worst* placement, the baseline Figure 11's
+    /// speedups are measured against.
+    Worst,
+    /// A random placement that keeps each run on distinct hosts, the
+    /// model ignored: §5.3's *Random* (Figure 11 averages five; here one
+    /// per seed).
+    Random,
 }
 
 pub fn default_iterations() -> u32 {

@@ -15,6 +15,9 @@
 //! predicted shortfall below a run's QoS bound (§5.2: the bound first,
 //! then the total). Predictions come from the proposed model (profiled
 //! curves and mapping policy) or the naive proportional one (§5.2).
+//! The `worst` goal maximises the sum instead, and `random` keeps only the
+//! distinct-hosts constraint, so the walk ends at a random placement that
+//! keeps it (§5.3's Worst and Random baselines of Figure 11).
 //! A run's units go to distinct hosts (a large penalty otherwise), as in
 //! Figure 5, where each application spans four nodes.
 //! Simulated annealing is small enough to write here (no crate needed).
@@ -439,7 +442,14 @@ impl View<'_> {
     /// The energy of a placement, and whether every run is on distinct hosts.
     fn energy(&self, slots: &[usize], occ: &[Option<(usize, u16)>]) -> (f64, bool) {
         let pred = self.predictions(slots, occ);
-        let mut e: f64 = pred.iter().sum();
+        let mut e: f64 = match self.goal {
+            AnnealingGoal::Throughput | AnnealingGoal::Qos => pred.iter().sum(),
+            // §5.3's baselines: the highest sum, or only the spread
+            // constraint (every placement that keeps it is as good, so
+            // the walk ends at a random one)
+            AnnealingGoal::Worst => -pred.iter().sum::<f64>(),
+            AnnealingGoal::Random => 0.0,
+        };
         // a run spans distinct hosts (Figure 5: one unit of an application
         // per node), as its solo run and its profiles did
         let mut seen: Vec<(usize, usize)> = occ
@@ -526,7 +536,12 @@ mod tests {
     /// keeps the sensitive M.lmps away from C.libq.
     #[test]
     fn places_runs_on_distinct_hosts_and_protects_the_qos_target() {
-        for goal in [AnnealingGoal::Throughput, AnnealingGoal::Qos] {
+        for goal in [
+            AnnealingGoal::Throughput,
+            AnnealingGoal::Qos,
+            AnnealingGoal::Worst,
+            AnnealingGoal::Random,
+        ] {
             let mut s = stage(goal);
             let mut rng = actor_rng(3, "scheduler");
             let mut ready = 0;
