@@ -839,23 +839,38 @@ impl EnergyStage {
             let ranked = self.rank_mesh(bw, unit, cache);
             cache.ranked.insert(key, ranked);
         }
-        let ranked = cache.ranked.get(&key)?;
         let pod = s.mesh_pod?;
         let me = s.spec.id.0;
-        let &(cost, access, agg, core) = ranked.iter().find(|&&(_, access, _, _)| {
+        let reaches = |&&(_, access, _, _): &&Ranked| {
             self.mesh_pod_of(access) == Some(pod)
                 && self
                     .links
                     .of(access, me)
                     .is_some_and(|l| self.links.fits(l, bw))
-        })?;
+        };
+        let ranking = cache.ranked.get_mut(&key)?;
+        // the cheapest access switch nearly always reaches the server; the
+        // rest are sorted only when it does not
+        let first = ranking.first.as_ref().filter(|r| reaches(r)).copied();
+        let (cost, access, agg, core) = match first {
+            Some(r) => r,
+            None => {
+                if !ranking.sorted {
+                    ranking
+                        .all
+                        .sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                    ranking.sorted = true;
+                }
+                *ranking.all.iter().find(reaches)?
+            }
+        };
         let cost = if instant { cost * t_x } else { cost };
         Route::new(&[core, agg, access, me]).map(|r| (cost, r))
     }
 
     /// Every access switch of the full-mesh pods with the cheapest path
     /// from a core switch down to it that has `bw` free, by cost (then id).
-    fn rank_mesh(&self, bw: u64, t_x: f64, cache: &mut CoreCache) -> Vec<Ranked> {
+    fn rank_mesh(&self, bw: u64, t_x: f64, cache: &mut CoreCache) -> Ranking {
         // the path above an aggregation switch does not depend on the
         // access switch below it: each aggregation switch's cost with its
         // best core switch, once, cheapest first
@@ -905,8 +920,15 @@ impl EnergyStage {
                 ranked.push((cost + self.switch_cost(acc.id, t_x), acc.id, agg, core));
             }
         }
-        ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        ranked
+        let first = ranked
+            .iter()
+            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
+            .copied();
+        Ranking {
+            first,
+            all: ranked,
+            sorted: false,
+        }
     }
 
     fn mesh_pod_of(&self, access: u32) -> Option<u32> {
@@ -1212,7 +1234,15 @@ impl EnergyStage {
 #[derive(Default)]
 struct CoreCache {
     cores: BTreeMap<(u32, u64), Option<u32>>,
-    ranked: BTreeMap<(u64, u64), Vec<Ranked>>,
+    ranked: BTreeMap<(u64, u64), Ranking>,
+}
+
+/// Access switches by the cost of their cheapest path: the cheapest (then
+/// lowest id), and all of them, sorted so on first need.
+struct Ranking {
+    first: Option<Ranked>,
+    all: Vec<Ranked>,
+    sorted: bool,
 }
 
 /// An access switch with the cost of the cheapest path down to it: `(cost,
