@@ -94,6 +94,9 @@ pub enum Plot {
     /// Paragon Fig. 10(d): the running applications' mean performance over
     /// time, one line per row.
     PerfOverTime,
+    /// Thesis Table 4.2 / Figure 4.3 style: switches powered over time,
+    /// one line per row.
+    SwitchesOn,
 }
 
 /// One paper's experiments, validated.

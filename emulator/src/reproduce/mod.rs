@@ -222,6 +222,7 @@ fn judge<'a>(
             let mut rows = Vec::new();
             let mut perf = Vec::new();
             let mut over_time = Vec::new();
+            let mut switches_on = Vec::new();
             for (r, row) in exp.rows.iter().enumerate() {
                 let mut values = Vec::new();
                 for s in 0..seeds.len() {
@@ -238,6 +239,7 @@ fn judge<'a>(
                 let first = &ran[index[&(p, e, r, 0)]];
                 perf.push(first.perf.clone());
                 over_time.push(first.over_time.clone());
+                switches_on.push(first.switches_on.clone());
                 rows.push(RowResult::new(row, values));
             }
             let orderings = exp
@@ -251,6 +253,7 @@ fn judge<'a>(
                 orderings,
                 perf,
                 over_time,
+                switches_on,
             });
         }
         out.push((paper, exps));

@@ -120,6 +120,8 @@ pub struct Judged<'a> {
     pub perf: Vec<Vec<f64>>,
     /// Per row, the first seed's performance over time.
     pub over_time: Vec<Vec<(f64, f64)>>,
+    /// Per row, the first seed's switches powered over time.
+    pub switches_on: Vec<Vec<(f64, f64)>>,
 }
 
 impl Judged<'_> {
