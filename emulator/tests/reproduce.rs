@@ -47,21 +47,17 @@ fn the_quick_experiments_of_every_paper_pass_check_and_do_not_depend_on_jobs() {
         text(&one.stdout),
         text(&one.stderr)
     );
-    let two = dcemu(&[
-        "reproduce",
-        "--quick",
-        "--jobs",
-        "2",
-        "--out",
-        &out("j2"),
-    ]);
+    let two = dcemu(&["reproduce", "--quick", "--jobs", "2", "--out", &out("j2")]);
     assert!(two.status.success(), "{}", text(&two.stderr));
     let csv1 = std::fs::read_to_string(dir.path().join("j1/reproduction.csv")).unwrap();
     let csv2 = std::fs::read_to_string(dir.path().join("j2/reproduction.csv")).unwrap();
     assert_eq!(csv1, csv2, "--jobs must not change the numbers");
     assert!(csv1.contains("paragon,local-medium,output,value,P,qos_met_fraction,0.79,"));
     assert!(csv1.contains(",ordering,P > LL,"));
-    assert!(csv1.contains("\nthesis,table-9-1-ne,"), "every paper's file runs");
+    assert!(
+        csv1.contains("\nthesis,table-9-1-ne,"),
+        "every paper's file runs"
+    );
     // harvesting §6.1: 13 of DC-9's 21 tenants are periodic, by construction
     assert!(csv1.contains(
         "harvest,testbed-tenants,input,value,periodic,primary_tenants_periodic_fraction,0.619,"

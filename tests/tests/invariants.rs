@@ -132,17 +132,21 @@ fn every_metric_is_documented() {
         let out = execute(&scenario, &RunOptions::default()).unwrap();
         for key in out.metrics.keys() {
             // per-class series are documented once, as <prefix><p>...
-            let key = ["response_s_class_", "tasks_submitted_class_", "task_share_class_"]
-                .iter()
-                .find_map(|prefix| {
-                    key.strip_prefix(prefix).map(|rest| {
-                        format!(
-                            "{prefix}<p>{}",
-                            rest.trim_start_matches(|c: char| c.is_ascii_digit())
-                        )
-                    })
+            let key = [
+                "response_s_class_",
+                "tasks_submitted_class_",
+                "task_share_class_",
+            ]
+            .iter()
+            .find_map(|prefix| {
+                key.strip_prefix(prefix).map(|rest| {
+                    format!(
+                        "{prefix}<p>{}",
+                        rest.trim_start_matches(|c: char| c.is_ascii_digit())
+                    )
                 })
-                .unwrap_or_else(|| key.clone());
+            })
+            .unwrap_or_else(|| key.clone());
             assert!(
                 docs.contains(&format!("`{key}`")),
                 "metric `{key}` of {} is not documented in docs/metrics.md",

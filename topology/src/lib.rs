@@ -14,8 +14,8 @@ pub mod units;
 
 pub use bandwidth::Bandwidth;
 pub use network::{
-    Attach, Ecmp, Network, NetworkError, PathChooser, Port, Refused, Reservations, Route,
-    SwitchInfo, Tier, TopologyConfig, TopologyKind, Wiring,
+    Attach, Ecmp, HostWiring, Network, NetworkError, PathChooser, Port, Refused, Reservations,
+    Route, SwitchInfo, Tier, TopologyConfig, TopologyKind, Wiring,
 };
 pub use power::{EnergyMeter, PowerConfig, PowerPolicy, ServerPower, SwitchPower};
 pub use units::{Duration, DurationError, SimTime, format_sim_time};

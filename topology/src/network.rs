@@ -11,8 +11,11 @@
 //!   mesh (every upper switch to every lower one, within the pod below the
 //!   core) or a fan-out (each lower switch to one upper switch). Servers
 //!   attach to access switches in contiguous blocks, like any other host in a
-//!   rack (the scheduler runs in the first rack); hosts outside the
-//!   datacenter (tenants) attach to core switches, where traffic enters it.
+//!   rack (the scheduler runs in the first rack), or, with `access_server =
+//!   "full-mesh"`, each server links to every access switch of its pod (§4.2.3:
+//!   every switch is fully connected with the nodes of the layer below); hosts
+//!   outside the datacenter (tenants) attach to core switches, where traffic
+//!   enters it.
 //!
 //! Node ids are actor ids: hosts first, in the order given to
 //! [`Network::build`], then switches (core, aggregation, access). Messages are source-routed: the
@@ -52,6 +55,11 @@ pub struct TopologyConfig {
     pub core_aggregation: Wiring,
     #[serde(default)]
     pub aggregation_access: Wiring,
+    /// How servers (and other hosts in racks) link to access switches.
+    /// Left out of the scenario as run when it is the default, so that
+    /// scenarios written before it keep their digests.
+    #[serde(default, skip_serializing_if = "HostWiring::is_rack")]
+    pub access_server: HostWiring,
     /// Capacity of core–aggregation links.
     #[serde(default = "ten_gbps")]
     pub core_link: Bandwidth,
@@ -109,6 +117,7 @@ impl Default for TopologyConfig {
             pods: 1,
             core_aggregation: Wiring::default(),
             aggregation_access: Wiring::default(),
+            access_server: HostWiring::default(),
             core_link: ten_gbps(),
             aggregation_link: one_gbps(),
             access_link: one_gbps(),
@@ -141,6 +150,25 @@ pub enum Wiring {
     FanOut,
 }
 
+/// How hosts in racks link to access switches.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostWiring {
+    /// Each host to one access switch, in contiguous blocks: a rack.
+    #[default]
+    Rack,
+    /// Each host to every access switch of its pod (hosts spread over the
+    /// pods in contiguous blocks): thesis §4.2.3, every switch fully
+    /// connected with the nodes of the layer below it.
+    FullMesh,
+}
+
+impl HostWiring {
+    pub fn is_rack(&self) -> bool {
+        *self == HostWiring::Rack
+    }
+}
+
 impl TopologyConfig {
     /// Value problems as `(field, problem)` relative to `[topology]`.
     pub fn problems(&self) -> Vec<(&'static str, String)> {
@@ -160,6 +188,12 @@ impl TopologyConfig {
         ];
         match self.kind {
             TopologyKind::Flat => {
+                if self.access_server != HostWiring::Rack {
+                    out.push((
+                        "access_server",
+                        "access switches exist only with kind = \"three-tier\"".into(),
+                    ));
+                }
                 for (name, n) in tiers {
                     if n != 0 {
                         out.push((
@@ -377,8 +411,17 @@ struct Fabric {
     switches: Vec<SwitchInfo>,
     /// Ports of every node (hosts and switches), by node id, sorted by peer.
     ports: Vec<Vec<Port>>,
-    /// Switch each host is attached to (by host id).
+    /// Switch each host is attached to (by host id); its first access
+    /// switch when it is linked to a whole pod.
     attach: Vec<u32>,
+    /// Pod whose every access switch a host is linked to
+    /// (`access_server = "full-mesh"`), by host id.
+    pod_of_host: Vec<Option<u32>>,
+    /// Pods of the fabric.
+    pods: u32,
+    /// Hops from each switch to the nearest access switch of each pod,
+    /// `pod_dist[s * pods + p]` by switch index.
+    pod_dist: Vec<u8>,
     /// Hops between switches, `dist[a * n + b]` by switch index.
     dist: Vec<u8>,
     switch_latency: SimTime,
@@ -683,6 +726,7 @@ impl Fabric {
         }
         // hosts
         let mut attach = Vec::with_capacity(hosts as usize);
+        let mut pod_of_host = vec![None; hosts as usize];
         let racked = attach_to.iter().filter(|&&a| a == Attach::Rack).count() as u64;
         let (mut core_hosts, mut rack_hosts) = (0u32, 0u64);
         for (h, kind) in attach_to.iter().enumerate() {
@@ -690,6 +734,18 @@ impl Fabric {
                 Attach::Core => {
                     core_hosts += 1;
                     (first_core + (core_hosts - 1) % c.core, c.external_link)
+                }
+                Attach::Rack if c.access_server == HostWiring::FullMesh => {
+                    let pod = (rack_hosts * u64::from(c.pods) / racked.max(1)) as u32;
+                    rack_hosts += 1;
+                    let mut first = None;
+                    for s in (0..c.access).filter(|&s| pod_of(s, c.access) == pod) {
+                        link(h as u32, first_acc + s, c.access_link);
+                        first.get_or_insert(first_acc + s);
+                    }
+                    pod_of_host[h] = Some(pod);
+                    attach.push(first.unwrap_or(first_acc));
+                    continue;
                 }
                 Attach::Rack => {
                     let acc = (rack_hosts * u64::from(c.access) / racked.max(1)) as u32;
@@ -716,8 +772,10 @@ impl Fabric {
                     .ok_or_else(|| NetworkError::TooLarge("network diameter".into()))?;
                 let mut next = Vec::new();
                 for s in frontier {
-                    for p in &ports[(hosts + s) as usize] {
-                        if p.peer >= hosts {
+                    let own = &ports[(hosts + s) as usize];
+                    // sorted by peer: hosts first, then switches
+                    for p in &own[own.partition_point(|p| p.peer < hosts)..] {
+                        {
                             let j = (p.peer - hosts) as usize;
                             if row[j] == u8::MAX {
                                 row[j] = d;
@@ -735,11 +793,24 @@ impl Fabric {
                 ));
             }
         }
+        let pods = c.pods.max(1);
+        let mut pod_dist = vec![u8::MAX; n * pods as usize];
+        for from in 0..n {
+            for s in 0..c.access {
+                let p = pod_of(s, c.access) as usize;
+                let d = dist[from * n + (first_acc - hosts + s) as usize];
+                let slot = &mut pod_dist[from * pods as usize + p];
+                *slot = (*slot).min(d);
+            }
+        }
         Ok(Fabric {
             first_switch: hosts,
             switches,
             ports,
             attach,
+            pod_of_host,
+            pods,
+            pod_dist,
             dist,
             switch_latency: c.switch_latency.as_nanos(),
         })
@@ -749,29 +820,52 @@ impl Fabric {
         if at == dst || dst >= hosts + self.switches.len() as u32 {
             return vec![];
         }
-        let n = self.switches.len();
-        let target = if dst < hosts {
-            self.attach[dst as usize]
-        } else {
-            dst
-        };
         if at < hosts {
-            return vec![self.attach[at as usize]];
+            let Some(pod) = self.pod_of_host[at as usize] else {
+                return vec![self.attach[at as usize]];
+            };
+            // linked to every access switch of its pod: those nearest to dst
+            let near = self.ports[at as usize]
+                .iter()
+                .filter(|p| self.pod_of_switch(p.peer) == Some(pod))
+                .map(|p| (self.dist_to(p.peer, dst, hosts), p.peer));
+            let best = near.clone().map(|(d, _)| d).min().unwrap_or(u8::MAX);
+            return near.filter(|&(d, _)| d == best).map(|(_, s)| s).collect();
         }
-        if at == target {
+        if self.dist_to(at, dst, hosts) == 0 {
             return vec![dst];
         }
-        let (a, t) = (
-            (at - self.first_switch) as usize,
-            (target - self.first_switch) as usize,
-        );
-        let here = self.dist[a * n + t];
-        self.ports[at as usize]
+        let here = self.dist_to(at, dst, hosts);
+        let ports = &self.ports[at as usize];
+        // sorted by peer: hosts first, then switches
+        ports[ports.partition_point(|p| p.peer < hosts)..]
             .iter()
-            .filter(|p| p.peer >= hosts)
-            .filter(|p| self.dist[(p.peer - self.first_switch) as usize * n + t] + 1 == here)
+            .filter(|p| self.dist_to(p.peer, dst, hosts).saturating_add(1) == here)
             .map(|p| p.peer)
             .collect()
+    }
+
+    /// Hops from switch `at` to the switch (or, for a host linked to a
+    /// whole pod, the nearest switch) that delivers to `dst`.
+    fn dist_to(&self, at: u32, dst: u32, hosts: u32) -> u8 {
+        let n = self.switches.len();
+        let a = (at - self.first_switch) as usize;
+        if dst < hosts {
+            if let Some(pod) = self.pod_of_host[dst as usize] {
+                return self.pod_dist[a * self.pods as usize + pod as usize];
+            }
+            let t = (self.attach[dst as usize] - self.first_switch) as usize;
+            return self.dist[a * n + t];
+        }
+        self.dist[a * n + (dst - self.first_switch) as usize]
+    }
+
+    /// The pod of an access switch whose hosts link to the whole pod.
+    fn pod_of_switch(&self, node: u32) -> Option<u32> {
+        let sw = self
+            .switches
+            .get(node.checked_sub(self.first_switch)? as usize)?;
+        (sw.tier == Tier::Access).then_some(sw.pod).flatten()
     }
 }
 

@@ -113,9 +113,24 @@ struct ServerState {
     /// Servers of one kind under switches of one pod are interchangeable
     /// while they and their access switch carry nothing.
     group: (usize, u32),
+    /// Pod whose every access switch it is linked to (`topology.
+    /// access_server = "full-mesh"`); `access`, `down` and `uppers` then
+    /// describe only the first of them.
+    mesh_pod: Option<u32>,
+    /// Flows booked on its own links (to or from it).
+    link_flows: u32,
     cpu_used: f64,
     memory_used: u64,
     tasks: u32,
+}
+
+/// An access switch whose servers all link to its whole pod, with the
+/// aggregation switches above it.
+#[derive(Clone, Debug)]
+struct MeshAccess {
+    id: u32,
+    pod: u32,
+    uppers: Vec<Upper>,
 }
 
 #[derive(Clone, Debug)]
@@ -125,30 +140,39 @@ struct Upper {
     cores: Vec<(u32, usize)>,
 }
 
-/// Free bandwidth on every directed link, by link id, and capacity.
-#[derive(Clone, Debug, Default)]
+/// Free bandwidth on every directed link, by link id, and capacity. A
+/// link's id is its sender's first id plus its port index (ports sorted by
+/// peer), so a lookup is a binary search among one node's ports.
+#[derive(Clone, Debug)]
 struct Links {
-    id: BTreeMap<(u32, u32), usize>,
+    net: Network,
+    first: Vec<usize>,
     free: Vec<u64>,
     capacity: Vec<u64>,
 }
 
 impl Links {
     fn new(net: &Network) -> Self {
-        let mut links = Links::default();
         let nodes = net.hosts() + net.switches().len() as u32;
+        let (mut first, mut free, mut capacity) = (Vec::new(), Vec::new(), Vec::new());
         for node in 0..nodes {
+            first.push(free.len());
             for port in net.ports(node) {
-                links.id.insert((node, port.peer), links.free.len());
-                links.free.push(port.bandwidth.bps());
-                links.capacity.push(port.bandwidth.bps());
+                free.push(port.bandwidth.bps());
+                capacity.push(port.bandwidth.bps());
             }
         }
-        links
+        Links {
+            net: net.clone(),
+            first,
+            free,
+            capacity,
+        }
     }
 
     fn of(&self, from: u32, to: u32) -> Option<usize> {
-        self.id.get(&(from, to)).copied()
+        let base = *self.first.get(from as usize)?;
+        self.net.port_to(from, to).map(|(i, _)| base + i)
     }
 
     fn fits(&self, link: usize, bw: u64) -> bool {
@@ -200,6 +224,8 @@ pub struct EnergyStage {
     switches: Vec<SwitchState>,
     switch_base: u32,
     links: Links,
+    /// Access switches of the pods whose servers link to all of them.
+    mesh: Vec<MeshAccess>,
     /// Servers worth evaluating: every server in use or under a switch in
     /// use, and of the others the lowest-numbered of each group.
     warm: BTreeSet<u32>,
@@ -260,7 +286,12 @@ impl EnergyStage {
             };
         }
         let links = Links::new(net);
-        let tier_of = |node: u32| net.switches().iter().find(|s| s.id == node).map(|s| s.tier);
+        let info = |node: u32| {
+            node.checked_sub(switch_base)
+                .and_then(|k| net.switches().get(k as usize))
+                .filter(|s| s.id == node)
+        };
+        let tier_of = |node: u32| info(node).map(|s| s.tier);
         let peers_in = |node: u32, tier: Tier| -> Vec<u32> {
             net.ports(node)
                 .iter()
@@ -268,13 +299,7 @@ impl EnergyStage {
                 .filter(|&p| tier_of(p) == Some(tier))
                 .collect()
         };
-        let pod_of = |node: u32| {
-            net.switches()
-                .iter()
-                .find(|s| s.id == node)
-                .and_then(|s| s.pod)
-                .unwrap_or(node)
-        };
+        let pod_of = |node: u32| info(node).and_then(|s| s.pod).unwrap_or(node);
         let mut kinds: Vec<(u32, u64, u64, u64, u64, u64)> = Vec::new();
         let states: Vec<ServerState> = servers
             .into_iter()
@@ -304,12 +329,15 @@ impl EnergyStage {
                     kinds.push(kind);
                     kinds.len() - 1
                 });
+                let mesh_pod = (net.ports(spec.id.0).len() > 1).then(|| pod_of(access));
                 ServerState {
                     capacity: spec.core_speed * f64::from(spec.cores) / strongest,
                     access,
                     down: link(access, spec.id.0),
                     uppers,
                     group: (k, pod_of(access)),
+                    mesh_pod,
+                    link_flows: 0,
                     cpu_used: 0.0,
                     memory_used: 0,
                     tasks: 0,
@@ -319,10 +347,39 @@ impl EnergyStage {
             .collect();
         let mut cold: BTreeMap<(usize, u32), BTreeSet<u32>> = BTreeMap::new();
         let mut under_access: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        let mut mesh_pods: BTreeSet<u32> = BTreeSet::new();
         for (i, st) in states.iter().enumerate() {
             cold.entry(st.group).or_default().insert(i as u32);
-            under_access.entry(st.access).or_default().push(i as u32);
+            match st.mesh_pod {
+                // every server of the pod is under every access switch:
+                // their state moves all servers of the pod alike
+                Some(pod) => {
+                    mesh_pods.insert(pod);
+                }
+                None => under_access.entry(st.access).or_default().push(i as u32),
+            }
         }
+        let mesh: Vec<MeshAccess> = net
+            .switches()
+            .iter()
+            .filter(|sw| sw.tier == Tier::Access)
+            .filter(|sw| sw.pod.is_some_and(|p| mesh_pods.contains(&p)))
+            .map(|sw| MeshAccess {
+                id: sw.id,
+                pod: sw.pod.unwrap_or(0),
+                uppers: peers_in(sw.id, Tier::Aggregation)
+                    .into_iter()
+                    .map(|agg| Upper {
+                        agg,
+                        link: links.of(agg, sw.id).unwrap_or(usize::MAX),
+                        cores: peers_in(agg, Tier::Core)
+                            .into_iter()
+                            .map(|core| (core, links.of(core, agg).unwrap_or(usize::MAX)))
+                            .collect(),
+                    })
+                    .collect(),
+            })
+            .collect();
         let is_cold = vec![true; states.len()];
         let (costing, choice) = match cfg.placement {
             PlacementKind::GemsNonetwork => (Costing::ServerOnly, Choice::Path),
@@ -355,6 +412,7 @@ impl EnergyStage {
             switches,
             switch_base,
             links,
+            mesh,
             warm: BTreeSet::new(),
             cold,
             is_cold,
@@ -587,7 +645,11 @@ impl EnergyStage {
         }
         tied.retain(|&i| {
             let s = &self.servers[i as usize];
-            !self.path_options(s, self.task_bps(task, s)).is_empty()
+            let bw = self.task_bps(task, s);
+            if s.mesh_pod.is_some() {
+                return self.mesh_options(s, bw).next().is_some();
+            }
+            !self.path_options(s, bw).is_empty()
         });
         let n = tied.len() as u32;
         (n > 0).then(|| tied[index(rng, n) as usize])
@@ -625,12 +687,18 @@ impl EnergyStage {
         let bw = bandwidth_bps(bytes, work_ns, s).clamp(1, link);
         let from = s.spec.id.0;
         let to = self.servers[master as usize].spec.id.0;
-        let paths: Vec<Route> = net
-            .shortest_paths(from, to)
-            .into_iter()
-            .filter(|p| self.has_room(p, bw))
-            .collect();
-        let route = if self.costing == Costing::ServerOnly {
+        let direct = self.mesh_internal(s, &self.servers[master as usize], bw, t_x, rng);
+        let paths: Vec<Route> = if direct.is_some() {
+            Vec::new()
+        } else {
+            net.shortest_paths(from, to)
+                .into_iter()
+                .filter(|p| self.has_room(p, bw))
+                .collect()
+        };
+        let route = if let Some(route) = direct {
+            route
+        } else if self.costing == Costing::ServerOnly {
             let n = paths.len() as u32;
             (n > 0).then(|| paths[index(rng, n) as usize])
         } else {
@@ -716,6 +784,9 @@ impl EnergyStage {
         t_x: f64,
         cache: &mut CoreCache,
     ) -> Option<(f64, Route)> {
+        if s.mesh_pod.is_some() {
+            return self.best_mesh_path(s, bw, t_x, cache);
+        }
         if !self.links.fits(s.down, bw) {
             return None;
         }
@@ -747,6 +818,154 @@ impl EnergyStage {
         Route::new(&[core, agg, s.access, s.spec.id.0]).map(|r| (cost + access_cost, r))
     }
 
+    /// [`EnergyStage::best_path`] for a server linked to every access
+    /// switch of its pod. The cost of every path down to each access switch
+    /// does not depend on the server, so the access switches are ranked
+    /// once per task, bandwidth and `T_x` (once per task and bandwidth when
+    /// switches wake instantly: their cost is then `T_x` times a sum of
+    /// `P_idle / (N + 1)`), and each server takes the first one it reaches
+    /// with `bw` free on the link down to it.
+    fn best_mesh_path(
+        &self,
+        s: &ServerState,
+        bw: u64,
+        t_x: f64,
+        cache: &mut CoreCache,
+    ) -> Option<(f64, Route)> {
+        let instant = self.switch_wake_s == 0.0;
+        let unit = if instant { 1.0 } else { t_x };
+        let key = (bw, unit.to_bits());
+        if !cache.ranked.contains_key(&key) {
+            let ranked = self.rank_mesh(bw, unit, cache);
+            cache.ranked.insert(key, ranked);
+        }
+        let pod = s.mesh_pod?;
+        let me = s.spec.id.0;
+        let reaches = |&&(_, access, _, _): &&Ranked| {
+            self.mesh_pod_of(access) == Some(pod)
+                && self
+                    .links
+                    .of(access, me)
+                    .is_some_and(|l| self.links.fits(l, bw))
+        };
+        let ranking = cache.ranked.get_mut(&key)?;
+        // the cheapest access switch nearly always reaches the server; the
+        // rest are sorted only when it does not
+        let first = ranking.first.as_ref().filter(|r| reaches(r)).copied();
+        let (cost, access, agg, core) = match first {
+            Some(r) => r,
+            None => {
+                if !ranking.sorted {
+                    ranking
+                        .all
+                        .sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                    ranking.sorted = true;
+                }
+                *ranking.all.iter().find(reaches)?
+            }
+        };
+        let cost = if instant { cost * t_x } else { cost };
+        Route::new(&[core, agg, access, me]).map(|r| (cost, r))
+    }
+
+    /// Every access switch of the full-mesh pods with the cheapest path
+    /// from a core switch down to it that has `bw` free, by cost (then id).
+    fn rank_mesh(&self, bw: u64, t_x: f64, cache: &mut CoreCache) -> Ranking {
+        // the path above an aggregation switch does not depend on the
+        // access switch below it: each aggregation switch's cost with its
+        // best core switch, once, cheapest first
+        let first_agg = self
+            .mesh
+            .iter()
+            .flat_map(|acc| acc.uppers.iter().map(|up| up.agg))
+            .min()
+            .unwrap_or(0);
+        let mut aggs: Vec<Option<Option<(f64, u32)>>> = Vec::new();
+        let mut ranked = Vec::with_capacity(self.mesh.len());
+        for acc in &self.mesh {
+            let mut best: Option<(f64, u32, u32)> = None;
+            for up in &acc.uppers {
+                if !self.links.fits(up.link, bw) {
+                    continue;
+                }
+                let k = (up.agg - first_agg) as usize;
+                if aggs.len() <= k {
+                    aggs.resize(k + 1, None);
+                }
+                let above = *aggs[k].get_or_insert_with(|| {
+                    // as in best_path: with instant wake-ups the best core
+                    // switch above an aggregation switch does not depend on T_x
+                    let core = match (self.switch_wake_s == 0.0, cache.get(up.agg, bw)) {
+                        (true, Some(c)) => c,
+                        (true, None) => {
+                            let c = self.best_core(up, bw, t_x);
+                            cache.put(up.agg, bw, c);
+                            c
+                        }
+                        (false, _) => self.best_core(up, bw, t_x),
+                    };
+                    core.map(|core| {
+                        (
+                            self.switch_cost(up.agg, t_x) + self.switch_cost(core, t_x),
+                            core,
+                        )
+                    })
+                });
+                let Some((cost, core)) = above else { continue };
+                if best.is_none_or(|b| cost < b.0) {
+                    best = Some((cost, up.agg, core));
+                }
+            }
+            if let Some((cost, agg, core)) = best {
+                ranked.push((cost + self.switch_cost(acc.id, t_x), acc.id, agg, core));
+            }
+        }
+        let first = ranked
+            .iter()
+            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
+            .copied();
+        Ranking {
+            first,
+            all: ranked,
+            sorted: false,
+        }
+    }
+
+    fn mesh_pod_of(&self, access: u32) -> Option<u32> {
+        let first = self.mesh.first()?.id;
+        let acc = self.mesh.get(access.checked_sub(first)? as usize)?;
+        (acc.id == access).then_some(acc.pod)
+    }
+
+    /// The feasible `(access, aggregation, core)` triples above a server
+    /// linked to a whole pod, access switch by access switch.
+    fn mesh_options<'a>(
+        &'a self,
+        s: &'a ServerState,
+        bw: u64,
+    ) -> impl Iterator<Item = (u32, u32, u32)> + 'a {
+        let me = s.spec.id.0;
+        self.mesh
+            .iter()
+            .filter(move |acc| Some(acc.pod) == s.mesh_pod)
+            .filter(move |acc| {
+                self.links
+                    .of(acc.id, me)
+                    .is_some_and(|l| self.links.fits(l, bw))
+            })
+            .flat_map(move |acc| {
+                acc.uppers
+                    .iter()
+                    .filter(move |up| self.links.fits(up.link, bw))
+                    .flat_map(move |up| {
+                        up.cores
+                            .iter()
+                            .filter(move |&&(_, link)| self.links.fits(link, bw))
+                            .map(move |&(core, _)| (acc.id, up.agg, core))
+                    })
+            })
+    }
+
     fn best_core(&self, up: &Upper, bw: u64, t_x: f64) -> Option<u32> {
         up.cores
             .iter()
@@ -758,6 +977,9 @@ impl EnergyStage {
 
     /// A uniformly random feasible path from a core switch to `s`.
     fn random_path(&self, s: &ServerState, bw: u64, rng: &mut impl RngCore) -> Option<Route> {
+        if s.mesh_pod.is_some() {
+            return self.random_mesh_path(s, bw, rng);
+        }
         let options = self.path_options(s, bw);
         let n = options.len() as u32;
         if n == 0 {
@@ -765,6 +987,83 @@ impl EnergyStage {
         }
         let (agg, core) = options[index(rng, n) as usize];
         Route::new(&[core, agg, s.access, s.spec.id.0])
+    }
+
+    /// GEMS(noNetwork)'s random path to a server linked to a whole pod: an
+    /// access switch drawn uniformly among those with a feasible path down
+    /// to it, then an aggregation switch and a core switch uniformly among
+    /// the feasible ones above it (uniform over paths while links are free:
+    /// every access switch has as many paths above it).
+    fn random_mesh_path(&self, s: &ServerState, bw: u64, rng: &mut impl RngCore) -> Option<Route> {
+        let me = s.spec.id.0;
+        let feasible = |up: &&Upper| {
+            self.links.fits(up.link, bw) && up.cores.iter().any(|&(_, l)| self.links.fits(l, bw))
+        };
+        let ok = |acc: &MeshAccess| {
+            self.links
+                .of(acc.id, me)
+                .is_some_and(|l| self.links.fits(l, bw))
+                && acc.uppers.iter().any(|up| feasible(&up))
+        };
+        let pod: Vec<&MeshAccess> = self
+            .mesh
+            .iter()
+            .filter(|acc| Some(acc.pod) == s.mesh_pod)
+            .collect();
+        let acc = draw_feasible(&pod, |acc| ok(acc), rng)?;
+        let ups: Vec<&Upper> = acc.uppers.iter().filter(feasible).collect();
+        let up = ups[index(rng, ups.len() as u32) as usize];
+        let cores: Vec<u32> = up
+            .cores
+            .iter()
+            .filter(|&&(_, l)| self.links.fits(l, bw))
+            .map(|&(c, _)| c)
+            .collect();
+        let core = cores[index(rng, cores.len() as u32) as usize];
+        Route::new(&[core, up.agg, acc.id, me])
+    }
+
+    /// Phase II between two servers linked to every access switch of one
+    /// pod: through the access switch of least cost with `bw` free on both
+    /// links (the first such in id order among equals, as a scan of
+    /// `shortest_paths` would take), or a uniformly random feasible one
+    /// for GEMS(noNetwork). `None` when the servers are not of one such pod.
+    fn mesh_internal(
+        &self,
+        from: &ServerState,
+        to: &ServerState,
+        bw: u64,
+        t_x: f64,
+        rng: &mut impl RngCore,
+    ) -> Option<Option<Route>> {
+        let pod = from.mesh_pod?;
+        if to.mesh_pod != Some(pod) {
+            return None;
+        }
+        let (a, b) = (from.spec.id.0, to.spec.id.0);
+        let feasible = |acc: &MeshAccess| {
+            self.links
+                .of(a, acc.id)
+                .is_some_and(|l| self.links.fits(l, bw))
+                && self
+                    .links
+                    .of(acc.id, b)
+                    .is_some_and(|l| self.links.fits(l, bw))
+        };
+        let pod: Vec<&MeshAccess> = self.mesh.iter().filter(|acc| acc.pod == pod).collect();
+        let chosen = if self.costing == Costing::ServerOnly {
+            draw_feasible(&pod, |acc| feasible(acc), rng)
+        } else {
+            let mut best: Option<(f64, &MeshAccess)> = None;
+            for &acc in &pod {
+                let cost = self.switch_cost(acc.id, t_x);
+                if best.is_none_or(|(c, _)| cost < c) && feasible(acc) {
+                    best = Some((cost, acc));
+                }
+            }
+            best.map(|(_, acc)| acc)
+        };
+        Some(chosen.and_then(|acc| Route::new(&[a, acc.id, b])))
     }
 
     /// The (aggregation, core) switch pairs above `s` with `bw` free on
@@ -803,7 +1102,10 @@ impl EnergyStage {
     /// its access switch's flows changed.
     fn refresh(&mut self, i: u32) {
         let s = &self.servers[i as usize];
-        let cold = s.tasks == 0 && self.switch(s.access).is_none_or(|sw| sw.flows == 0);
+        let cold = match s.mesh_pod {
+            Some(_) => s.tasks == 0 && s.link_flows == 0,
+            None => s.tasks == 0 && self.switch(s.access).is_none_or(|sw| sw.flows == 0),
+        };
         if cold == self.is_cold[i as usize] {
             return;
         }
@@ -874,6 +1176,18 @@ impl EnergyStage {
 
     fn count_flow(&mut self, route: &Route, add: bool) {
         for &n in route.nodes() {
+            if let Some(&i) = self.index_of.get(&ActorId(n))
+                && self.servers[i as usize].mesh_pod.is_some()
+            {
+                let s = &mut self.servers[i as usize];
+                s.link_flows = if add {
+                    s.link_flows + 1
+                } else {
+                    s.link_flows.saturating_sub(1)
+                };
+                self.refresh(i);
+                continue;
+            }
             let Some(sw) = self.switch_mut(n) else {
                 continue;
             };
@@ -915,17 +1229,57 @@ impl EnergyStage {
 
 /// The best core switch above each aggregation switch for one task, per
 /// bandwidth (a few distinct values: one per server capacity).
+/// With servers linked to whole pods, also the access switches ranked by
+/// the cost of their best path, per bandwidth and `T_x` (bits).
 #[derive(Default)]
-struct CoreCache(BTreeMap<(u32, u64), Option<u32>>);
+struct CoreCache {
+    cores: BTreeMap<(u32, u64), Option<u32>>,
+    ranked: BTreeMap<(u64, u64), Ranking>,
+}
+
+/// Access switches by the cost of their cheapest path: the cheapest (then
+/// lowest id), and all of them, sorted so on first need.
+struct Ranking {
+    first: Option<Ranked>,
+    all: Vec<Ranked>,
+    sorted: bool,
+}
+
+/// An access switch with the cost of the cheapest path down to it: `(cost,
+/// access, aggregation, core)`.
+type Ranked = (f64, u32, u32, u32);
 
 impl CoreCache {
     fn get(&self, agg: u32, bw: u64) -> Option<Option<u32>> {
-        self.0.get(&(agg, bw)).copied()
+        self.cores.get(&(agg, bw)).copied()
     }
 
     fn put(&mut self, agg: u32, bw: u64, core: Option<u32>) {
-        self.0.insert((agg, bw), core);
+        self.cores.insert((agg, bw), core);
     }
+}
+
+/// A uniformly random element of `items` among those `ok` accepts: a few
+/// draws from all of them (accepted ones are uniform among the accepted),
+/// then, if none was accepted, a draw among the accepted ones.
+fn draw_feasible<'a, T>(
+    items: &[&'a T],
+    ok: impl Fn(&T) -> bool,
+    rng: &mut impl RngCore,
+) -> Option<&'a T> {
+    let n = items.len() as u32;
+    if n == 0 {
+        return None;
+    }
+    for _ in 0..8 {
+        let item = items[index(rng, n) as usize];
+        if ok(item) {
+            return Some(item);
+        }
+    }
+    let accepted: Vec<&T> = items.iter().copied().filter(|&t| ok(t)).collect();
+    let m = accepted.len() as u32;
+    (m > 0).then(|| accepted[index(rng, m) as usize])
 }
 
 fn fits(task: &Task, cpu: f64, s: &ServerState) -> bool {
@@ -1153,6 +1507,39 @@ mod tests {
         } else {
             assert_eq!(placed[0].flows.len(), 2, "its own and the worker's");
         }
+    }
+
+    #[test]
+    fn gems_keeps_servers_linked_to_every_access_switch_on_one_of_them() {
+        // §4.2.3: servers fully connected with the access layer. Tasks too
+        // big to share a server land on different servers, yet their
+        // flows all cross one access switch (already on, it is cheapest);
+        // GEMS(noNetwork) draws paths at random and lights up both.
+        let cfg = TopologyConfig {
+            kind: TopologyKind::ThreeTier,
+            core: 2,
+            aggregation: 2,
+            access: 4,
+            access_server: dcemu_topology::HostWiring::FullMesh,
+            ..TopologyConfig::default()
+        };
+        let net = Network::build(&cfg, &[Attach::Rack; 4]).unwrap();
+        let accesses = |placement| {
+            let mut s = stage(placement, &net);
+            let mut rng = actor_rng(8, "t");
+            for id in 0..4 {
+                s.enqueue(task(id, 0.6, job(id, true)));
+            }
+            let placed = s.schedule(&net, &mut rng);
+            assert_eq!(placed.len(), 4, "one per server");
+            placed
+                .iter()
+                .flat_map(|p| &p.flows)
+                .map(|f| f.route.nodes()[2])
+                .collect::<BTreeSet<u32>>()
+        };
+        assert_eq!(accesses(PlacementKind::Gems).len(), 1);
+        assert!(accesses(PlacementKind::GemsNonetwork).len() > 1);
     }
 
     #[test]

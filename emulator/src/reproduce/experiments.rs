@@ -98,6 +98,9 @@ pub enum Plot {
     /// priority evictions they suffered (1, 2, 3, 4, 5 or more), one bar
     /// per row, averaged over seeds.
     ByEvictions,
+    /// Thesis Table 4.2 / Figure 4.3 style: switches powered over time,
+    /// one line per row.
+    SwitchesOn,
 }
 
 /// One paper's experiments, validated.

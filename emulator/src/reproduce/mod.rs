@@ -240,6 +240,7 @@ fn judge<'a>(
             let mut perf = Vec::new();
             let mut over_time = Vec::new();
             let mut by_evictions = Vec::new();
+            let mut switches_on = Vec::new();
             for (r, row) in exp.rows.iter().enumerate() {
                 let mut values = Vec::new();
                 for s in 0..seeds.len() {
@@ -260,6 +261,7 @@ fn judge<'a>(
                     .map(|s| &ran[index[&(p, e, r, s)]])
                     .collect();
                 by_evictions.push(mean_by_evictions(&runs));
+                switches_on.push(first.switches_on.clone());
                 rows.push(RowResult::new(row, values));
             }
             let orderings = exp
@@ -274,6 +276,7 @@ fn judge<'a>(
                 perf,
                 over_time,
                 by_evictions,
+                switches_on,
             });
         }
         out.push((paper, exps));

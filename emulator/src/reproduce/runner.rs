@@ -46,6 +46,8 @@ pub struct Ran {
     /// `perf_over_time.csv`: (time in s, mean performance of the running
     /// applications).
     pub over_time: Vec<(f64, f64)>,
+    /// `timeseries.csv`: (time in s, switches powered).
+    pub switches_on: Vec<(f64, f64)>,
 }
 
 /// Runs every job on `jobs` threads; each job's results directory goes to
@@ -144,6 +146,12 @@ fn run_one(job: &Job, out: &Path) -> Result<Ran, String> {
         .map_err(|e| format!("{}: perf_over_time.csv: {e}", what()))?
         .map(|b| over_time_column(&b))
         .unwrap_or_default();
+    let switches_on = outcome
+        .results
+        .read("timeseries.csv")
+        .map_err(|e| format!("{}: timeseries.csv: {e}", what()))?
+        .map(|b| switches_on_column(&b))
+        .unwrap_or_default();
     let staging = Staging::create(out, true).map_err(|e| format!("{}: {e}", out.display()))?;
     staging
         .commit(&outcome.results, &outcome.digest, &[])
@@ -152,6 +160,7 @@ fn run_one(job: &Job, out: &Path) -> Result<Ran, String> {
         metrics: outcome.metrics.into_iter().collect(),
         perf,
         over_time,
+        switches_on,
     })
 }
 
@@ -181,6 +190,25 @@ fn over_time_column(csv: &[u8]) -> Vec<(f64, f64)> {
         .filter_map(|l| {
             let f: Vec<&str> = l.split(',').collect();
             Some((f.first()?.parse().ok()?, f.get(2)?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// `time_s` and `switches_on` of `timeseries.csv`, by its header (empty
+/// without that column).
+fn switches_on_column(csv: &[u8]) -> Vec<(f64, f64)> {
+    let text = String::from_utf8_lossy(csv);
+    let mut lines = text.lines();
+    let Some(col) = lines
+        .next()
+        .and_then(|h| h.split(',').position(|c| c == "switches_on"))
+    else {
+        return Vec::new();
+    };
+    lines
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            Some((f.first()?.parse().ok()?, f.get(col)?.parse().ok()?))
         })
         .collect()
 }
@@ -218,6 +246,13 @@ mod tests {
         let csv = b"task,app,perf_norm,speed\n0,1,0.9,1\n1,2,0.5,1\n2,3,x,1\n";
         assert_eq!(perf_column(csv), vec![0.5, 0.9]);
         assert!(perf_column(b"task,app\n0,1\n").is_empty());
+    }
+
+    #[test]
+    fn switches_on_reads_its_column_by_name() {
+        let csv = b"time_s,servers_on,switches_on\n0,0,0\n60,2,3\n";
+        assert_eq!(switches_on_column(csv), vec![(0.0, 0.0), (60.0, 3.0)]);
+        assert!(switches_on_column(b"time_s,servers_on\n0,1\n").is_empty());
     }
 
     #[test]

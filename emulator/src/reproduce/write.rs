@@ -439,6 +439,9 @@ fn experiment_html(s: &mut String, j: &Judged<'_>) -> Result<(), String> {
             "<figure>{svg}<figcaption>Performance normalised to the best configuration alone, each application worst to best (Paragon Fig. 8 style), first seed. The short vertical marks are where the paper's curve of each policy crosses QoS (0.95): right of the mark, its applications meet QoS.</figcaption></figure>"
         );
     }
+    if e.plots.contains(&Plot::SwitchesOn) {
+        switches_on_plot(s, j)?;
+    }
     if e.plots.contains(&Plot::PerfOverTime) {
         let series: Vec<(String, Vec<(f64, f64)>)> = e
             .rows
@@ -486,5 +489,38 @@ fn experiment_html(s: &mut String, j: &Judged<'_>) -> Result<(), String> {
             "<figure>{svg}<figcaption>Mean response time of class-0 tasks by the priority evictions they suffered, mean over seeds (thesis Fig. 9.2 style: R(C0, pe = x)). A missing bar: no such task.</figcaption></figure>"
         );
     }
+    Ok(())
+}
+
+/// Switches powered over time, one line per row, first seed (thesis
+/// Table 4.2's counts as a time series, Figure 4.3 style), with each row's
+/// paper value as a flat line when its metric is `switches_on_mean`.
+fn switches_on_plot(s: &mut String, j: &Judged<'_>) -> Result<(), String> {
+    let e = j.experiment;
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    let end = j
+        .switches_on
+        .iter()
+        .flatten()
+        .map(|p| p.0 / 60.0)
+        .fold(0.0, f64::max);
+    for (row, points) in e.rows.iter().zip(&j.switches_on) {
+        let minutes = points.iter().map(|&(t, n)| (t / 60.0, n)).collect();
+        series.push((row.label.clone(), minutes));
+        if let (Some(p), "switches_on_mean") = (row.paper, row.metric.as_str()) {
+            series.push((format!("paper {}", row.label), vec![(0.0, p), (end, p)]));
+        }
+    }
+    let svg = lines_plot(
+        &format!("{}-switches-on", e.id),
+        "virtual time (min)",
+        "switches powered",
+        &series,
+    )
+    .map_err(|err| err.to_string())?;
+    let _ = writeln!(
+        s,
+        "<figure>{svg}<figcaption>Switches powered (on, idle or waking) over time, sampled every power.sample_interval, first seed; flat lines: the paper's mean.</figcaption></figure>"
+    );
     Ok(())
 }

@@ -206,3 +206,39 @@ fn flat_networks_have_one_link_between_any_two_actors() {
     assert_eq!(route.nodes(), &[0, 7]);
     assert_eq!(net.empty_latency(&route, 10_000), 50_000);
 }
+
+#[test]
+fn full_mesh_links_every_server_to_every_access_switch_of_its_pod() {
+    let cfg = TopologyConfig {
+        access_server: HostWiring::FullMesh,
+        ..three_tier(2, 4, 8, 2)
+    };
+    let net = Network::build(&cfg, &hosts(6)).unwrap();
+    let first_switch = 7;
+    let pod_of = |peer: u32| net.switches()[(peer - first_switch) as usize].pod;
+    for s in 0..6 {
+        let ports = net.ports(server(s));
+        assert_eq!(ports.len(), 4, "four access switches per pod");
+        let pod = if s < 3 { 0 } else { 1 };
+        assert!(ports.iter().all(|p| pod_of(p.peer) == Some(pod)));
+    }
+    // two servers of one pod: through any of its four access switches
+    let paths = net.shortest_paths(server(0), server(2));
+    assert_eq!(paths.len(), 4);
+    assert!(paths.iter().all(|p| p.hops() == 2));
+    // across pods: access, aggregation, core, aggregation, access
+    let across = net.shortest_paths(server(0), server(5));
+    assert!(across.iter().all(|p| p.hops() == 6));
+    // 4 access x 2 aggregation up, 2 cores, 2 aggregation x 4 access down
+    assert_eq!(across.len(), 4 * 2 * 2 * 2 * 4);
+    // from the tenant at core 0 down to a server: 2 aggregation x 4 access
+    assert_eq!(net.shortest_paths(0, server(4)).len(), 8);
+    let r = net.route(server(1), 0, 3).unwrap();
+    assert_eq!(r.dst(), 0);
+    assert_eq!(r.hops(), 4);
+    let flat = TopologyConfig {
+        access_server: HostWiring::FullMesh,
+        ..TopologyConfig::default()
+    };
+    assert!(flat.problems().iter().any(|(f, _)| *f == "access_server"));
+}
