@@ -1,6 +1,8 @@
 //! Invariants every scenario in `scenarios/` must keep: it loads, it runs, no
 //! task is lost, time in each actor's log never goes backwards, and every
-//! metric it reports is documented.
+//! metric it reports is documented. The same runs are the regression guard
+//! of the scheduler's stages: each scenario's digest and metrics must match
+//! `tests/golden/catalog.txt` (see [`GOLDEN`]).
 
 use std::path::{Path, PathBuf};
 
@@ -37,8 +39,73 @@ const LONGEST_NS: u64 = 4 * 3600 * 1_000_000_000;
 const LARGEST_SERVERS: u32 = 5_000;
 const LARGE_LONGEST_NS: u64 = 20 * 60 * 1_000_000_000;
 
+/// The digest and a SHA-256 of `metrics.json` of every catalog scenario, run
+/// as [`every_scenario_runs_without_losing_a_task`] runs it. A change in a
+/// model that is meant to move results is recorded by running the test with
+/// `DCEMU_BLESS=1`, and its commit says why; any other change fails.
+const GOLDEN: &str = "tests/golden/catalog.txt";
+
+/// One line of [`GOLDEN`]: scenario path, digest, metrics hash.
+fn golden_line(path: &Path, out: &dcemu::run::Outcome) -> String {
+    use sha2::{Digest, Sha256};
+    let rel = path.strip_prefix(root()).unwrap_or(path);
+    let metrics = serde_json::to_string(&out.metrics).unwrap();
+    let hash: String = Sha256::digest(metrics.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{} {} {}", rel.display(), out.digest, &hash[..16])
+}
+
+/// Compares the lines with [`GOLDEN`], or rewrites it under `DCEMU_BLESS=1`.
+fn check_golden(lines: &[String]) {
+    let file = root().join(GOLDEN);
+    let header = "# scenario digest metrics-sha256[..16]; runs of every_scenario_runs_without_losing_a_task\n# (2 partitions, cut at 4 h / 20 min). Rewrite with DCEMU_BLESS=1 and say why in the commit.\n";
+    if std::env::var_os("DCEMU_BLESS").is_some() {
+        std::fs::write(&file, format!("{header}{}\n", lines.join("\n"))).unwrap();
+        return;
+    }
+    let recorded = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("{}: {e}; record it with DCEMU_BLESS=1", file.display()));
+    let recorded: std::collections::BTreeMap<&str, &str> = recorded
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.split_once(' '))
+        .collect();
+    let mut changed = Vec::new();
+    for line in lines {
+        let (name, now) = line.split_once(' ').unwrap();
+        match recorded.get(name) {
+            Some(before) if *before == now => {}
+            Some(before) => {
+                let metrics_same = before.split(' ').nth(1) == now.split(' ').nth(1);
+                changed.push(format!(
+                    "{name}: {before} -> {now} ({})",
+                    if metrics_same {
+                        "same metrics, other logs"
+                    } else {
+                        "metrics changed"
+                    }
+                ));
+            }
+            None => changed.push(format!("{name}: not recorded")),
+        }
+    }
+    for name in recorded.keys() {
+        if !lines.iter().any(|l| l.split(' ').next() == Some(*name)) {
+            changed.push(format!("{name}: recorded but no longer in scenarios/"));
+        }
+    }
+    assert!(
+        changed.is_empty(),
+        "results moved against {GOLDEN} (rerun with DCEMU_BLESS=1 only if on purpose):\n{}",
+        changed.join("\n")
+    );
+}
+
 #[test]
 fn every_scenario_runs_without_losing_a_task() {
+    let mut golden = Vec::new();
     for path in scenario_files() {
         let text = std::fs::read_to_string(&path).unwrap();
         let label = path.display().to_string();
@@ -116,7 +183,9 @@ fn every_scenario_runs_without_losing_a_task() {
                 last = t;
             }
         }
+        golden.push(golden_line(&path, &out));
     }
+    check_golden(&golden);
 }
 
 #[test]
