@@ -5,7 +5,7 @@ use dcemu_topology::{EnergyMeter, SimTime};
 use serde::Serialize;
 
 use crate::kernel::{Ctx, Metrics, ModelError, Step, Steps};
-use crate::model::Msg;
+use crate::net::Msg;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DevState {

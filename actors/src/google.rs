@@ -15,7 +15,7 @@
 //! rate its slot gets, at most one core's worth (§6.2.4.1, eq. 6.1–6.2): on
 //! the reference machine (normalised capacity 1.0 over `N_c` cores) a task
 //! alone on a core finishes after `Δ · N_c` seconds. That is the work a
-//! [`crate::model::Task`] carries (`service_ns`: time alone on one reference
+//! [`crate::task::Task`] carries (`service_ns`: time alone on one reference
 //! core of speed 1), so both generators return `Δ · reference_cores`. The
 //! trace's wall durations (demand over recorded usage, 2,305 s for class 0)
 //! are not what the thesis' simulator runs; its class response times
@@ -24,6 +24,7 @@
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 
+pub use crate::config::{ClassMix, MAX_TASKS_PER_JOB, REFERENCE_CORES};
 use crate::flow_sizes;
 use crate::sampling::{exponential, index, to_nanos, uniform_open0};
 
@@ -63,33 +64,6 @@ pub const INTERARRIVAL_S: [(u8, f64); 11] = [
     (11, 1144.3),
 ];
 
-/// Which column of Table 5.2 gives each class's share of the generated
-/// tasks.
-///
-/// The two columns disagree: by "% of tasks" class 4 is 60 % and class 0
-/// 23 %; by the classes' arrival rates (1 / "Interarrival time") class 0 is
-/// 65 % and class 4 23 %. The table's "All" row sides with the arrival
-/// rates: weighting the class means by them gives a mean CPU demand of
-/// 30.2 cpu·s, memory demand 19.3 ram·s, CPU usage 0.0102 and memory usage
-/// 0.0044 (the row: 30.236, 19.249, 0.010376, 0.0044162), while weighting
-/// by "% of tasks" gives 43.9, 27.2, 0.0152 and 0.0055.
-/// (`tests::all_row_follows_the_arrival_rates` checks this.) The
-/// interarrival column counts submissions, and the trace resubmits a task
-/// after each eviction (class 0 takes 92.7 % of them), which is why its
-/// class 0 is so much larger; a model that makes its own evictions draws
-/// each task once, in the "% of tasks" mix.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ClassMix {
-    /// Column "% of tasks" (classes with "≤ 0.01 %" at 0.01 %).
-    #[default]
-    Tasks,
-    /// Each class's arrival rate, 1 / "Interarrival time": the mix the
-    /// "All" row's means are averages over, so the mean demand is the
-    /// row's 30.2 cpu·s.
-    Arrivals,
-}
-
 impl ClassMix {
     /// A class's weight (any scale) in this mix.
     pub fn weight(self, row: &Row) -> f64 {
@@ -102,10 +76,6 @@ impl ClassMix {
         }
     }
 }
-
-/// Cores of the reference machine (type D of Table 7.1: normalised CPU 1.0
-/// over 8 cores), the default `reference_cores`.
-pub const REFERENCE_CORES: u32 = 8;
 
 /// A task drawn from Table 5.2 or Table 9.4.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -187,10 +157,6 @@ fn draw_with_row(
 /// exponential draw can come arbitrarily close to 0, and a requirement of
 /// nothing would let a placement stack tasks on a server without bound.
 pub const MIN_CPU_USAGE: f64 = 1e-4;
-
-/// Most tasks one job may average (`tasks_per_job`): a job's tasks are
-/// submitted in one handler call.
-pub const MAX_TASKS_PER_JOB: f64 = 10_000.0;
 
 /// MapReduce-like jobs (thesis §4.2.1–4.2.2): each arrival is a job of `K`
 /// tasks that arrive together, the first being the job's master.
@@ -515,6 +481,17 @@ impl DagJobs {
             open.push(j);
         }
         Template { stages }
+    }
+}
+
+impl crate::config::MapReduceConfig {
+    /// The generator this configures.
+    pub fn generator(&self) -> MapReduce {
+        MapReduce {
+            memory_gb: self.memory_gb,
+            reference_cores: self.reference_cores,
+            tasks_per_job: self.tasks_per_job,
+        }
     }
 }
 

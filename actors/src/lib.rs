@@ -28,5 +28,7 @@ pub mod sharing;
 pub mod slot_plan;
 pub mod storage_placement;
 pub mod switch;
+pub mod task;
 pub mod tenant;
 pub mod trace;
+pub mod world;

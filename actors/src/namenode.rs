@@ -13,7 +13,7 @@
 //!
 //! **Busy data nodes** (§5.4): a server tells the name node when its busy
 //! status flips (`Body::DataNodeBusy`), which it derives from its primary
-//! tenant's load ([`StorageLink::busy`]). One message per flip is what the
+//! tenant's load ([`crate::world::StorageLink::busy`]). One message per flip is what the
 //! paper's heartbeat carries, without the heartbeats in between.
 //!
 //! **Re-replication** (§5.1: 30 blocks/hour/server): every block that lost a
@@ -58,10 +58,11 @@ use crate::config::{
     MAX_REPLICAS, PrimaryTenantConfig, StorageConfig, StoragePlacement, UtilPattern,
 };
 use crate::kernel::{ActorId, Ctx, Metrics, ModelError};
-use crate::model::{Msg, World, unexpected};
 use crate::net::{Body, Inbox};
+use crate::net::{Msg, unexpected};
 use crate::sampling::{exponential, index, to_nanos};
 use crate::storage_placement::{Choice, Cluster, Grid, Nodes, Placer, TenantInfo};
+use crate::world::World;
 
 /// An empty replica slot.
 const NONE: u32 = u32::MAX;
@@ -70,27 +71,6 @@ pub const PRIOR_MONTHS: f64 = 36.0;
 const HOUR_NS: u64 = 3_600_000_000_000;
 const DAY_NS: u64 = 24 * HOUR_NS;
 const MONTH_NS: f64 = 30.0 * DAY_NS as f64;
-
-/// What a server needs to know to act as a data node of the run's storage.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct StorageLink {
-    pub namenode: ActorId,
-    pub busy_above: Option<f64>,
-}
-
-impl StorageLink {
-    /// §5.4: a data node is busy, and denies accesses, while serving one
-    /// would eat into its primary tenant's reserve, that is while the primary
-    /// uses more than `cores − reserve` cores (8 of 12 with §6.1's reserve:
-    /// §6.4's 66 %); with `storage.busy_above`, while it uses more than that
-    /// share of the cores.
-    pub fn busy(&self, primary_cores: u32, reserve: u32, cores: u32) -> bool {
-        match self.busy_above {
-            Some(share) => f64::from(primary_cores) > share * f64::from(cores),
-            None => primary_cores.saturating_add(reserve) > cores,
-        }
-    }
-}
 
 /// A primary tenant's historical peak CPU utilisation, as its configuration
 /// describes it: the top of its daily swing (periodic), its mean (constant)
@@ -871,6 +851,7 @@ impl NameNode {
 mod tests {
     use super::*;
     use crate::kernel::actor_rng;
+    use crate::world::StorageLink;
 
     /// `n` servers in racks of `rack`, tenant `s / size`, each its own
     /// environment, disks of `cap` blocks.

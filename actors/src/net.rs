@@ -13,7 +13,89 @@ use serde::{Deserialize, Serialize};
 
 use crate::ground_truth::SOURCES;
 use crate::kernel::{ActorId, Ctx, ModelError};
-use crate::model::{Msg, Task, TaskId, World};
+use crate::task::{Task, TaskId};
+use crate::world::World;
+
+/// Every event of the model: a packet arriving, or one of an actor's timers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Msg {
+    /// A message on the wire, arriving at its next node.
+    Packet(Packet),
+    /// Tenant timer: time to submit the next task.
+    Arrival,
+    /// Server timer: the earliest running task should have finished its work
+    /// (stale unless `generation` is the server's latest).
+    Progress { generation: u64 },
+    /// Server or switch timer: waking from sleep is done.
+    WakeDone,
+    /// Switch timer: the last queued transmission has left; go idle if nothing else is on.
+    IdleCheck,
+    /// Primary tenant timer: time to update its utilisation.
+    PrimaryTick,
+    /// Primary tenant timer: a reimage event.
+    ReimageTick,
+    /// Scheduler timer: a killed task goes back into the queue.
+    Requeue(Task),
+    /// Server timer: time to report to the scheduler.
+    ReportTick,
+    /// Server timer: a task whose memory could not all be given at start
+    /// reaches its checkpoint and needs the rest (thesis §6.2.3.4).
+    MemoryCheck { task: TaskId },
+    /// Scheduler timer: a new application's profiling runs are done
+    /// (Paragon §2.4); it can be classified and admitted.
+    Profiled(Task),
+    /// Scheduler timer: a migrating application's state has been copied;
+    /// it resumes on the server whose slots were reserved for it (Paragon §3.4).
+    Migrated { task: Task, server: ActorId },
+    /// Scheduler timer: an ARQ switching time has come (Paragon §4.2).
+    AdmissionTick,
+    /// Server timer: the in-vivo reclassification of a task is done (Paragon §3.4).
+    Reclassified { task: TaskId },
+    /// Scheduler timer: the start of a time slot, when the slot stages
+    /// schedule their queue (thesis §6.2.3.2).
+    SlotTick,
+    /// Name node timer: each data node may send its next block copy
+    /// (harvesting §5.1's re-replication budget).
+    Rereplicate,
+    /// Name node timer at the end of the run: the last reads are due.
+    ReadTick,
+    /// Coordinating server timer: a distributed run's work is done
+    /// (stale unless `generation` is the run's latest).
+    DistFinish { run: TaskId, generation: u64 },
+    /// Scheduler timer: profiles are ready; place the queued distributed runs.
+    DistPlace,
+}
+
+impl Msg {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Msg::Packet(p) => p.body.name(),
+            Msg::Arrival => "arrival",
+            Msg::Progress { .. } => "progress",
+            Msg::WakeDone => "wake_done",
+            Msg::IdleCheck => "idle_check",
+            Msg::PrimaryTick => "primary_tick",
+            Msg::ReimageTick => "reimage_tick",
+            Msg::Requeue(_) => "requeue",
+            Msg::MemoryCheck { .. } => "memory_check",
+            Msg::ReportTick => "report_tick",
+            Msg::Profiled(_) => "profiled",
+            Msg::Migrated { .. } => "migrated",
+            Msg::AdmissionTick => "admission_tick",
+            Msg::Reclassified { .. } => "reclassified",
+            Msg::SlotTick => "slot_tick",
+            Msg::Rereplicate => "rereplicate",
+            Msg::ReadTick => "read_tick",
+            Msg::DistFinish { .. } => "dist_finish",
+            Msg::DistPlace => "dist_place",
+        }
+    }
+}
+
+/// The message an actor got but has no use for: a wiring bug, reported with names.
+pub(crate) fn unexpected(actor: &str, what: &str) -> ModelError {
+    ModelError::Invariant(format!("{actor} cannot handle a `{what}` message"))
+}
 
 /// What a packet carries between hosts.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -16,9 +16,10 @@ use serde::Serialize;
 
 use crate::config::{PrimaryTenantConfig, UtilPattern};
 use crate::kernel::{ActorId, Ctx, Metrics, ModelError};
-use crate::model::{Msg, World, unexpected};
 use crate::net::{Body, Inbox, Nic};
+use crate::net::{Msg, unexpected};
 use crate::sampling::{exponential, index, normal, to_nanos, uniform_open0};
+use crate::world::World;
 
 const DAY_NS: f64 = 86_400e9;
 const MONTH_NS: f64 = 30.0 * DAY_NS;

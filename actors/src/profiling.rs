@@ -20,8 +20,8 @@ use rand::RngCore;
 
 use crate::ground_truth::{AppProfile, SOURCES};
 use crate::kernel::Metrics;
-use crate::model::World;
 use crate::sampling::{index, normal};
+use crate::world::World;
 
 /// What the scheduler believes about one application once classified:
 /// speed per server configuration relative to its predicted best (1.0),

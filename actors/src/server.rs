@@ -27,10 +27,12 @@ use crate::device::{DevState, Device, Powered};
 use crate::disk::Disk;
 use crate::ground_truth::{SOURCES, Source, interference_factor};
 use crate::kernel::{Ctx, Metrics, ModelError};
-use crate::model::{Msg, Task, TaskId, World, unexpected};
 use crate::net::{AppRate, Body, EvictionCause, Inbox, Nic, ServerReport};
+use crate::net::{Msg, unexpected};
 use crate::sampling::{normal, to_nanos, uniform_open0};
 use crate::sharing::CpuShare;
+use crate::task::{Task, TaskId};
+use crate::world::World;
 
 /// Buckets of [`PE_METRICS`]: 1, 2, 3, 4 and 5 or more priority evictions.
 pub const PE_BUCKETS: usize = 5;

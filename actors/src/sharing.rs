@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 
 use dcemu_topology::SimTime;
 
-use crate::model::TaskId;
+use crate::task::TaskId;
 
 #[derive(Clone, Debug)]
 pub struct CpuShare {

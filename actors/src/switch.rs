@@ -24,8 +24,9 @@ use serde::Serialize;
 use crate::accounting::count_in_transit;
 use crate::device::{DevState, Device, Powered};
 use crate::kernel::{ActorId, Ctx, Metrics, ModelError};
-use crate::model::{Msg, World, unexpected};
 use crate::net::{Body, Packet};
+use crate::net::{Msg, unexpected};
+use crate::world::World;
 
 pub struct Switch {
     world: Arc<World>,

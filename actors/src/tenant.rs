@@ -19,10 +19,12 @@ use crate::config::{
 };
 use crate::google::{self, DagRef, JobLength, Template};
 use crate::kernel::{Ctx, Metrics, ModelError};
-use crate::model::{JobRef, Msg, TASK_ID_BLOCK, Task, World, unexpected};
 use crate::net::{Body, Inbox, Nic};
+use crate::net::{Msg, unexpected};
 use crate::sampling::{exponential, index, normal, to_nanos};
+use crate::task::{JobRef, TASK_ID_BLOCK, Task};
 use crate::trace::{AppRef, TraceTask};
+use crate::world::World;
 
 pub struct WorkloadTenant {
     world: Arc<World>,

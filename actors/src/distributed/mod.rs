@@ -20,41 +20,10 @@ pub mod truth;
 
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::ActorId;
-use crate::model::TaskId;
-
-/// `scheduler.annealing_goal` (ASPLOS'16 §5.2, §5.3).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AnnealingGoal {
-    /// Lowest sum of predicted normalised runtimes (§5.3).
-    #[default]
-    Throughput,
-    /// First the QoS bound of the runs that carry one, then the lowest sum
-    /// (§5.2).
-    Qos,
-    /// The highest sum: §5.3's *Worst* placement, the baseline Figure 11's
-    /// speedups are measured against.
-    Worst,
-    /// A random placement that keeps each run on distinct hosts, the
-    /// model ignored: §5.3's *Random* (Figure 11 averages five; here one
-    /// per seed).
-    Random,
-}
-
-pub fn default_iterations() -> u32 {
-    20000
-}
-
-pub fn default_dist_noise() -> f64 {
-    0.01
-}
-
-/// Profiling runs use an input this share of the production one (our
-/// assumption: the paper profiles offline, once per application).
-pub fn default_dist_scale() -> f64 {
-    0.01
-}
+pub use crate::config::{
+    AnnealingGoal, default_dist_noise, default_dist_scale, default_iterations,
+};
+pub use crate::task::DistRef;
 
 fn default_qos_perf() -> f64 {
     0.8
@@ -137,19 +106,4 @@ impl WorkloadConfig {
 pub struct DistWorld {
     pub catalog: Vec<truth::DistApp>,
     pub workload: WorkloadConfig,
-}
-
-/// A unit's place in its distributed run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DistRef {
-    /// Catalog index of the application.
-    pub app: u32,
-    /// The run: its unit 0's task id.
-    pub run: TaskId,
-    pub unit: u16,
-    pub units: u16,
-    /// QoS bound, millionths of solo performance (0: none).
-    pub qos_ppm: u32,
-    /// The server that coordinates the run (set by the scheduler).
-    pub coordinator: Option<ActorId>,
 }

@@ -9,29 +9,10 @@
 //! backed by the profiling lab; tests pass the ground truth directly.
 
 use rand::RngCore;
-use serde::{Deserialize, Serialize};
 
 use super::truth::{LEVELS, MappingPolicy};
+pub use crate::config::{Algorithm, InterferenceModel};
 use crate::sampling::index;
-
-/// A profiling algorithm (`scheduler.dist_profiling`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Algorithm {
-    /// Algorithm 1: a binary search along every pressure's curve.
-    BinaryBrute,
-    /// Algorithm 2: the top curve and the all-nodes column only; the rest
-    /// by proportion (`interpolate_all`).
-    #[default]
-    BinaryOptimized,
-    /// 30 % of the settings at random, always with every pressure's
-    /// all-nodes setting (§4.2).
-    #[serde(rename = "random-30")]
-    Random30,
-    /// 50 % of the settings at random, likewise.
-    #[serde(rename = "random-50")]
-    Random50,
-}
 
 impl Algorithm {
     pub const ALL: [Algorithm; 4] = [
@@ -324,20 +305,6 @@ pub struct AppModel {
     pub curves: Curves,
     pub policy: MappingPolicy,
     pub bubble: f64,
-}
-
-/// How the scheduler predicts a distributed application's runtime
-/// (`scheduler.interference_model`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum InterferenceModel {
-    /// The profiled curves under the profiled mapping policy (§3.4).
-    #[default]
-    Proposed,
-    /// §5.2's comparison: N+1 max for every application, then the
-    /// slowdown of all nodes scaled by the share of interfering nodes
-    /// (Figure 2's proportional expectation).
-    Naive,
 }
 
 impl AppModel {

@@ -19,8 +19,9 @@ use dcemu_topology::SimTime;
 
 use super::{DistRef, DistWorld};
 use crate::kernel::{ActorId, Metrics};
-use crate::model::{Msg, TaskId};
 use crate::net::Body;
+use crate::net::Msg;
+use crate::task::TaskId;
 
 /// What the server must do for its distributed units.
 #[derive(Clone, Debug, PartialEq)]

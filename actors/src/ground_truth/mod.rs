@@ -54,6 +54,7 @@ mod tests;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::config::ServerClass;
 pub use catalog::{
     CatalogSpec, FamilyMix, MAX_RANK, class_problems, generate, paragon_local_cluster,
 };
@@ -158,22 +159,6 @@ impl Family {
             Family::IoBound => "io-bound",
         }
     }
-}
-
-/// What the catalog generator needs to know about a server configuration
-/// (a Paragon "SC", Tables V and VI).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ServerClass {
-    pub name: String,
-    /// Cores of the whole server (all sockets).
-    pub cores: u32,
-    /// Clock frequency of one core, GHz.
-    pub core_ghz: f64,
-    /// Memory of the whole server, GB.
-    pub memory_gb: f64,
-    /// Last-level cache, MB.
-    pub llc_mb: f64,
 }
 
 impl ServerClass {

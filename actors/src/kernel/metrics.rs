@@ -2,8 +2,11 @@ use std::collections::BTreeMap;
 
 use dcemu_topology::SimTime;
 
+mod merge;
 mod steps;
 mod wire;
+
+use merge::extend_or_take;
 
 pub use steps::{Step, Steps};
 
@@ -168,15 +171,6 @@ impl Metrics {
 
     pub fn samples_of(&self, name: &str) -> &[f64] {
         self.samples.get(name).map(Vec::as_slice).unwrap_or(&[])
-    }
-}
-
-/// `to.extend(from)`, or `from` itself when `to` is empty.
-fn extend_or_take<T>(to: &mut Vec<T>, from: Vec<T>) {
-    if to.is_empty() {
-        *to = from;
-    } else {
-        to.extend(from);
     }
 }
 

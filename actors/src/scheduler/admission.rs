@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, VecDeque};
 use dcemu_topology::SimTime;
 
 use crate::kernel::{Metrics, ModelError};
-use crate::model::{Task, TaskId};
 use crate::profiling::Profile;
+use crate::task::{Task, TaskId};
 
 use super::arq::{Arq, ArqParams, app_demand};
 

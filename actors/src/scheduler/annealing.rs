@@ -28,14 +28,14 @@ use dcemu_topology::SimTime;
 use rand::RngCore;
 use serde::Serialize;
 
-use super::ServerSpec;
+use super::placement::ServerSpec;
 use crate::config::SchedulerConfig;
 use crate::distributed::AnnealingGoal;
 use crate::distributed::lab::profile_app;
 use crate::distributed::profile::{Algorithm, AppModel, InterferenceModel};
 use crate::kernel::{ActorId, Metrics, ModelError};
-use crate::model::{Task, TaskId};
 use crate::sampling::{index, uniform_open0};
+use crate::task::{Task, TaskId};
 
 /// Weight of a unit of predicted QoS shortfall against the total runtime.
 const QOS_PENALTY: f64 = 10.0;

@@ -47,8 +47,8 @@ use rand::RngCore;
 
 use crate::config::{PlacementKind, SchedulerConfig, SortKey};
 use crate::kernel::{ActorId, Metrics};
-use crate::model::{Task, TaskId};
 use crate::sampling::index;
+use crate::task::{Task, TaskId};
 
 /// One server as the energy stage sees it.
 #[derive(Clone, Debug)]
@@ -1331,7 +1331,7 @@ fn sort_value(task: &Task, key: SortKey) -> f64 {
 mod tests {
     use super::*;
     use crate::kernel::actor_rng;
-    use crate::model::JobRef;
+    use crate::task::JobRef;
     use dcemu_topology::{Attach, TopologyConfig, TopologyKind};
 
     /// Four servers (ids 0–3) on two access switches of one pod under two

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use dcemu_topology::{Bandwidth, Ecmp, Network, PathChooser, Reservations, Route};
 
 use crate::kernel::{ActorId, Metrics};
-use crate::model::TaskId;
+use crate::task::TaskId;
 
 #[derive(Debug, Default)]
 pub struct FlowTable {

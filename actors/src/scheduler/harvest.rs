@@ -649,11 +649,11 @@ mod tests {
         (YarnPt::new(&specs), view)
     }
 
-    fn one_core_task() -> crate::model::Task {
-        crate::model::Task::new(0, crate::kernel::ActorId(10_000), 0, 1)
+    fn one_core_task() -> crate::task::Task {
+        crate::task::Task::new(0, crate::kernel::ActorId(10_000), 0, 1)
     }
 
-    fn plain(task: &crate::model::Task) -> Request<'_> {
+    fn plain(task: &crate::task::Task) -> Request<'_> {
         Request {
             task,
             profile: None,

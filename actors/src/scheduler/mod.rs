@@ -57,10 +57,12 @@ use crate::config::{
 };
 use crate::ground_truth::SOURCES;
 use crate::kernel::{ActorId, Ctx, Envelope, Metrics, ModelError};
-use crate::model::{Msg, Task, TaskId, World, unexpected};
 use crate::net::{AppRate, Body, EvictionCause, Inbox, Nic};
+use crate::net::{Msg, unexpected};
 use crate::profiling::{Lab, Profile};
 use crate::server::QOS_PERF_NORM;
+use crate::task::{Task, TaskId};
+use crate::world::World;
 
 use admission::{Admission, ArqAdmission, Attempt, Fifo, PoolState, Scope};
 use arq::{ArqParams, QueueOrder, server_quality};

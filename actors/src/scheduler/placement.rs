@@ -3,11 +3,11 @@
 //! one variant of `PlacementKind`.
 
 use crate::kernel::{ActorId, ActorRng};
-use crate::model::Task;
 use crate::net::ServerReport;
 use crate::profiling::Profile;
 use crate::sampling::index;
 use crate::server::pressure_weights;
+use crate::task::Task;
 
 use super::greedy::ServerInterference;
 

@@ -36,8 +36,8 @@ use rand::RngCore;
 
 use crate::config::{EvictionPolicy, SchedulerConfig, SlotPolicy};
 use crate::kernel::{ActorId, Metrics};
-use crate::model::{Task, TaskId};
 use crate::sampling::index;
+use crate::task::{Task, TaskId};
 
 /// One server as the slot stage sees it.
 #[derive(Clone, Debug)]

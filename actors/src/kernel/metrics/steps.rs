@@ -51,7 +51,7 @@ impl Steps {
 
     /// Appends `other`'s changes, taking its buffer when `self` is empty.
     pub fn append(&mut self, other: Steps) {
-        super::extend_or_take(&mut self.0, other.0);
+        super::merge::extend_or_take(&mut self.0, other.0);
     }
 
     /// Orders by time, decreases first at equal times.
