@@ -1170,6 +1170,9 @@ pub enum PlacementKind {
     /// The server with the lowest share of slots taken that has the task's
     /// cores and memory free (Paragon §5's LL baseline).
     LeastLoaded,
+    /// Bin packing: the server left with the fewest free slots that has the
+    /// task's cores and memory free (consolidates, so that others sleep).
+    BestFit,
     /// Heterogeneity- and interference-aware (Paragon §3).
     Paragon,
     /// Interference-aware only: no view of server configurations (NH).

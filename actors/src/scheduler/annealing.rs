@@ -28,7 +28,7 @@ use dcemu_topology::SimTime;
 use rand::RngCore;
 use serde::Serialize;
 
-use super::placement::ServerSpec;
+use super::cluster_view::ServerSpec;
 use crate::config::SchedulerConfig;
 use crate::distributed::AnnealingGoal;
 use crate::distributed::lab::profile_app;

@@ -1,20 +1,23 @@
 //! The scheduler actor: receives submissions, server reports and releases,
 //! and decides where each task runs through a pipeline of stages chosen in
-//! the scenario (MODEL.md §3):
+//! the scenario (MODEL.md §3, docs/scheduler.md). Each stage is a folder
+//! with its trait and registry in `mod.rs` and one file per policy:
 //!
-//! 1. **classification** (Paragon §2): a new application is profiled
-//!    (`profile_time`, part of its response time) and classified by
-//!    collaborative filtering, when a stage needs its profile;
-//! 2. **admission** (`admission.rs`): `fifo` or `arq`, which task to place
+//! 1. **classification** (`classification/`, Paragon §2): a new application
+//!    is profiled (`profile_time`, part of its response time) and
+//!    classified by collaborative filtering, when a stage needs its profile;
+//! 2. **admission** (`admission/`): `fifo` or `arq`, which task to place
 //!    next and on which servers (Paragon §4);
-//! 3. **placement** (`placement.rs`, `paragon.rs`, `harvest.rs`): `random`,
-//!    `least-loaded`, `paragon`, `paragon-nh`, `paragon-ni`, and the YARN
-//!    placements on harvested servers `yarn-stock`, `yarn-pt`, `yarn-h`;
+//! 3. **placement** (`placement/`): `random`, `least-loaded`, `best-fit`,
+//!    `paragon`, `paragon-nh`, `paragon-ni`, and the YARN placements on
+//!    harvested servers `yarn-stock`, `yarn-pt`, `yarn-h`;
 //! 4. **slots** (`slots.rs`): `none` (a task takes a slot per thread, no
 //!    preemption), or the thesis's slot stages `priority`, `wasp` and
-//!    `hybrid`, which replace admission and placement with one priority
-//!    queue scheduled every time slot, with priority evictions (thesis
-//!    §6.2.3, §8.1.2, §9.2).
+//!    `hybrid`, which today still replace admission and placement with one
+//!    priority queue scheduled every time slot, with priority evictions
+//!    (thesis §6.2.3, §8.1.2, §9.2); likewise the energy-aware placements
+//!    (`energy.rs`) and `annealing` (`annealing.rs`) queue by themselves.
+//!    docs/scheduler.md lists what composes and what is still refused.
 //!
 //! After placement, reactive phase detection (Paragon §3.4) watches the
 //! progress servers report, reclassifies a lagging application in vivo and
@@ -27,22 +30,18 @@
 
 pub mod admission;
 pub mod annealing;
-pub mod arq;
-pub mod cf;
-mod classify;
+pub mod classification;
+mod cluster_view;
 pub mod energy;
 mod flows;
-pub mod greedy;
-pub mod harvest;
-mod paragon;
-mod placement;
+pub mod placement;
 pub mod slots;
 pub mod wasc;
 
+pub use cluster_view::{ClusterView, ServerSlots, ServerSpec};
 pub use flows::FlowTable;
-pub use paragon::{Awareness, ParagonPlacement};
 pub use placement::{
-    Choice, ClusterView, LeastLoaded, Placement, RandomPlacement, Request, ServerSlots, ServerSpec,
+    Awareness, Choice, LeastLoaded, ParagonPlacement, Placement, RandomPlacement, Request,
 };
 
 use std::collections::BTreeMap;
@@ -52,9 +51,7 @@ use std::time::Instant;
 use dcemu_topology::{Bandwidth, PowerPolicy, Route, SimTime};
 use serde::Serialize;
 
-use crate::config::{
-    AdmissionKind, ArqOrder, Contention, PlacementKind, PrimaryTenantConfig, SchedulerConfig,
-};
+use crate::config::{Contention, PlacementKind, PrimaryTenantConfig, SchedulerConfig};
 use crate::ground_truth::SOURCES;
 use crate::kernel::{ActorId, Ctx, Envelope, Metrics, ModelError};
 use crate::net::{AppRate, Body, EvictionCause, Inbox, Nic};
@@ -64,12 +61,12 @@ use crate::server::QOS_PERF_NORM;
 use crate::task::{Task, TaskId};
 use crate::world::World;
 
-use admission::{Admission, ArqAdmission, Attempt, Fifo, PoolState, Scope};
-use arq::{ArqParams, QueueOrder, server_quality};
-use cf::CfParams;
-use classify::Classifier;
+use admission::arq::server_quality;
+use admission::{Admission, Attempt, PoolState, Scope};
+use classification::Classifier;
+use classification::cf::CfParams;
 use energy::{EnergyServer, EnergyStage, Flow};
-use paragon::expected_rate;
+use placement::expected_rate;
 use slots::{EvictionStats, Returned, SlotAction, SlotServer, SlotStage};
 
 /// Times one application is reclassified at most (phase detection, §3.4).
@@ -266,45 +263,8 @@ impl Scheduler {
         servers: &[ServerSpec],
         primaries: &[PrimaryTenantConfig],
     ) -> Self {
-        let placement: Box<dyn Placement> = match cfg.placement {
-            PlacementKind::Random => Box::new(RandomPlacement),
-            PlacementKind::LeastLoaded => Box::new(LeastLoaded),
-            PlacementKind::YarnStock => Box::new(harvest::YarnStock),
-            PlacementKind::YarnPt => Box::new(harvest::YarnPt::new(servers)),
-            PlacementKind::YarnH => Box::new(harvest::YarnH::new(servers, primaries, cfg)),
-            PlacementKind::Paragon => Box::new(ParagonPlacement::new(
-                Awareness::Full,
-                cfg.selection,
-                cfg.samples,
-                cfg.max_steps,
-            )),
-            PlacementKind::ParagonNh => Box::new(ParagonPlacement::new(
-                Awareness::InterferenceOnly,
-                cfg.selection,
-                cfg.samples,
-                cfg.max_steps,
-            )),
-            PlacementKind::ParagonNi => Box::new(ParagonPlacement::new(
-                Awareness::HeterogeneityOnly,
-                cfg.selection,
-                cfg.samples,
-                cfg.max_steps,
-            )),
-            // The energy stage places; this one is never asked.
-            _ => Box::new(RandomPlacement),
-        };
-        let admission: Box<dyn Admission> = match cfg.admission {
-            AdmissionKind::Fifo => Box::new(Fifo::default()),
-            AdmissionKind::Arq => Box::new(ArqAdmission::new(ArqParams {
-                classes: cfg.arq_classes.max(1) as usize,
-                order: match cfg.arq_order {
-                    ArqOrder::Fifo => QueueOrder::Fifo,
-                    ArqOrder::Sjf => QueueOrder::Sjf,
-                    ArqOrder::Priority => QueueOrder::Priority,
-                },
-                default_busy_s: 600.0,
-            })),
-        };
+        let placement = placement::build(cfg, servers, primaries);
+        let admission = admission::build(cfg);
         let pools = admission.pools();
         let cluster = ClusterView::new(servers, cfg.contention == Contention::Server);
         let pool = vec![0; servers.len()];
@@ -639,7 +599,7 @@ impl Scheduler {
                     .and_then(|i| self.core.cluster.report(i))
                     .map(|r| (r.primary_cores, r.reserve_cores));
                 self.core.cluster.record_report(src, report);
-                if self.cfg.placement == PlacementKind::LeastLoaded {
+                if self.core.placement.reads_reports() {
                     self.core.version += 1;
                 }
                 if let Some(i) = i {
@@ -864,7 +824,7 @@ impl Scheduler {
                 task: task.id,
                 app,
                 best_class: profile.best_class(),
-                demand: arq::app_demand(&profile.tolerated, &profile.caused),
+                demand: admission::arq::app_demand(&profile.tolerated, &profile.caused),
             },
         );
         self.core.profiles.insert(task.id, profile);

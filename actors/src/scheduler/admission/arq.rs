@@ -81,13 +81,19 @@
 //! Time is integer nanoseconds ([`SimTime`]); the optimisation is done in
 //! `f64` seconds and converted back with [`to_nanos`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::f64::consts::SQRT_2;
 
 use dcemu_topology::SimTime;
 
 use crate::ground_truth::SOURCES;
+use crate::kernel::{Metrics, ModelError};
+use crate::profiling::Profile;
 use crate::sampling::to_nanos;
+use crate::task::{Task, TaskId};
+
+use super::fifo::place_in_order;
+use super::{Admission, Attempt, PlaceFn, PoolState, Scope};
 
 /// Number of evenly spaced points of `[0, B]` on which the switching time is
 /// chosen.
@@ -708,6 +714,143 @@ impl Arq {
 
     pub fn queue_lengths(&self) -> Vec<usize> {
         self.queues.iter().map(Vec::len).collect()
+    }
+}
+
+/// ARQ over the tasks it holds. Tasks without a profile (short jobs,
+/// tasks that are not catalog applications) count as the least demanding
+/// class: nothing is known that would make them wait for a better server.
+pub struct ArqAdmission {
+    arq: Arq,
+    tasks: BTreeMap<TaskId, (Task, SimTime)>,
+    /// Killed or evicted tasks: placed first, on any server.
+    urgent: VecDeque<(Task, SimTime)>,
+    /// The class each waiting task's demand puts it in.
+    homes: BTreeMap<TaskId, usize>,
+    classes: usize,
+}
+
+impl ArqAdmission {
+    pub fn new(params: ArqParams) -> Self {
+        ArqAdmission {
+            classes: params.classes.max(1),
+            homes: BTreeMap::new(),
+            arq: Arq::new(params),
+            tasks: BTreeMap::new(),
+            urgent: VecDeque::new(),
+        }
+    }
+}
+
+impl Admission for ArqAdmission {
+    fn enqueue(
+        &mut self,
+        task: Task,
+        arrived: SimTime,
+        profile: Option<&Profile>,
+        overhead_ns: u64,
+        now: SimTime,
+        pools: &PoolState,
+    ) {
+        let demand = profile.map_or(0.0, |p| app_demand(&p.tolerated, &p.caused));
+        // A task reaches a queue only when no appropriate server took it at
+        // once, so a server with a free slot says nothing about when one it
+        // can use frees up: the chance comes from the busy periods alone.
+        let none_free = vec![0; pools.free.len()];
+        self.arq.enqueue(
+            task.id,
+            demand,
+            task.service_ns,
+            overhead_ns,
+            task.priority,
+            now,
+            &pools.busy,
+            &none_free,
+        );
+        self.homes.insert(task.id, self.arq.class_of(demand));
+        self.tasks.insert(task.id, (task, arrived));
+    }
+
+    fn requeue(&mut self, task: Task, arrived: SimTime) {
+        self.urgent.push_back((task, arrived));
+    }
+
+    fn schedule(
+        &mut self,
+        now: SimTime,
+        pools: &PoolState,
+        place: &mut PlaceFn<'_>,
+    ) -> Result<(), ModelError> {
+        place_in_order(&mut self.urgent, place)?;
+        let none_free = vec![0; pools.free.len()];
+        self.arq.divert_due(now, &pools.busy, &none_free);
+        let mut failure = None;
+        let tasks = &self.tasks;
+        let homes = &self.homes;
+        let keys = self.arq.schedule(|key, allowed| {
+            if failure.is_some() {
+                return None;
+            }
+            let (task, arrived) = tasks.get(&key)?;
+            // In its own queue (the first of `allowed` is its current one) an
+            // application waits for an appropriate server of its pool or of
+            // the empty queues' pools above. Once its switching time has sent
+            // it down, it takes the best server available anywhere, even one
+            // of lower quality than it needs (Paragon §4.2: "assigned to the
+            // best available server" within its QoS window).
+            let home = homes.get(&key).copied().unwrap_or(0);
+            let current = allowed.first().copied().unwrap_or(0);
+            let diverted = current > home;
+            let scope = match diverted {
+                false => Scope {
+                    pools: Some(allowed),
+                    strict: true,
+                },
+                true => Scope::ANY,
+            };
+            match place(task, *arrived, scope) {
+                Ok(Attempt::Placed { .. }) if diverted => Some(current),
+                Ok(Attempt::Placed { pool }) => Some(pool),
+                Ok(Attempt::NoRoom) => None,
+                Err(e) => {
+                    failure = Some(e);
+                    None
+                }
+            }
+        });
+        for key in keys {
+            self.homes.remove(&key);
+            self.tasks.remove(&key);
+        }
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn next_wakeup(&self) -> Option<SimTime> {
+        self.arq.next_switch()
+    }
+
+    fn len(&self) -> usize {
+        self.tasks.len() + self.urgent.len()
+    }
+
+    fn finish(&self, out: &mut Metrics) {
+        out.add("arq_diverted_up", self.arq.diverted_up());
+        out.add("arq_diverted_down", self.arq.diverted_down());
+    }
+
+    fn pools(&self) -> usize {
+        self.classes
+    }
+
+    fn pool_of(&self, q: f64) -> usize {
+        self.arq.class_of(q)
+    }
+
+    fn record_busy(&mut self, pool: usize, seconds: f64) {
+        self.arq.record_busy(pool, seconds);
     }
 }
 

@@ -11,10 +11,12 @@
 //! recent online rows (SVD, then SGD, §2.1), so accuracy improves as the
 //! matrix fills up.
 
+pub mod cf;
+
 use crate::ground_truth::SOURCES;
 use crate::profiling::{Measurement, Profile, TrainingRow};
 
-use super::cf::{CfParams, Factors, UtilityMatrix, reconstruct};
+use cf::{CfParams, Factors, UtilityMatrix, reconstruct};
 
 /// Online rows kept for reconstructions: enough for the matrix to gain
 /// density, few enough that a reconstruction stays in the milliseconds.

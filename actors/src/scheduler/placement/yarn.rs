@@ -57,7 +57,8 @@ use crate::google::{DagRef, JobLength};
 use crate::kernel::{ActorRng, Metrics};
 use crate::sampling::{index, uniform_open0};
 
-use super::placement::{Choice, ClusterView, Placement, Request, ServerSpec};
+use super::{Choice, ClusterView, Placement, Request};
+use crate::scheduler::cluster_view::ServerSpec;
 
 /// Picks an item with probability proportional to its integer weight.
 fn pick_weighted(items: &[(u32, u32)], rng: &mut ActorRng) -> Option<u32> {

@@ -13,7 +13,7 @@ use crate::kernel::{ActorRng, Metrics};
 use crate::sampling::index;
 
 use super::greedy::{Candidate, GreedyParams, select, statistical_select};
-use super::placement::{Choice, ClusterView, Placement, Request};
+use super::{Choice, ClusterView, Placement, Request};
 
 /// Which of Paragon's two kinds of knowledge the placement uses (§5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,15 +1,13 @@
-//! The placement stage: given a task and the scheduler's view of the cluster,
-//! pick a server. Adding a policy is one file implementing [`Placement`] and
-//! one variant of `PlacementKind`.
+//! The scheduler's view of the cluster: each server's configuration, the
+//! slots and memory it handed out, its latest report and Paragon's
+//! interference state. Every stage reads it; only the scheduler writes it.
 
-use crate::kernel::{ActorId, ActorRng};
+use crate::kernel::ActorId;
 use crate::net::ServerReport;
-use crate::profiling::Profile;
-use crate::sampling::index;
 use crate::server::pressure_weights;
 use crate::task::Task;
 
-use super::greedy::ServerInterference;
+use super::placement::greedy::ServerInterference;
 
 /// The scheduler's belief about free slots.
 ///
@@ -199,141 +197,12 @@ impl ClusterView {
     }
 }
 
-/// What the scheduler asks the placement stage.
-pub struct Request<'a> {
-    pub task: &'a Task,
-    /// The task's classification, if it was classified (Paragon §2).
-    pub profile: Option<&'a Profile>,
-    /// Servers the admission stage allows now (ARQ pools); `None`: all.
-    pub allowed: Option<&'a dyn Fn(u32) -> bool>,
-    /// A server not to choose (the one a migrating task leaves).
-    pub exclude: Option<u32>,
-}
-
-impl Request<'_> {
-    /// Whether server `i` may be chosen at all.
-    pub fn may_use(&self, i: u32) -> bool {
-        self.exclude != Some(i) && self.allowed.is_none_or(|ok| ok(i))
-    }
-}
-
-/// A placement decision.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Choice {
-    /// Index into `cluster.servers()`.
-    pub server: u32,
-    /// How far the chosen server is from the policy's constraints (Paragon:
-    /// the negative parts of D1 and D2, in score points; 0 when none).
-    pub violation: f64,
-}
-
-impl Choice {
-    pub fn clean(server: u32) -> Self {
-        Choice {
-            server,
-            violation: 0.0,
-        }
-    }
-}
-
-/// A placement policy.
-pub trait Placement: Send {
-    /// The server that should run `req.task`, or `None` to leave it queued.
-    fn place(
-        &mut self,
-        req: &Request<'_>,
-        cluster: &ClusterView,
-        rng: &mut ActorRng,
-    ) -> Option<Choice>;
-
-    /// Reports what the policy counted over the run.
-    fn finish(&self, _out: &mut crate::kernel::Metrics) {}
-
-    /// Server `server`'s report at `now` was just recorded in `cluster`
-    /// (for policies that learn from reports over time, such as YARN-H's
-    /// clustering service).
-    fn observe(
-        &mut self,
-        _server: u32,
-        _cluster: &ClusterView,
-        _now: dcemu_topology::SimTime,
-        _rng: &mut ActorRng,
-    ) {
-    }
-
-    /// Log entries (`kind`, fields) the policy made since the last call;
-    /// the scheduler writes them to its log.
-    fn take_logs(&mut self) -> Vec<(&'static str, serde_json::Value)> {
-        Vec::new()
-    }
-}
-
-/// `random`: uniformly among servers with as many free slots as the task
-/// has threads.
-pub struct RandomPlacement;
-
-impl Placement for RandomPlacement {
-    fn place(
-        &mut self,
-        req: &Request<'_>,
-        cluster: &ClusterView,
-        rng: &mut ActorRng,
-    ) -> Option<Choice> {
-        let fits: Vec<u32> = cluster
-            .with_free()
-            .iter()
-            .copied()
-            .filter(|&i| req.may_use(i) && cluster.servers()[i as usize].fits(req.task, false))
-            .collect();
-        (!fits.is_empty()).then(|| Choice::clean(fits[index(rng, fits.len() as u32) as usize]))
-    }
-}
-
-/// `least-loaded` (Paragon §5's LL baseline): among the servers with the
-/// task's cores and memory free, the one with the lowest CPU utilisation
-/// (busy cores over cores, as Paragon's Fig. 2b measures load) in its latest
-/// report; ties go to the lowest index. Blind to configurations and
-/// interference.
-///
-/// Like a real least-loaded scheduler it trusts monitored load, so between
-/// two reports it keeps sending work to the server that looked idlest,
-/// which is how such schedulers pile work onto a few servers. Without
-/// reports (`report_interval = "0s"`) it uses its own count of the slots it
-/// handed out instead.
-pub struct LeastLoaded;
-
-impl LeastLoaded {
-    fn load(cluster: &ClusterView, i: u32) -> f64 {
-        match cluster.report(i) {
-            Some(r) => f64::from(r.busy_cores) / f64::from(r.cores.max(1)),
-            None => cluster.servers()[i as usize].load(),
-        }
-    }
-}
-
-impl Placement for LeastLoaded {
-    fn place(
-        &mut self,
-        req: &Request<'_>,
-        cluster: &ClusterView,
-        _: &mut ActorRng,
-    ) -> Option<Choice> {
-        let servers = cluster.servers();
-        cluster
-            .with_free()
-            .iter()
-            .copied()
-            .filter(|&i| req.may_use(i) && servers[i as usize].fits(req.task, true))
-            .map(|i| (Self::load(cluster, i), i))
-            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
-            .map(|(_, i)| Choice::clean(i))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::ActorRng;
     use crate::kernel::actor_rng;
+    use crate::scheduler::placement::{Placement, RandomPlacement, Request};
 
     fn task() -> Task {
         Task::new(0, ActorId(1), 0, 1)
@@ -421,58 +290,6 @@ mod tests {
         assert!(
             counts.iter().all(|&c| (400..600).contains(&c)),
             "{counts:?}"
-        );
-    }
-}
-
-#[cfg(test)]
-mod least_loaded_tests {
-    use super::*;
-    use crate::kernel::actor_rng;
-
-    #[test]
-    fn least_loaded_takes_the_emptiest_server_with_room_for_cores_and_memory() {
-        let specs: Vec<ServerSpec> = [(4, 8_000), (8, 1_000), (2, 16_000)]
-            .iter()
-            .enumerate()
-            .map(|(i, &(slots, memory_mb))| ServerSpec {
-                core_speed: 1.0,
-                idle_w: 100.0,
-                peak_w: 200.0,
-                id: ActorId(i as u32),
-                slots,
-                cores: slots,
-                class: 0,
-                memory_mb,
-            })
-            .collect();
-        let mut view = ClusterView::new(&specs, false);
-        view.take(0, 1, 1_000);
-        view.take(2, 1, 1_000);
-        let task = Task {
-            memory_mb: 2_000,
-            ..Task::new(1, ActorId(9), 0, 1)
-        };
-        let req = Request {
-            task: &task,
-            profile: None,
-            allowed: None,
-            exclude: None,
-        };
-        let mut rng = actor_rng(1, "scheduler");
-        // without reports: server 1 is empty but has too little memory;
-        // server 0 is 1/4 loaded, server 2 half.
-        assert_eq!(
-            LeastLoaded.place(&req, &view, &mut rng),
-            Some(Choice::clean(0))
-        );
-        let req = Request {
-            exclude: Some(0),
-            ..req
-        };
-        assert_eq!(
-            LeastLoaded.place(&req, &view, &mut rng),
-            Some(Choice::clean(2))
         );
     }
 }

@@ -1,0 +1,126 @@
+//! The admission stage: which waiting task the scheduler tries to place
+//! next, and on which servers it may go. Adding a policy is one type
+//! implementing [`Admission`] in this folder and one variant of `AdmissionKind`.
+//!
+//! * [`Fifo`]: one queue in arrival order; its head waits until a server
+//!   has room (Paragon's application-agnostic admission, ARQ §2).
+//! * [`ArqAdmission`]: ARQ (Paragon §4, ARQ §3): a queue per class of
+//!   resource quality, each served by a pool of servers, with diversions up
+//!   and down so that no application waits past its QoS slack.
+
+pub mod arq;
+mod fifo;
+
+pub use arq::ArqAdmission;
+pub use fifo::Fifo;
+
+use dcemu_topology::SimTime;
+
+use crate::config::{AdmissionKind, ArqOrder, SchedulerConfig};
+use crate::kernel::{Metrics, ModelError};
+use crate::profiling::Profile;
+use crate::task::Task;
+
+/// What a placement attempt made of a task.
+pub enum Attempt {
+    /// Dispatched to a server of this ARQ pool (pool 0 without ARQ).
+    Placed { pool: usize },
+    /// No server it may use has room now.
+    NoRoom,
+}
+
+/// What the scheduler knows about the servers, for admission decisions.
+pub struct PoolState {
+    /// Per pool: servers running something, and servers with a free slot.
+    pub busy: Vec<u32>,
+    pub free: Vec<u32>,
+}
+
+/// Where a placement attempt may go.
+#[derive(Clone, Copy, Debug)]
+pub struct Scope<'a> {
+    /// Servers of these pools only (`None`: any server).
+    pub pools: Option<&'a [usize]>,
+    /// Only a server the placement expects to meet the task's QoS (no
+    /// interference constraint violated, predicted speed on its
+    /// configuration at least the QoS share): ARQ's "appropriate server".
+    pub strict: bool,
+}
+
+impl Scope<'_> {
+    pub const ANY: Scope<'static> = Scope {
+        pools: None,
+        strict: false,
+    };
+}
+
+/// The place callback: tries to dispatch `task` (which first reached the
+/// scheduler at `arrived`) within `scope`.
+pub type PlaceFn<'a> = dyn FnMut(&Task, SimTime, Scope<'_>) -> Result<Attempt, ModelError> + 'a;
+
+pub trait Admission: Send {
+    /// A task is ready to be placed: `profile` is its classification, if
+    /// any; `overhead_ns` what profiling cost it (ARQ's P_a).
+    fn enqueue(
+        &mut self,
+        task: Task,
+        arrived: SimTime,
+        profile: Option<&Profile>,
+        overhead_ns: u64,
+        now: SimTime,
+        pools: &PoolState,
+    );
+
+    /// A task that was killed or evicted goes back, ahead of the others.
+    fn requeue(&mut self, task: Task, arrived: SimTime);
+
+    /// Places waiting tasks through `place` until none more can go.
+    fn schedule(
+        &mut self,
+        now: SimTime,
+        pools: &PoolState,
+        place: &mut PlaceFn<'_>,
+    ) -> Result<(), ModelError>;
+
+    /// When the stage next wants [`Admission::schedule`] called even if
+    /// nothing else happens (an ARQ switching time).
+    fn next_wakeup(&self) -> Option<SimTime>;
+
+    /// Tasks waiting.
+    fn len(&self) -> usize;
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn finish(&self, out: &mut Metrics);
+
+    /// Number of server pools (1 without ARQ).
+    fn pools(&self) -> usize {
+        1
+    }
+
+    /// Pool of a server whose resource quality is `q` (0–100).
+    fn pool_of(&self, _q: f64) -> usize {
+        0
+    }
+
+    /// A busy period of a server of `pool` ended after `seconds` (ARQ §3.2).
+    fn record_busy(&mut self, _pool: usize, _seconds: f64) {}
+}
+
+/// The registry: the policy `cfg.admission` names.
+pub fn build(cfg: &SchedulerConfig) -> Box<dyn Admission> {
+    match cfg.admission {
+        AdmissionKind::Fifo => Box::new(Fifo::default()),
+        AdmissionKind::Arq => Box::new(ArqAdmission::new(arq::ArqParams {
+            classes: cfg.arq_classes.max(1) as usize,
+            order: match cfg.arq_order {
+                ArqOrder::Fifo => arq::QueueOrder::Fifo,
+                ArqOrder::Sjf => arq::QueueOrder::Sjf,
+                ArqOrder::Priority => arq::QueueOrder::Priority,
+            },
+            default_busy_s: 600.0,
+        })),
+    }
+}

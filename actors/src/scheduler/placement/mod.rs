@@ -1,0 +1,140 @@
+//! The placement stage: given a task and the scheduler's view of the
+//! cluster, pick a server. Each policy is one file of this folder
+//! implementing [`Placement`]; [`build`] is the registry that maps a
+//! scenario's `scheduler.placement` to it (docs/scheduler.md walks through
+//! adding one).
+
+mod best_fit;
+pub mod greedy;
+mod least_loaded;
+mod paragon;
+mod random;
+pub mod yarn;
+
+pub use best_fit::BestFit;
+pub use least_loaded::LeastLoaded;
+pub use paragon::{Awareness, ParagonPlacement, expected_rate};
+pub use random::RandomPlacement;
+
+use crate::config::{PlacementKind, PrimaryTenantConfig, SchedulerConfig};
+use crate::kernel::ActorRng;
+use crate::profiling::Profile;
+use crate::task::Task;
+
+use super::cluster_view::ServerSpec;
+
+pub use super::cluster_view::ClusterView;
+
+/// What the scheduler asks the placement stage.
+pub struct Request<'a> {
+    pub task: &'a Task,
+    /// The task's classification, if it was classified (Paragon §2).
+    pub profile: Option<&'a Profile>,
+    /// Servers the admission stage allows now (ARQ pools); `None`: all.
+    pub allowed: Option<&'a dyn Fn(u32) -> bool>,
+    /// A server not to choose (the one a migrating task leaves).
+    pub exclude: Option<u32>,
+}
+
+impl Request<'_> {
+    /// Whether server `i` may be chosen at all.
+    pub fn may_use(&self, i: u32) -> bool {
+        self.exclude != Some(i) && self.allowed.is_none_or(|ok| ok(i))
+    }
+}
+
+/// A placement decision.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Choice {
+    /// Index into `cluster.servers()`.
+    pub server: u32,
+    /// How far the chosen server is from the policy's constraints (Paragon:
+    /// the negative parts of D1 and D2, in score points; 0 when none).
+    pub violation: f64,
+}
+
+impl Choice {
+    pub fn clean(server: u32) -> Self {
+        Choice {
+            server,
+            violation: 0.0,
+        }
+    }
+}
+
+/// A placement policy.
+pub trait Placement: Send {
+    /// The server that should run `req.task`, or `None` to leave it queued.
+    fn place(
+        &mut self,
+        req: &Request<'_>,
+        cluster: &ClusterView,
+        rng: &mut ActorRng,
+    ) -> Option<Choice>;
+
+    /// Reports what the policy counted over the run.
+    fn finish(&self, _out: &mut crate::kernel::Metrics) {}
+
+    /// Server `server`'s report at `now` was just recorded in `cluster`
+    /// (for policies that learn from reports over time, such as YARN-H's
+    /// clustering service).
+    fn observe(
+        &mut self,
+        _server: u32,
+        _cluster: &ClusterView,
+        _now: dcemu_topology::SimTime,
+        _rng: &mut ActorRng,
+    ) {
+    }
+
+    /// Whether the policy reads the servers' reports ([`ClusterView::report`]):
+    /// a report then counts as a change of what it sees, and a task that
+    /// found no room is tried again.
+    fn reads_reports(&self) -> bool {
+        false
+    }
+
+    /// Log entries (`kind`, fields) the policy made since the last call;
+    /// the scheduler writes them to its log.
+    fn take_logs(&mut self) -> Vec<(&'static str, serde_json::Value)> {
+        Vec::new()
+    }
+}
+
+/// The registry: the policy `cfg.placement` names, over `servers` (whose
+/// first ones the `primaries` own, in order).
+pub fn build(
+    cfg: &SchedulerConfig,
+    servers: &[ServerSpec],
+    primaries: &[PrimaryTenantConfig],
+) -> Box<dyn Placement> {
+    let paragon = |awareness| {
+        Box::new(ParagonPlacement::new(
+            awareness,
+            cfg.selection,
+            cfg.samples,
+            cfg.max_steps,
+        ))
+    };
+    match cfg.placement {
+        PlacementKind::Random => Box::new(RandomPlacement),
+        PlacementKind::LeastLoaded => Box::new(LeastLoaded),
+        PlacementKind::BestFit => Box::new(BestFit),
+        PlacementKind::YarnStock => Box::new(yarn::YarnStock),
+        PlacementKind::YarnPt => Box::new(yarn::YarnPt::new(servers)),
+        PlacementKind::YarnH => Box::new(yarn::YarnH::new(servers, primaries, cfg)),
+        PlacementKind::Paragon => paragon(Awareness::Full),
+        PlacementKind::ParagonNh => paragon(Awareness::InterferenceOnly),
+        PlacementKind::ParagonNi => paragon(Awareness::HeterogeneityOnly),
+        // The energy-aware and annealing stages place by themselves (the
+        // scheduler's `energy` and `annealing`); this one is never asked.
+        PlacementKind::Gems
+        | PlacementKind::GemsNonetwork
+        | PlacementKind::GemsNosleep
+        | PlacementKind::Beps
+        | PlacementKind::BrfsDot
+        | PlacementKind::BrfsNorm
+        | PlacementKind::Rrs
+        | PlacementKind::Annealing => Box::new(RandomPlacement),
+    }
+}
