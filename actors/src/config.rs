@@ -890,9 +890,12 @@ impl SchedulerConfig {
 
     /// Whether reactive phase detection runs (Paragon §3.4): only Paragon
     /// itself reclassifies and migrates (its baselines of §5 do not), and
-    /// only with server reports to detect from.
+    /// only with server reports to detect from. Not under a slot stage,
+    /// whose tasks keep the slot they started in until they end or are
+    /// evicted (thesis §6.2.3).
     pub fn detects_phases(&self) -> bool {
         self.placement == PlacementKind::Paragon
+            && !self.slots.slotted()
             && self.reclassify_below > 0.0
             && self.report_interval.as_nanos() > 0
     }
@@ -969,15 +972,6 @@ impl SchedulerConfig {
                     "admission",
                     "the slot stages keep their own priority queue; use admission = \"fifo\""
                         .into(),
-                );
-            }
-            if self.placement != PlacementKind::Random {
-                push(
-                    "placement",
-                    format!(
-                        "slots = \"{}\" places tasks itself (thesis §6.2.3); use placement = \"random\"",
-                        self.slots.name()
-                    ),
                 );
             }
         }

@@ -56,3 +56,100 @@ fn best_fit_packs_work_so_that_more_servers_sleep_than_under_random() {
     assert!(metric(&packed, "energy_kwh_total") < metric(&spread, "energy_kwh_total"));
     assert_eq!(packed.digest, quickstart("best-fit", 3).digest);
 }
+
+/// Paragon's local cluster (40 servers, its catalog applications) shared
+/// with a Google-like tenant of twelve priority classes (thesis Table 5.2)
+/// that fills the slots, so that the slot stages evict.
+fn one_datacenter(overrides: &[String]) -> dcemu::scenario::Scenario {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut text = std::fs::read_to_string(root.join("scenarios/paragon/local-low.toml")).unwrap();
+    text.push_str(
+        r#"
+[[tenants]]
+name = "google"
+google_memory_gb = 4.0
+stop = "1785s"
+arrivals = { process = "poisson", rate_per_s = 1.5 }
+"#,
+    );
+    let overrides: Vec<_> = overrides.iter().map(|o| o.parse().unwrap()).collect();
+    load("one-datacenter.toml", &text, &overrides).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn run(scenario: &dcemu::scenario::Scenario, partitions: usize) -> Outcome {
+    execute(
+        scenario,
+        &RunOptions {
+            partitions,
+            ..RunOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn every_placement_chooses_the_free_slots_of_every_slot_stage() {
+    for slots in ["priority", "wasp", "hybrid"] {
+        for placement in [
+            "random",
+            "least-loaded",
+            "best-fit",
+            "paragon",
+            "paragon-nh",
+            "paragon-ni",
+            "yarn-stock",
+            "yarn-pt",
+            "yarn-h",
+        ] {
+            let label = format!("slots = {slots}, placement = {placement}");
+            let scenario = one_datacenter(&[
+                "run.end=20m".into(),
+                format!("scheduler.slots={slots}"),
+                "scheduler.sticky_slots=0".into(),
+                format!("scheduler.placement={placement}"),
+            ]);
+            let one = run(&scenario, 1);
+            let m = |k: &str| metric(&one, k);
+            assert_eq!(
+                m("tasks_submitted"),
+                m("tasks_completed")
+                    + m("tasks_running_end")
+                    + m("tasks_queued_end")
+                    + m("tasks_waiting_wake_end")
+                    + m("tasks_in_transit_end")
+                    + m("dropped_tasks"),
+                "{label}: no task lost"
+            );
+            assert!(m("preemptions") > 0.0, "{label}: the slot stage evicts");
+            assert!(m("energy_kwh_total") > 0.0, "{label}");
+            assert_eq!(one.digest, run(&scenario, 3).digest, "{label}");
+        }
+    }
+}
+
+#[test]
+fn under_hybrid_paragon_still_places_applications_better_than_random() {
+    for seed in 1..=3 {
+        let with = |placement: &str| {
+            let scenario = one_datacenter(&[
+                format!("run.seed={seed}"),
+                "run.end=1h".into(),
+                "scheduler.slots=hybrid".into(),
+                "scheduler.sticky_slots=40".into(),
+                format!("scheduler.placement={placement}"),
+            ]);
+            run(&scenario, 1)
+        };
+        let (paragon, random) = (with("paragon"), with("random"));
+        assert!(metric(&paragon, "preemptions") > 0.0);
+        assert!(metric(&paragon, "sticky_starts") > 0.0);
+        let (p, r) = (
+            metric(&paragon, "perf_norm_mean"),
+            metric(&random, "perf_norm_mean"),
+        );
+        assert!(
+            p > r,
+            "seed {seed}: paragon {p:.3} against random {r:.3} (mean performance normalised to ideal)"
+        );
+    }
+}

@@ -53,7 +53,7 @@ use serde::Serialize;
 
 use crate::config::{Contention, PlacementKind, PrimaryTenantConfig, SchedulerConfig};
 use crate::ground_truth::SOURCES;
-use crate::kernel::{ActorId, Ctx, Envelope, Metrics, ModelError};
+use crate::kernel::{ActorId, ActorRng, Ctx, Envelope, Metrics, ModelError};
 use crate::net::{AppRate, Body, EvictionCause, Inbox, Nic};
 use crate::net::{Msg, unexpected};
 use crate::profiling::{Lab, Profile};
@@ -67,7 +67,7 @@ use classification::Classifier;
 use classification::cf::CfParams;
 use energy::{EnergyServer, EnergyStage, Flow};
 use placement::expected_rate;
-use slots::{EvictionStats, Returned, SlotAction, SlotServer, SlotStage};
+use slots::{EvictionStats, Returned, SlotAction, SlotPlacer, SlotServer, SlotStage};
 
 /// Times one application is reclassified at most (phase detection, §3.4).
 pub const MAX_RECLASSIFICATIONS: u32 = 3;
@@ -85,6 +85,10 @@ pub struct Scheduler {
     /// The thesis's energy-aware placements over the network, when
     /// `scheduler.placement` is one; they then queue and place every task.
     energy: Option<EnergyStage>,
+    /// The placement stage chooses the free slot of each start of the slot
+    /// stage (`placement` other than `random`); the scheduler's cluster
+    /// view then follows the slot stage's starts and releases.
+    slot_placer: bool,
     /// The `SlotTick` armed, if any (slot and energy stages).
     slot_tick: Option<SimTime>,
     /// `annealing`: distributed applications (ASPLOS'16 §5); it then
@@ -92,6 +96,50 @@ pub struct Scheduler {
     annealing: Option<annealing::AnnealingStage>,
     dist_tick: Option<SimTime>,
     evictions: EvictionStats,
+}
+
+/// The placement stage answering the slot stage ([`SlotPlacer`]): it
+/// scores the servers with a free slot by its own criterion, and the view it
+/// reads follows the slot stage's starts.
+struct CorePlacer<'a> {
+    core: &'a mut Core,
+    /// Of the latest choice, kept for the start it leads to.
+    violation: f64,
+}
+
+impl SlotPlacer for CorePlacer<'_> {
+    fn choose(
+        &mut self,
+        task: &Task,
+        candidates: &dyn Fn(u32) -> bool,
+        rng: &mut ActorRng,
+    ) -> Option<u32> {
+        let core = &mut *self.core;
+        let req = Request {
+            task,
+            profile: core.profiles.get(&task.id),
+            allowed: Some(candidates),
+            exclude: None,
+        };
+        let choice = core.placement.place(&req, &core.cluster, rng)?;
+        self.violation = choice.violation;
+        Some(choice.server)
+    }
+
+    fn started(&mut self, task: &Task, server: u32, victim: Option<TaskId>, now: SimTime) {
+        let core = &mut *self.core;
+        if let Some(v) = victim
+            && let Some(p) = core.placed.remove(&v)
+        {
+            core.vacate(v, p.server, p.cores, p.memory_mb);
+        }
+        let violation = if victim.is_some() {
+            0.0
+        } else {
+            self.violation
+        };
+        core.occupy(task, Choice { server, violation }, now);
+    }
 }
 
 /// Everything but the admission stage, so that admission can call back
@@ -313,6 +361,7 @@ impl Scheduler {
         Scheduler {
             cfg: cfg.clone(),
             admission,
+            slot_placer: slot_stage.is_some() && cfg.placement != PlacementKind::Random,
             slots: slot_stage,
             energy,
             slot_tick: None,
@@ -488,13 +537,11 @@ impl Scheduler {
                     }
                     return Ok(());
                 }
-                if let Some(stage) = self.slots.as_mut() {
+                let mut task = task;
+                if self.slots.is_some() {
                     // One slot per task, and so at most one core (thesis
                     // §6.2.3.1), whatever it asked for.
-                    let mut task = task;
                     task.cores = 1;
-                    stage.enqueue(task);
-                    return self.arm_slot_tick(ctx);
                 }
                 if let Some(c) = &self.core.classification
                     && task.app.is_some()
@@ -540,6 +587,10 @@ impl Scheduler {
                 if let Some(stage) = self.slots.as_mut() {
                     stage.release(task, src);
                 }
+                if self.slot_placer {
+                    self.core.forget(task, src);
+                    self.core.profiles.remove(&task);
+                }
                 ctx.log(
                     "slot_release",
                     &ReleaseLog {
@@ -562,11 +613,15 @@ impl Scheduler {
                 let Some(stage) = self.slots.as_mut() else {
                     return self.handle_killed(task, src, ctx);
                 };
+                if self.slot_placer {
+                    self.core.forget(task.id, src);
+                }
                 let returned = stage.evicted(task, src);
                 if returned == Returned::Requeued {
                     self.core.killed += 1;
                 }
                 if let Returned::Dropped(task) = returned {
+                    self.core.profiles.remove(&task.id);
                     ctx.log(
                         "task_drop",
                         &EvictedLog {
@@ -664,6 +719,9 @@ impl Scheduler {
         }
         if let Some(stage) = self.slots.as_mut() {
             stage.release(task.id, src);
+            if self.slot_placer {
+                self.core.forget(task.id, src);
+            }
             ctx.timer(self.core.resubmit_delay, Msg::Requeue(task))?;
             return self.arm_slot_tick(ctx);
         }
@@ -735,7 +793,15 @@ impl Scheduler {
         let Some(stage) = self.slots.as_mut() else {
             return Ok(());
         };
-        let actions = stage.schedule(now, ctx.rng());
+        let actions = if self.slot_placer {
+            let mut placer = CorePlacer {
+                core: &mut self.core,
+                violation: 0.0,
+            };
+            stage.schedule_placed(now, ctx.rng(), Some(&mut placer))
+        } else {
+            stage.schedule(now, ctx.rng())
+        };
         let world = Arc::clone(&self.core.world);
         for action in actions {
             let (id, submitted_at, server, body) = match action {
@@ -839,6 +905,10 @@ impl Scheduler {
         overhead_ns: u64,
         ctx: &mut Ctx<'_, Msg>,
     ) -> Result<(), ModelError> {
+        if let Some(stage) = self.slots.as_mut() {
+            stage.enqueue(task);
+            return self.arm_slot_tick(ctx);
+        }
         let now = ctx.now();
         let pools = self.core.pool_state();
         let profile = self.core.profiles.get(&task.id);
@@ -1134,6 +1204,20 @@ impl Core {
         self.cluster.interference_mut(i).remove(task);
         self.refresh_pool(i);
         Some(())
+    }
+
+    /// Under a slot stage with a placement: `task` left server `src`, so
+    /// what it held there is free again in the view. Nothing happens if it
+    /// is not held there (a preempted victim's slot went to its evictor).
+    fn forget(&mut self, task: TaskId, src: ActorId) {
+        let Some(i) = self.cluster.index_of(src) else {
+            return;
+        };
+        if self.placed.get(&task).is_some_and(|p| p.server == i)
+            && let Some(p) = self.placed.remove(&task)
+        {
+            self.vacate(task, i, p.cores, p.memory_mb);
+        }
     }
 
     /// `task` left server `src` (finished or killed): return its slots.

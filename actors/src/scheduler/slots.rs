@@ -35,9 +35,29 @@ use dcemu_topology::SimTime;
 use rand::RngCore;
 
 use crate::config::{EvictionPolicy, SchedulerConfig, SlotPolicy};
-use crate::kernel::{ActorId, Metrics};
+use crate::kernel::{ActorId, ActorRng, Metrics};
 use crate::sampling::index;
 use crate::task::{Task, TaskId};
+
+/// The placement stage, as the slot stage consults it when the scenario's
+/// `scheduler.placement` is not `random` (docs/scheduler.md, "How the
+/// stages combine"): the slot stage decides *whether* a task starts now and
+/// which task it evicts; the placement decides *where* a task that gets a
+/// free slot goes.
+pub trait SlotPlacer {
+    /// The server (index) `task` should take a free slot of, among the
+    /// servers for which `candidates` holds; `None` leaves it queued, and
+    /// with it the rest of the queue this time slot (§6.2.3.2).
+    fn choose(
+        &mut self,
+        task: &Task,
+        candidates: &dyn Fn(u32) -> bool,
+        rng: &mut ActorRng,
+    ) -> Option<u32>;
+
+    /// `task` starts on `server`, in the slot of `victim` if it preempts one.
+    fn started(&mut self, task: &Task, server: u32, victim: Option<TaskId>, now: SimTime);
+}
 
 /// One server as the slot stage sees it.
 #[derive(Clone, Debug)]
@@ -283,17 +303,39 @@ impl SlotStage {
         Returned::Requeued
     }
 
-    /// One time slot's pass over the queue (thesis §6.2.3.2, §9.2).
-    pub fn schedule(&mut self, now: SimTime, rng: &mut impl RngCore) -> Vec<SlotAction> {
+    /// One time slot's pass over the queue (thesis §6.2.3.2, §9.2), free
+    /// slots drawn at random (§6.2.3.1).
+    pub fn schedule(&mut self, now: SimTime, rng: &mut ActorRng) -> Vec<SlotAction> {
+        self.schedule_placed(now, rng, None)
+    }
+
+    /// The same pass, the free slot of each start chosen by `placer` when
+    /// there is one.
+    pub fn schedule_placed(
+        &mut self,
+        now: SimTime,
+        rng: &mut ActorRng,
+        mut placer: Option<&mut dyn SlotPlacer>,
+    ) -> Vec<SlotAction> {
         let mut out = Vec::new();
         while self.sticky_used < self.sticky_cap && self.free_total > 0 {
             let Some(&(_, id)) = self.by_arrival.first() else {
                 break;
             };
+            let server = match placer.as_deref_mut() {
+                None => None,
+                Some(p) => match self.place(p, id, None, rng) {
+                    Some(server) => Some(server),
+                    None => break,
+                },
+            };
             let Some(task) = self.take(id) else { break };
-            let server = self.random_free(rng);
+            let server = server.unwrap_or_else(|| self.random_free(rng));
             self.sticky_used += 1;
             self.sticky_starts += 1;
+            if let Some(p) = placer.as_deref_mut() {
+                p.started(&task, server, None, now);
+            }
             out.push(self.start(task, server, now, true, true));
         }
         let regular_cap = self.slots_total - self.sticky_cap;
@@ -302,9 +344,21 @@ impl SlotStage {
                 break;
             };
             if self.regular_used < regular_cap && self.free_total > 0 {
-                let server = self.choose_free(priority, rng);
+                let server = match placer.as_deref_mut() {
+                    None => self.choose_free(priority, rng),
+                    Some(p) => {
+                        let level = self.wasp_level(priority);
+                        match self.place(p, id, level, rng) {
+                            Some(server) => server,
+                            None => break,
+                        }
+                    }
+                };
                 let Some(task) = self.take(id) else { break };
                 self.regular_used += 1;
+                if let Some(p) = placer.as_deref_mut() {
+                    p.started(&task, server, None, now);
+                }
                 out.push(self.start(task, server, now, false, true));
                 continue;
             }
@@ -319,6 +373,9 @@ impl SlotStage {
             self.preempted.insert(victim);
             self.preemptions += 1;
             let server = v.server;
+            if let Some(p) = placer.as_deref_mut() {
+                p.started(&task, server, Some(victim), now);
+            }
             match self.start(task, server, now, false, false) {
                 SlotAction::Dispatch { task, server } => out.push(SlotAction::Preempt {
                     victim,
@@ -368,6 +425,38 @@ impl SlotStage {
                 range.nth(index(rng, n) as usize).map(|k| k.2)
             }
         }
+    }
+
+    /// The level whose free slots a task of `priority` must take: WASP
+    /// gives production the most powerful level with a free slot (§8.1.2).
+    fn wasp_level(&self, priority: u8) -> Option<u16> {
+        let wasp = matches!(self.policy, SlotPolicy::Wasp | SlotPolicy::Hybrid);
+        if !(wasp && priority >= self.production) {
+            return None;
+        }
+        self.levels
+            .iter()
+            .position(|l| l.free.total() > 0)
+            .map(|l| l as u16)
+    }
+
+    /// Asks `placer` where queued task `id` goes, among the servers with a
+    /// free slot (of `level`, if given).
+    fn place(
+        &self,
+        placer: &mut dyn SlotPlacer,
+        id: TaskId,
+        level: Option<u16>,
+        rng: &mut ActorRng,
+    ) -> Option<u32> {
+        let task = self.tasks.get(&id)?;
+        let candidates = |i: u32| {
+            self.free.get(i as usize).is_some_and(|&f| f > 0)
+                && level.is_none_or(|l| self.level_of[i as usize] == l)
+        };
+        placer
+            .choose(task, &candidates, rng)
+            .filter(|&i| candidates(i))
     }
 
     /// A free slot for a task of `priority`: WASP gives production the most
@@ -557,7 +646,7 @@ mod tests {
 
     /// Fills the stage with class-0 tasks started at times 1, 2, 3, ... and
     /// returns the id of each start time's task.
-    fn fill(s: &mut SlotStage, n: u64, rng: &mut impl RngCore) {
+    fn fill(s: &mut SlotStage, n: u64, rng: &mut ActorRng) {
         for i in 0..n {
             s.enqueue(task(i, 0, i));
             let out = s.schedule(i + 1, rng);
