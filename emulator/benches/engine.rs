@@ -201,6 +201,29 @@ struct Best {
     windows: u64,
 }
 
+impl Best {
+    /// Events per second of the fastest repeat.
+    fn rate(&self) -> f64 {
+        self.wall
+            .map_or(0.0, |w| self.events as f64 / w.as_secs_f64().max(1e-9))
+    }
+}
+
+/// The results table, one row per labelled configuration.
+fn print_table<'a>(rows: impl Iterator<Item = (&'static str, &'a Best)>) {
+    println!();
+    println!("| config | events | wall s | events/s |");
+    println!("|---|---:|---:|---:|");
+    for (label, b) in rows {
+        println!(
+            "| {label} | {} | {:.3} | {:.2} M |",
+            b.events,
+            b.wall.map_or(0.0, |w| w.as_secs_f64()),
+            b.rate() / 1e6
+        );
+    }
+}
+
 fn main() -> ExitCode {
     match bench() {
         Ok(()) => ExitCode::SUCCESS,
@@ -271,22 +294,7 @@ fn bench() -> Result<(), String> {
         }
     }
 
-    let rate = |b: &Best| {
-        b.wall
-            .map_or(0.0, |w| b.events as f64 / w.as_secs_f64().max(1e-9))
-    };
-    println!();
-    println!("| config | events | wall s | events/s |");
-    println!("|---|---:|---:|---:|");
-    for (config, b) in Config::ALL.into_iter().zip(&best) {
-        println!(
-            "| {} | {} | {:.3} | {:.2} M |",
-            config.label(),
-            b.events,
-            b.wall.map_or(0.0, |w| w.as_secs_f64()),
-            rate(b) / 1e6
-        );
-    }
+    print_table(Config::ALL.into_iter().map(Config::label).zip(&best));
     let [a, b, c] = &best;
     println!();
     for (label, x) in [("(a)", a), ("(b)", b)] {
@@ -296,8 +304,8 @@ fn bench() -> Result<(), String> {
             x.events as f64 / x.windows.max(1) as f64
         );
     }
-    println!("a/c = {:.2} (target >= 0.5)", rate(a) / rate(c));
-    println!("b/a = {:.2}", rate(b) / rate(a));
+    println!("a/c = {:.2} (target >= 0.5)", a.rate() / c.rate());
+    println!("b/a = {:.2}", b.rate() / a.rate());
     println!("equivalence: all {} runs identical", 3 * repeats);
     peer(fanout, repeats, seed)
 }
@@ -394,29 +402,15 @@ fn peer(fanout: u32, repeats: u64, seed: u64) -> Result<(), String> {
             b.events = events;
         }
     }
-    let rate = |b: &Best| {
-        b.wall
-            .map_or(0.0, |w| b.events as f64 / w.as_secs_f64().max(1e-9))
-    };
-    println!();
-    println!("| config | events | wall s | events/s |");
-    println!("|---|---:|---:|---:|");
-    for (label, b) in LABELS.into_iter().zip(&best) {
-        println!(
-            "| {label} | {} | {:.3} | {:.2} M |",
-            b.events,
-            b.wall.map_or(0.0, |w| w.as_secs_f64()),
-            rate(b) / 1e6
-        );
-    }
+    print_table(LABELS.into_iter().zip(&best));
     let [a, b, c, d] = &best;
     println!();
     println!(
         "a/d = {:.2} (engine against nexosim; target >= 1.0)",
-        rate(a) / rate(d)
+        a.rate() / d.rate()
     );
-    println!("b/d = {:.2}", rate(b) / rate(d));
-    println!("c/d = {:.2}", rate(c) / rate(d));
+    println!("b/d = {:.2}", b.rate() / d.rate());
+    println!("c/d = {:.2}", c.rate() / d.rate());
     println!(
         "equivalence: all {} runs handled the same events per actor",
         4 * repeats

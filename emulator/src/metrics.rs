@@ -117,17 +117,17 @@ pub fn summarize(
         .collect();
     m.insert("v_metric".into(), opt(v_metric(&by_class)));
     m.insert("response_s_by_class".into(), Value::Object(by_class));
-    let per_task = |total: &str, tasks: &str| {
-        let n = merged.counter(tasks);
-        (n > 0).then(|| merged.counter(total) as f64 / n as f64)
-    };
     m.insert(
         "evictions_per_evicted_task_mean".into(),
-        opt(per_task("evictions_total", "evicted_tasks")),
+        opt(counter_ratio(&merged, "evictions_total", "evicted_tasks")),
     );
     m.insert(
         "priority_evictions_per_evicted_task_mean".into(),
-        opt(per_task("evictions_priority", "priority_evicted_tasks")),
+        opt(counter_ratio(
+            &merged,
+            "evictions_priority",
+            "priority_evicted_tasks",
+        )),
     );
     // each class's share of the tasks a Google-like generator drew
     // (thesis Table 5.2's class mix); only where one ran
@@ -165,17 +165,17 @@ pub fn summarize(
     let primary_capacity = merged.counter("primary_cores_total") as f64 * seconds(horizon);
     let primary = (primary_capacity > 0.0).then(|| merged.sum("primary_core_s") / primary_capacity);
     m.insert("primary_utilization_mean".into(), opt(primary));
-    let ratio = |num: &str, den: &str| {
+    let sum_ratio = |num: &str, den: &str| {
         let d = merged.sum(den);
         (d > 0.0).then(|| merged.sum(num) / d)
     };
     m.insert(
         "utilization_cpu_on_mean".into(),
-        opt(ratio("cpu_busy_core_s", "on_core_s")),
+        opt(sum_ratio("cpu_busy_core_s", "on_core_s")),
     );
     m.insert(
         "utilization_mem_on_mean".into(),
-        opt(ratio("memory_used_mb_s", "on_memory_mb_s")),
+        opt(sum_ratio("memory_used_mb_s", "on_memory_mb_s")),
     );
     // harvesting §6.3's primary tail latency, by proxy: the mean share of
     // its reserve a primary tenant found held by containers when its use
@@ -185,21 +185,19 @@ pub fn summarize(
     m.insert("primary_tail_latency_proxy".into(), opt(taken));
     if merged.counter("primary_tenants") > 0 {
         // harvesting §3.2-3.3's input statistics (docs/metrics.md)
-        let share = |num: &str, den: &str| {
-            let d = merged.counter(den);
-            (d > 0).then(|| merged.counter(num) as f64 / d as f64)
-        };
         for class in ["periodic", "constant", "unpredictable"] {
             m.insert(
                 format!("primary_tenants_{class}_fraction"),
-                opt(share(
+                opt(counter_ratio(
+                    &merged,
                     &format!("primary_tenants_{class}"),
                     "primary_tenants",
                 )),
             );
             m.insert(
                 format!("primary_servers_{class}_fraction"),
-                opt(share(
+                opt(counter_ratio(
+                    &merged,
                     &format!("primary_servers_{class}"),
                     "primary_servers",
                 )),
@@ -214,11 +212,19 @@ pub fn summarize(
         );
         m.insert(
             "reimage_servers_monthly_or_less_fraction".into(),
-            opt(share("reimage_servers_monthly_or_less", "primary_servers")),
+            opt(counter_ratio(
+                &merged,
+                "reimage_servers_monthly_or_less",
+                "primary_servers",
+            )),
         );
         m.insert(
             "reimage_tenants_monthly_or_less_fraction".into(),
-            opt(share("reimage_tenants_monthly_or_less", "primary_tenants")),
+            opt(counter_ratio(
+                &merged,
+                "reimage_tenants_monthly_or_less",
+                "primary_tenants",
+            )),
         );
     }
     if m.contains_key("dist_settings_total") {
@@ -248,17 +254,13 @@ pub fn summarize(
     }
     if m.contains_key("blocks_total") {
         // harvested storage (harvesting §6.4): only with a name node
-        let share = |part: &str, whole: &str| {
-            let w = merged.counter(whole);
-            (w > 0).then(|| merged.counter(part) as f64 / w as f64)
-        };
         m.insert(
             "blocks_lost_fraction".into(),
-            opt(share("blocks_lost", "blocks_total")),
+            opt(counter_ratio(&merged, "blocks_lost", "blocks_total")),
         );
         m.insert(
             "failed_access_fraction".into(),
-            opt(share("failed_accesses", "block_reads")),
+            opt(counter_ratio(&merged, "failed_accesses", "block_reads")),
         );
     }
     let perf = merged.samples_of("perf_norm");
@@ -523,6 +525,12 @@ pub fn to_csv(m: &MetricMap) -> Vec<u8> {
         out.push_str(&format!("{k},{v}\n"));
     }
     out.into_bytes()
+}
+
+/// Counter `num` over counter `den`; none while `den` is 0.
+fn counter_ratio(merged: &Metrics, num: &str, den: &str) -> Option<f64> {
+    let d = merged.counter(den);
+    (d > 0).then(|| merged.counter(num) as f64 / d as f64)
 }
 
 #[cfg(test)]
