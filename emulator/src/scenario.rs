@@ -230,12 +230,6 @@ impl Scenario {
                 "energy-aware placements choose paths through switches: they need topology.kind = \"three-tier\"".into(),
             );
         }
-        if self.scheduler.classifies() && self.applications.is_none() {
-            push(
-                "scheduler.placement".into(),
-                "Paragon placements and ARQ admission classify applications: the scenario needs an [applications] catalog".into(),
-            );
-        }
         for (i, s) in self.server_types.iter().enumerate() {
             for (field, p) in s.problems() {
                 push(format!("server_types[{i}].{field}"), p);

@@ -153,3 +153,28 @@ fn under_hybrid_paragon_still_places_applications_better_than_random() {
         );
     }
 }
+
+#[test]
+fn paragon_and_arq_run_without_a_catalog_placing_every_task_unprofiled() {
+    for admission in ["fifo", "arq"] {
+        let overrides = [
+            "run.end=20m".parse().unwrap(),
+            "scheduler.placement=paragon".parse().unwrap(),
+            format!("scheduler.admission={admission}").parse().unwrap(),
+        ];
+        let scenario = load("quickstart", QUICKSTART, &overrides).unwrap_or_else(|e| panic!("{e}"));
+        let out = run(&scenario, 1);
+        let m = |k: &str| metric(&out, k);
+        assert_eq!(m("placements_classified"), 0.0, "{admission}: no profiles");
+        assert!(m("placements_short_job") > 0.0, "{admission}");
+        assert_eq!(
+            m("tasks_submitted"),
+            m("tasks_completed")
+                + m("tasks_running_end")
+                + m("tasks_queued_end")
+                + m("tasks_in_transit_end"),
+            "{admission}: no task lost"
+        );
+        assert_eq!(out.digest, run(&scenario, 3).digest, "{admission}");
+    }
+}
