@@ -292,7 +292,9 @@ pub struct Nic {
 }
 
 impl Nic {
-    /// Sends `body` to `dst` along a shortest path chosen by ECMP.
+    /// Sends `body` to `dst` along a shortest path chosen by ECMP, packet
+    /// by packet: two packets to the same host may take different paths,
+    /// and one held by a sleeping switch may be overtaken.
     pub fn send(
         &mut self,
         world: &World,
@@ -300,9 +302,35 @@ impl Nic {
         dst: ActorId,
         body: Body,
     ) -> Result<(), ModelError> {
+        let key = (u64::from(ctx.me().0) << 40) ^ self.sent;
+        self.send_keyed(world, ctx, dst, body, key)
+    }
+
+    /// Sends `body` to `dst` on the path ECMP gives this pair of hosts, as
+    /// switches hash one connection onto one path: every packet this host
+    /// sends to `dst` this way takes the same path, so they arrive in the
+    /// order they were sent, sleeping switches or not.
+    pub fn send_in_order(
+        &mut self,
+        world: &World,
+        ctx: &mut Ctx<'_, Msg>,
+        dst: ActorId,
+        body: Body,
+    ) -> Result<(), ModelError> {
+        let key = (u64::from(ctx.me().0) << 40) ^ (u64::from(dst.0) << 1) ^ 1;
+        self.send_keyed(world, ctx, dst, body, key)
+    }
+
+    fn send_keyed(
+        &mut self,
+        world: &World,
+        ctx: &mut Ctx<'_, Msg>,
+        dst: ActorId,
+        body: Body,
+        key: u64,
+    ) -> Result<(), ModelError> {
         let me = ctx.me();
         let now = ctx.now();
-        let key = (u64::from(me.0) << 40) ^ self.sent;
         self.sent += 1;
         let bytes = body.size_bytes();
         let net = &world.network;

@@ -185,6 +185,12 @@ struct Core {
     /// Share of the QoS speed an ARQ-appropriate server must offer on its
     /// configuration (`scheduler.arq_speed`).
     strict_speed: f64,
+    /// Dispatches and preemptions go to each server in the order they were
+    /// sent ([`Nic::send_in_order`]): under a slot stage a `Preempt` must
+    /// not overtake its victim's `Dispatch` (a sleeping switch on one ECMP
+    /// path would let it), or the server could not evict the victim and
+    /// would run one task more than its slots.
+    in_order: bool,
 }
 
 /// Paragon's classification engine and the lab that measures for it.
@@ -403,6 +409,7 @@ impl Scheduler {
                 version: 0,
                 no_room: BTreeMap::new(),
                 strict_speed: cfg.arq_speed,
+                in_order: cfg.slots.slotted(),
                 world,
             },
         }
@@ -1028,7 +1035,11 @@ impl Core {
                 violation: None,
             },
         );
-        self.nic.send(&world, ctx, server, body)
+        if self.in_order {
+            self.nic.send_in_order(&world, ctx, server, body)
+        } else {
+            self.nic.send(&world, ctx, server, body)
+        }
     }
 
     /// Servers per ARQ pool: running something, and with a free slot.
