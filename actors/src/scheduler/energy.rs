@@ -216,8 +216,15 @@ impl Links {
         let (i, _) = self.net.port_to(from, to)?;
         match i.checked_sub(self.net.mesh_ports(from)) {
             Some(listed) => Some(base + listed),
-            None => Some(self.free.len() + from as usize * self.nodes + to as usize),
+            None => Some(self.mesh_id(from, to)),
         }
+    }
+
+    /// The id of the full-mesh link from `from` to `to`, which must exist
+    /// (both of one full-mesh pod, one a host and the other an access
+    /// switch): [`Links::of`] without the search.
+    fn mesh_id(&self, from: u32, to: u32) -> usize {
+        self.free.len() + from as usize * self.nodes + to as usize
     }
 
     /// Whether `link` is a full-mesh link.
@@ -939,13 +946,22 @@ impl EnergyStage {
             }
         };
         let reaches = |access: u32| {
-            self.links
-                .of(access, me)
+            self.down_link(s, access)
                 .is_some_and(|l| self.links.fits(l, bw))
         };
         let (cost, access, agg, core) = ranking.first_reaching(reaches)?;
         let cost = per_unit.map_or(cost, |t_x| cost * t_x);
         Route::new(&[core, agg, access, me]).map(|r| (cost, r))
+    }
+
+    /// The link from access switch `access` down to server `s`: its one
+    /// link in a rack; under a full mesh (thesis §4.2.3) every access switch
+    /// of its pod has one, by rule (`access` must be of its pod).
+    fn down_link(&self, s: &ServerState, access: u32) -> Option<usize> {
+        match s.downlinks {
+            Downlinks::Rack { .. } => (access == s.access).then_some(s.down),
+            Downlinks::Mesh { .. } => Some(self.links.mesh_id(access, s.spec.id.0)),
+        }
     }
 
     /// Each of `accesses` (an access switch with the aggregation switches
