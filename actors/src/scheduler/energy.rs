@@ -635,6 +635,28 @@ impl EnergyStage {
         let cpu = cpu_of(task);
         let mut cores_cache = CoreCache::default();
         let chosen = match self.choice {
+            Choice::Path if self.costing == Costing::ServerOnly => {
+                // GEMS(noNetwork) costs the server alone (§4.4.2): a path
+                // only has to exist, and the one taken is drawn at random
+                let mut best: Option<(f64, u32)> = None;
+                for i in self.candidates() {
+                    let s = &self.servers[i as usize];
+                    if !fits(task, cpu, s) || !self.has_path(s, self.task_bps(task, s)) {
+                        continue;
+                    }
+                    let cost = self.server_cost(s, exec_time(task, s));
+                    if best.is_none_or(|b| cost < b.0) {
+                        best = Some((cost, i));
+                    }
+                }
+                best.and_then(|(cost, i)| {
+                    let i = self.any_tied(task, cpu, cost, rng).unwrap_or(i);
+                    let s = &self.servers[i as usize];
+                    let bw = self.task_bps(task, s);
+                    // a feasible path exists: the draw finds one
+                    self.random_path(s, bw, rng).map(|route| (i, route))
+                })
+            }
             Choice::Path => {
                 let mut best: Option<(f64, u32, Route)> = None;
                 for i in self.candidates() {
@@ -648,23 +670,12 @@ impl EnergyStage {
                     else {
                         continue;
                     };
-                    let cost = match self.costing {
-                        Costing::ServerOnly => self.server_cost(s, t_x),
-                        _ => self.server_cost(s, t_x) + path_cost,
-                    };
+                    let cost = self.server_cost(s, t_x) + path_cost;
                     if best.as_ref().is_none_or(|b| cost < b.0) {
                         best = Some((cost, i, route));
                     }
                 }
-                match best {
-                    Some((cost, i, route)) if self.costing == Costing::ServerOnly => {
-                        let i = self.any_tied(task, cpu, cost, rng).unwrap_or(i);
-                        let s = &self.servers[i as usize];
-                        let bw = self.task_bps(task, s);
-                        Some((i, self.random_path(s, bw, rng).unwrap_or(route)))
-                    }
-                    other => other.map(|(_, i, route)| (i, route)),
-                }
+                best.map(|(_, i, route)| (i, route))
             }
             Choice::FitDot | Choice::FitNorm | Choice::RoundRobin => {
                 let n = self.servers.len();
@@ -767,14 +778,30 @@ impl EnergyStage {
         }
         tied.retain(|&i| {
             let s = &self.servers[i as usize];
-            let bw = self.task_bps(task, s);
-            if s.mesh_pod().is_some() {
-                return self.mesh_reachable(s, bw);
-            }
-            !self.path_options(s, bw).is_empty()
+            self.has_path(s, self.task_bps(task, s))
         });
         let n = tied.len() as u32;
         (n > 0).then(|| tied[index(rng, n) as usize])
+    }
+
+    /// Whether some path from a core switch down to `s` has `bw` free on
+    /// every link (as [`EnergyStage::best_path`] finds one, without
+    /// costing it).
+    fn has_path(&self, s: &ServerState, bw: u64) -> bool {
+        match &s.downlinks {
+            Downlinks::Mesh { .. } => self.mesh_reachable(s, bw),
+            Downlinks::Rack { uppers } => {
+                self.links.fits(s.down, bw) && self.feasible_above(uppers, bw)
+            }
+        }
+    }
+
+    /// Whether some aggregation switch of `uppers`, and some core switch
+    /// above it, have `bw` free on the links down.
+    fn feasible_above(&self, uppers: &[Upper], bw: u64) -> bool {
+        uppers.iter().any(|up| {
+            self.links.fits(up.link, bw) && up.cores.iter().any(|&(_, l)| self.links.fits(l, bw))
+        })
     }
 
     /// Bandwidth of a task's external traffic on `s`: its flow over its
@@ -927,7 +954,7 @@ impl EnergyStage {
                     return None;
                 }
                 let above = [(s.access, uppers.as_slice())];
-                own = Ranking::new(self.rank(&above, bw, t_x, &mut cache.cores));
+                own = self.rank(&above, bw, t_x, &mut cache.cores);
                 (&own, None)
             }
             Downlinks::Mesh { pod } => {
@@ -939,7 +966,7 @@ impl EnergyStage {
                         .mesh_candidates(*pod)
                         .map(|acc| (acc.id, acc.uppers.as_slice()))
                         .collect();
-                    let ranking = Ranking::new(self.rank(&above, bw, unit, &mut cache.cores));
+                    let ranking = self.rank(&above, bw, unit, &mut cache.cores);
                     cache.ranked.insert(key, ranking);
                 }
                 (cache.ranked.get(&key)?, instant.then_some(t_x))
@@ -975,28 +1002,42 @@ impl EnergyStage {
         bw: u64,
         t_x: f64,
         cores: &mut BTreeMap<(u32, u64), Option<u32>>,
-    ) -> Vec<Ranked> {
+    ) -> Ranking {
+        // one access switch (a rack) shares nothing: no memo, no list
+        let one = accesses.len() == 1;
         let mut above_agg: BTreeMap<u32, Option<(f64, u32)>> = BTreeMap::new();
-        let mut ranked = Vec::with_capacity(accesses.len());
+        let mut ranked = Vec::new();
         for &(access, uppers) in accesses {
             let mut best: Option<(f64, u32, u32)> = None;
             for up in uppers {
                 if !self.links.fits(up.link, bw) {
                     continue;
                 }
-                let above = *above_agg
-                    .entry(up.agg)
-                    .or_insert_with(|| self.above(up, bw, t_x, cores));
+                let above = if one {
+                    self.above(up, bw, t_x, cores)
+                } else {
+                    *above_agg
+                        .entry(up.agg)
+                        .or_insert_with(|| self.above(up, bw, t_x, cores))
+                };
                 let Some((cost, core)) = above else { continue };
                 if best.is_none_or(|b| cost < b.0) {
                     best = Some((cost, up.agg, core));
                 }
             }
             if let Some((cost, agg, core)) = best {
-                ranked.push((cost + self.switch_cost(access, t_x), access, agg, core));
+                let r = (cost + self.switch_cost(access, t_x), access, agg, core);
+                if one {
+                    return Ranking {
+                        first: Some(r),
+                        all: std::cell::OnceCell::new(),
+                        unsorted: Vec::new(),
+                    };
+                }
+                ranked.push(r);
             }
         }
-        ranked
+        Ranking::new(ranked)
     }
 
     /// The cost of an aggregation switch with the best core switch above
@@ -1029,12 +1070,23 @@ impl EnergyStage {
     /// first, which stands for all (they have its cost, its paths above and
     /// its free links, and come after it in id order).
     fn mesh_candidates(&self, pod: u32) -> impl Iterator<Item = &MeshAccess> + '_ {
-        let firsts = self.mesh_cold.iter().filter_map(|g| g.first().copied());
-        let mut ks: Vec<u32> = self.mesh_warm.iter().copied().chain(firsts).collect();
-        ks.sort_unstable();
-        ks.into_iter()
-            .filter_map(|k| self.mesh.get(k as usize))
-            .filter(move |acc| acc.pod == pod)
+        let mut firsts: Vec<u32> = self
+            .mesh_cold
+            .iter()
+            .filter_map(|g| g.first().copied())
+            .collect();
+        firsts.sort_unstable();
+        // both sorted, and disjoint: merge them
+        let mut firsts = firsts.into_iter().peekable();
+        let mut warm = self.mesh_warm.iter().copied().peekable();
+        std::iter::from_fn(move || match (warm.peek(), firsts.peek()) {
+            (Some(w), Some(f)) if w < f => warm.next(),
+            (_, Some(_)) => firsts.next(),
+            (Some(_), None) => warm.next(),
+            (None, None) => None,
+        })
+        .filter_map(|k| self.mesh.get(k as usize))
+        .filter(move |acc| acc.pod == pod)
     }
 
     /// Whether a server linked to a whole pod has a feasible path from a
@@ -1045,13 +1097,8 @@ impl EnergyStage {
             return false;
         };
         self.mesh_candidates(pod).any(|acc| {
-            self.links
-                .of(acc.id, me)
-                .is_some_and(|l| self.links.fits(l, bw))
-                && acc.uppers.iter().any(|up| {
-                    self.links.fits(up.link, bw)
-                        && up.cores.iter().any(|&(_, l)| self.links.fits(l, bw))
-                })
+            self.links.fits(self.links.mesh_id(acc.id, me), bw)
+                && self.feasible_above(&acc.uppers, bw)
         })
     }
 
@@ -1725,7 +1772,7 @@ mod tests {
                     let all: Vec<(u32, &[Upper])> =
                         s.mesh.iter().map(|a| (a.id, a.uppers.as_slice())).collect();
                     assert_eq!(all.len(), pod_size);
-                    let full = Ranking::new(s.rank(&all, bw, 1.0, &mut BTreeMap::new()));
+                    let full = s.rank(&all, bw, 1.0, &mut BTreeMap::new());
                     let expect = full
                         .first_reaching(|a| s.links.of(a, me).is_some_and(|l| s.links.fits(l, bw)))
                         .map(|r| [r.3, r.2, r.1, me]);
