@@ -105,7 +105,7 @@ pub fn cluster(
     let n = disk_mb.len();
     let flat = network.flat_latency().is_some();
     let racks: Vec<u32> = (0..n as u32)
-        .map(|s| match network.ports(first_server + s).first() {
+        .map(|s| match network.ports(first_server + s).next() {
             Some(port) if !flat => port.peer,
             _ => s / cfg.rack_size.max(1),
         })

@@ -16,6 +16,7 @@
 //! (`power.switch_wake`, 0 s by default as in §4.2.5), during which the
 //! switch draws its on power (activation cost `P_switch·ρ`).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use dcemu_topology::{PowerPolicy, SimTime, SwitchInfo, SwitchPower, Tier};
@@ -34,8 +35,13 @@ pub struct Switch {
     power: SwitchPower,
     /// When each egress port (in `Network::ports` order) finishes its queue.
     busy_until: Vec<SimTime>,
-    /// Bandwidth reserved on each egress port for flows, in bits/s.
-    reserved: Vec<u64>,
+    /// The latest of `busy_until` (each port's only grows): when every
+    /// port has drained.
+    drained_at: SimTime,
+    /// Bandwidth reserved for flows on the egress ports that carry any, in
+    /// bits/s, by port index (a full-mesh access switch has a port per
+    /// server, thesis §4.2.3, and few carry a flow).
+    reserved: BTreeMap<usize, u64>,
     /// Power state, and the packets that arrived while asleep or waking.
     power_state: Powered<Packet>,
     idle_check: Option<SimTime>,
@@ -61,7 +67,7 @@ struct ReserveLog<'a> {
 
 impl Switch {
     pub fn new(world: Arc<World>, info: &SwitchInfo) -> Self {
-        let ports = world.network.ports(info.id).len();
+        let ports = world.network.port_count(info.id);
         let device = match world.power.policy {
             PowerPolicy::Idle => Device::new(DevState::Idle, info.power.idle_w),
             PowerPolicy::Sleep => Device::new(DevState::Sleep, info.power.sleep_w),
@@ -71,7 +77,8 @@ impl Switch {
             tier: info.tier,
             power: info.power,
             busy_until: vec![0; ports],
-            reserved: vec![0; ports],
+            drained_at: 0,
+            reserved: BTreeMap::new(),
             power_state: Powered::new(device),
             idle_check: None,
             forwarded: 0,
@@ -119,8 +126,8 @@ impl Switch {
             .network
             .port_to(me.0, peer)
             .ok_or_else(|| bad(format!("no port toward {}", self.world.name(ActorId(peer)))))?;
-        let slot = &mut self.reserved[port];
-        *slot = if reserve {
+        let slot = self.reserved.get(&port).copied().unwrap_or(0);
+        let slot = if reserve {
             slot.saturating_add(bps)
         } else {
             slot.checked_sub(bps).ok_or_else(|| {
@@ -129,16 +136,21 @@ impl Switch {
                 ))
             })?
         };
+        if slot > 0 {
+            self.reserved.insert(port, slot);
+        } else {
+            self.reserved.remove(&port);
+        }
         ctx.log(
             if reserve { "reserve" } else { "release" },
             &ReserveLog {
                 task,
                 next: self.world.name(ActorId(peer)),
                 bps,
-                reserved_bps: *slot,
+                reserved_bps: slot,
             },
         );
-        if self.reserved.iter().any(|&r| r > 0) {
+        if !self.reserved.is_empty() {
             if self.power_state.device.state() != DevState::On {
                 self.power_state
                     .device
@@ -172,6 +184,7 @@ impl Switch {
         let start = ready.max(self.busy_until[port_index]);
         let depart = start + port.bandwidth.serialization_ns(u64::from(p.bytes));
         self.busy_until[port_index] = depart;
+        self.drained_at = self.drained_at.max(depart);
         self.forwarded += 1;
         if self.world.packet_logs {
             ctx.log(
@@ -211,14 +224,14 @@ impl Switch {
     fn idle_check(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         self.idle_check = None;
         let now = ctx.now();
-        let latest = self.busy_until.iter().copied().max().unwrap_or(0);
+        let latest = self.drained_at;
         if latest > now {
             return self.schedule_idle_check(ctx, latest);
         }
         if !matches!(
             self.power_state.device.state(),
             DevState::On | DevState::Idle
-        ) || self.reserved.iter().any(|&r| r > 0)
+        ) || !self.reserved.is_empty()
         {
             return Ok(());
         }
@@ -234,10 +247,7 @@ impl Switch {
 
     pub fn finish(&mut self, end: SimTime, out: &mut Metrics) {
         out.add("packets_forwarded", self.forwarded);
-        out.add(
-            "reserved_ports_end",
-            self.reserved.iter().filter(|&&r| r > 0).count() as u64,
-        );
+        out.add("reserved_ports_end", self.reserved.len() as u64);
         count_in_transit(self.power_state.held().iter().map(|p| &p.body), out);
         let by_tier = match self.tier {
             Tier::Core => "energy_j_switch_core",

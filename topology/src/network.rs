@@ -15,7 +15,9 @@
 //!   "full-mesh"`, each server links to every access switch of its pod (§4.2.3:
 //!   every switch is fully connected with the nodes of the layer below); hosts
 //!   outside the datacenter (tenants) attach to core switches, where traffic
-//!   enters it.
+//!   enters it. The host–access full mesh is a rule, not a list of links
+//!   ([`MeshPod`]): 1,250 servers under 512 access switches would otherwise
+//!   be 640,000 links, each stored twice.
 //!
 //! Node ids are actor ids: hosts first, in the order given to
 //! [`Network::build`], then switches (core, aggregation, access). Messages are source-routed: the
@@ -404,13 +406,41 @@ enum Shape {
     ThreeTier(Box<Fabric>),
 }
 
+/// A pod whose rack hosts each link to every one of its access switches
+/// (`access_server = "full-mesh"`; thesis §4.2.3: every switch fully
+/// connected with the nodes of the layer below it), kept as a rule: any
+/// access switch of the pod reaches any host of it, over a link of
+/// `link`'s capacity and latency, without a [`Port`] stored per link.
+///
+/// Ports stay numbered as if the links were listed: a host's ports are the
+/// pod's access switches in id order; an access switch's are the pod's
+/// hosts in id order, then its listed (switch) ports.
+#[derive(Clone, Debug)]
+struct MeshPod {
+    /// The pod's access switches: contiguous ids.
+    access: std::ops::Range<u32>,
+    /// The pod's hosts, sorted.
+    hosts: Vec<u32>,
+}
+
 /// The switched part of a three-tier network.
 #[derive(Clone, Debug)]
 struct Fabric {
     first_switch: u32,
     switches: Vec<SwitchInfo>,
-    /// Ports of every node (hosts and switches), by node id, sorted by peer.
+    /// Listed ports of every node (hosts and switches), by node id, sorted
+    /// by peer; the host–access full mesh ([`MeshPod`]) is not listed.
     ports: Vec<Vec<Port>>,
+    /// The full-mesh pods, by pod (empty with `access_server = "rack"`).
+    mesh: Vec<MeshPod>,
+    /// Bandwidth and latency of every link of a full-mesh pod.
+    mesh_link: (Bandwidth, SimTime),
+    /// For a host of full-mesh pod `p` and a destination `k` (a switch
+    /// index, or `switches + q` for any host of full-mesh pod `q`), the
+    /// pod's access switches nearest to it, in id order:
+    /// `near[p * (switches + pods) + k]`, filled on first need. Every
+    /// message a server sends starts with this choice.
+    near: Vec<std::sync::OnceLock<Vec<u32>>>,
     /// Switch each host is attached to (by host id); its first access
     /// switch when it is linked to a whole pod.
     attach: Vec<u32>,
@@ -490,13 +520,20 @@ impl Network {
     pub fn min_latency(&self) -> SimTime {
         match &self.shape {
             Shape::Flat { latency } => *latency,
-            Shape::ThreeTier(f) => f
-                .ports
-                .iter()
-                .flatten()
-                .map(|p| p.latency)
-                .min()
-                .unwrap_or(1),
+            Shape::ThreeTier(f) => {
+                let mesh = f
+                    .mesh
+                    .iter()
+                    .any(|m| !m.hosts.is_empty() && !m.access.is_empty())
+                    .then_some(f.mesh_link.1);
+                f.ports
+                    .iter()
+                    .flatten()
+                    .map(|p| p.latency)
+                    .chain(mesh)
+                    .min()
+                    .unwrap_or(1)
+            }
         }
     }
 
@@ -508,21 +545,89 @@ impl Network {
         }
     }
 
-    /// Ports of a node, sorted by peer (empty in a flat network).
-    pub fn ports(&self, node: u32) -> &[Port] {
+    /// Ports of a node, sorted by peer (none in a flat network), those of a
+    /// full-mesh pod's links included: their index in this order is the
+    /// one [`Network::port_to`] gives.
+    pub fn ports(&self, node: u32) -> impl Iterator<Item = Port> + '_ {
+        type Parts<'a> = (
+            std::ops::Range<u32>,
+            &'a [u32],
+            &'a [Port],
+            (Bandwidth, SimTime),
+        );
+        let (switches, hosts, listed, (bandwidth, latency)): Parts<'_> = match &self.shape {
+            Shape::Flat { latency } => (0..0, &[], &[], (Bandwidth::from_bps(0), *latency)),
+            Shape::ThreeTier(f) => {
+                let listed = f.listed(node);
+                match f.mesh_of(node, self.hosts) {
+                    Some((pod, true)) => (pod.access.clone(), &[], listed, f.mesh_link),
+                    Some((pod, false)) => (0..0, &pod.hosts, listed, f.mesh_link),
+                    None => (0..0, &[], listed, f.mesh_link),
+                }
+            }
+        };
+        switches
+            .chain(hosts.iter().copied())
+            .map(move |peer| Port {
+                peer,
+                bandwidth,
+                latency,
+            })
+            .chain(listed.iter().copied())
+    }
+
+    /// How many ports a node has (see [`Network::ports`]).
+    pub fn port_count(&self, node: u32) -> usize {
         match &self.shape {
-            Shape::Flat { .. } => &[],
-            Shape::ThreeTier(f) => f.ports.get(node as usize).map_or(&[], Vec::as_slice),
+            Shape::Flat { .. } => 0,
+            Shape::ThreeTier(f) => f.mesh_ports(node, self.hosts) + f.listed(node).len(),
+        }
+    }
+
+    /// How many of a node's first ports are links of a full-mesh pod
+    /// (thesis §4.2.3), given by rule rather than listed; the rest follow.
+    pub fn mesh_ports(&self, node: u32) -> usize {
+        match &self.shape {
+            Shape::Flat { .. } => 0,
+            Shape::ThreeTier(f) => f.mesh_ports(node, self.hosts),
         }
     }
 
     /// The port of `node` that leads to `peer`, with its index.
     pub fn port_to(&self, node: u32, peer: u32) -> Option<(usize, Port)> {
-        let ports = self.ports(node);
-        ports
-            .binary_search_by_key(&peer, |p| p.peer)
-            .ok()
-            .map(|i| (i, ports[i]))
+        let Shape::ThreeTier(f) = &self.shape else {
+            return None;
+        };
+        let listed = f.listed(node);
+        let found = |skip: usize| {
+            listed
+                .binary_search_by_key(&peer, |p| p.peer)
+                .ok()
+                .map(|i| (skip + i, listed[i]))
+        };
+        let mesh = |i: usize| {
+            let (bandwidth, latency) = f.mesh_link;
+            Some((
+                i,
+                Port {
+                    peer,
+                    bandwidth,
+                    latency,
+                },
+            ))
+        };
+        match f.mesh_of(node, self.hosts) {
+            Some((pod, true)) if pod.access.contains(&peer) => {
+                mesh((peer - pod.access.start) as usize)
+            }
+            Some((pod, true)) => found(pod.access.len()),
+            Some((pod, false)) if peer < self.hosts => match pod.hosts.binary_search(&peer) {
+                Ok(i) => mesh(i),
+                Err(_) => found(pod.hosts.len()),
+            },
+            Some((pod, false)) => found(pod.hosts.len()),
+            None => found(0),
+        }
     }
 
     /// For every node, each neighbour it can send to and the least latency
@@ -535,17 +640,14 @@ impl Network {
             return None;
         };
         Some(
-            f.ports
-                .iter()
-                .enumerate()
-                .map(|(node, ports)| {
-                    let forward = if self.is_switch(node as u32) {
+            (0..f.ports.len() as u32)
+                .map(|node| {
+                    let forward = if self.is_switch(node) {
                         f.switch_latency
                     } else {
                         0
                     };
-                    ports
-                        .iter()
+                    self.ports(node)
                         .map(|p| (p.peer, p.latency.saturating_add(forward)))
                         .collect()
                 })
@@ -563,12 +665,18 @@ impl Network {
 
     /// Nodes one step closer to `dst` from `at`, sorted by id.
     pub fn next_hops(&self, at: u32, dst: u32) -> Vec<u32> {
+        self.next_hops_of(at, dst).into_owned()
+    }
+
+    /// [`Network::next_hops`], borrowed where it is kept (a full-mesh
+    /// host's nearest access switches).
+    fn next_hops_of(&self, at: u32, dst: u32) -> std::borrow::Cow<'_, [u32]> {
         match &self.shape {
             Shape::Flat { .. } => {
                 if at == dst {
-                    vec![]
+                    Vec::new().into()
                 } else {
-                    vec![dst]
+                    vec![dst].into()
                 }
             }
             Shape::ThreeTier(f) => f.next_hops(at, dst, self.hosts),
@@ -587,7 +695,7 @@ impl Network {
         let mut path = vec![src];
         let mut at = src;
         while at != dst {
-            let next = self.next_hops(at, dst);
+            let next = self.next_hops_of(at, dst);
             if next.is_empty() {
                 return None;
             }
@@ -616,7 +724,7 @@ impl Network {
             out.extend(Route::new(path));
             return;
         }
-        for next in self.next_hops(at, dst) {
+        for &next in self.next_hops_of(at, dst).iter() {
             path.push(next);
             self.extend_paths(path, dst, out);
             path.pop();
@@ -727,6 +835,26 @@ impl Fabric {
         // hosts
         let mut attach = Vec::with_capacity(hosts as usize);
         let mut pod_of_host = vec![None; hosts as usize];
+        // full-mesh pods: their access switches (contiguous, as pod_of
+        // grows with the index) and, below, their hosts
+        let mut mesh: Vec<MeshPod> = Vec::new();
+        if c.access_server == HostWiring::FullMesh {
+            mesh = (0..c.pods.max(1))
+                .map(|pod| {
+                    let of_pod: Vec<u32> = (0..c.access)
+                        .filter(|&s| pod_of(s, c.access) == pod)
+                        .collect();
+                    let access = match (of_pod.first(), of_pod.last()) {
+                        (Some(a), Some(b)) => first_acc + a..first_acc + b + 1,
+                        _ => first_acc..first_acc,
+                    };
+                    MeshPod {
+                        access,
+                        hosts: Vec::new(),
+                    }
+                })
+                .collect();
+        }
         let racked = attach_to.iter().filter(|&&a| a == Attach::Rack).count() as u64;
         let (mut core_hosts, mut rack_hosts) = (0u32, 0u64);
         for (h, kind) in attach_to.iter().enumerate() {
@@ -738,11 +866,14 @@ impl Fabric {
                 Attach::Rack if c.access_server == HostWiring::FullMesh => {
                     let pod = (rack_hosts * u64::from(c.pods) / racked.max(1)) as u32;
                     rack_hosts += 1;
-                    let mut first = None;
-                    for s in (0..c.access).filter(|&s| pod_of(s, c.access) == pod) {
-                        link(h as u32, first_acc + s, c.access_link);
-                        first.get_or_insert(first_acc + s);
-                    }
+                    // linked to every access switch of its pod, by rule
+                    let first = match mesh.get_mut(pod as usize) {
+                        Some(m) => {
+                            m.hosts.push(h as u32);
+                            m.access.clone().next()
+                        }
+                        None => None,
+                    };
                     pod_of_host[h] = Some(pod);
                     attach.push(first.unwrap_or(first_acc));
                     continue;
@@ -803,10 +934,16 @@ impl Fabric {
                 *slot = (*slot).min(d);
             }
         }
+        let near = (0..mesh.len() * (n + pods as usize))
+            .map(|_| std::sync::OnceLock::new())
+            .collect();
         Ok(Fabric {
             first_switch: hosts,
             switches,
             ports,
+            mesh,
+            mesh_link: (c.access_link, latency),
+            near,
             attach,
             pod_of_host,
             pods,
@@ -816,33 +953,90 @@ impl Fabric {
         })
     }
 
-    fn next_hops(&self, at: u32, dst: u32, hosts: u32) -> Vec<u32> {
+    /// Listed ports of a node.
+    fn listed(&self, node: u32) -> &[Port] {
+        self.ports.get(node as usize).map_or(&[], Vec::as_slice)
+    }
+
+    /// The full-mesh pod of a node, and whether the node is a host of it
+    /// (else one of its access switches).
+    fn mesh_of(&self, node: u32, hosts: u32) -> Option<(&MeshPod, bool)> {
+        if self.mesh.is_empty() {
+            return None;
+        }
+        if node < hosts {
+            let pod = (*self.pod_of_host.get(node as usize)?)?;
+            return Some((self.mesh.get(pod as usize)?, true));
+        }
+        let sw = self.switches.get((node - self.first_switch) as usize)?;
+        match (sw.tier, sw.pod) {
+            (Tier::Access, Some(pod)) => Some((self.mesh.get(pod as usize)?, false)),
+            _ => None,
+        }
+    }
+
+    /// How many ports of a node are full-mesh links (they come first).
+    fn mesh_ports(&self, node: u32, hosts: u32) -> usize {
+        match self.mesh_of(node, hosts) {
+            Some((pod, true)) => pod.access.len(),
+            Some((pod, false)) => pod.hosts.len(),
+            None => 0,
+        }
+    }
+
+    fn next_hops(&self, at: u32, dst: u32, hosts: u32) -> std::borrow::Cow<'_, [u32]> {
         if at == dst || dst >= hosts + self.switches.len() as u32 {
-            return vec![];
+            return Vec::new().into();
         }
         if at < hosts {
             let Some(pod) = self.pod_of_host[at as usize] else {
-                return vec![self.attach[at as usize]];
+                return vec![self.attach[at as usize]].into();
             };
-            // linked to every access switch of its pod: those nearest to dst
-            let near = self.ports[at as usize]
-                .iter()
-                .filter(|p| self.pod_of_switch(p.peer) == Some(pod))
-                .map(|p| (self.dist_to(p.peer, dst, hosts), p.peer));
-            let best = near.clone().map(|(d, _)| d).min().unwrap_or(u8::MAX);
-            return near.filter(|&(d, _)| d == best).map(|(_, s)| s).collect();
+            // linked to every access switch of its pod: those nearest to
+            // dst, which depend only on where dst is delivered from
+            let n = self.switches.len();
+            let target = match self.pod_of_host.get(dst as usize) {
+                Some(Some(q)) => n + *q as usize,
+                Some(None) => (self.attach[dst as usize] - self.first_switch) as usize,
+                None => (dst - self.first_switch) as usize,
+            };
+            let Some(cell) = self
+                .near
+                .get(pod as usize * (n + self.pods as usize) + target)
+            else {
+                return Vec::new().into();
+            };
+            return cell
+                .get_or_init(|| {
+                    let access = self
+                        .mesh
+                        .get(pod as usize)
+                        .map_or(0..0, |m| m.access.clone());
+                    let best = access
+                        .clone()
+                        .map(|a| self.dist_to(a, dst, hosts))
+                        .min()
+                        .unwrap_or(u8::MAX);
+                    access
+                        .filter(|&a| self.dist_to(a, dst, hosts) == best)
+                        .collect()
+                })
+                .as_slice()
+                .into();
         }
         if self.dist_to(at, dst, hosts) == 0 {
-            return vec![dst];
+            return vec![dst].into();
         }
         let here = self.dist_to(at, dst, hosts);
         let ports = &self.ports[at as usize];
-        // sorted by peer: hosts first, then switches
+        // sorted by peer: hosts first, then switches (full-mesh hosts are
+        // not listed, and are never a step on the way to another node)
         ports[ports.partition_point(|p| p.peer < hosts)..]
             .iter()
             .filter(|p| self.dist_to(p.peer, dst, hosts).saturating_add(1) == here)
             .map(|p| p.peer)
-            .collect()
+            .collect::<Vec<u32>>()
+            .into()
     }
 
     /// Hops from switch `at` to the switch (or, for a host linked to a
@@ -858,14 +1052,6 @@ impl Fabric {
             return self.dist[a * n + t];
         }
         self.dist[a * n + (dst - self.first_switch) as usize]
-    }
-
-    /// The pod of an access switch whose hosts link to the whole pod.
-    fn pod_of_switch(&self, node: u32) -> Option<u32> {
-        let sw = self
-            .switches
-            .get(node.checked_sub(self.first_switch)? as usize)?;
-        (sw.tier == Tier::Access).then_some(sw.pod).flatten()
     }
 }
 

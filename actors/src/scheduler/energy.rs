@@ -104,24 +104,44 @@ struct ServerState {
     spec: EnergyServer,
     /// Normalised CPU capacity (1.0: the most powerful server).
     capacity: f64,
+    /// Its access switch (the first of its pod's under a full mesh).
     access: u32,
-    /// The link from its access switch down to it.
+    /// The link from `access` down to it (its capacity bounds its flows:
+    /// every link down to it has the same).
     down: usize,
-    /// Aggregation switches above its access switch with the link down
-    /// from each, and the core switches above each with their links.
-    uppers: Vec<Upper>,
+    /// How it reaches the access layer: what the path search walks.
+    downlinks: Downlinks,
     /// Servers of one kind under switches of one pod are interchangeable
     /// while they and their access switch carry nothing.
     group: (usize, u32),
-    /// Pod whose every access switch it is linked to (`topology.
-    /// access_server = "full-mesh"`); `access`, `down` and `uppers` then
-    /// describe only the first of them.
-    mesh_pod: Option<u32>,
     /// Flows booked on its own links (to or from it).
     link_flows: u32,
     cpu_used: f64,
     memory_used: u64,
     tasks: u32,
+}
+
+/// The link topology below the access layer, as one path search sees it
+/// (thesis §4.2.3): which access switches lead down to a server.
+#[derive(Clone, Debug)]
+enum Downlinks {
+    /// One access switch (`ServerState::access`, a rack), with the
+    /// aggregation switches above it with the link down from each, and the
+    /// core switches above each with their links.
+    Rack { uppers: Vec<Upper> },
+    /// Every access switch of a pod (`topology.access_server =
+    /// "full-mesh"`), by rule: see [`MeshAccess`].
+    Mesh { pod: u32 },
+}
+
+impl ServerState {
+    /// Pod whose every access switch it is linked to.
+    fn mesh_pod(&self) -> Option<u32> {
+        match self.downlinks {
+            Downlinks::Mesh { pod } => Some(pod),
+            Downlinks::Rack { .. } => None,
+        }
+    }
 }
 
 /// An access switch whose servers all link to its whole pod, with the
@@ -131,6 +151,10 @@ struct MeshAccess {
     id: u32,
     pod: u32,
     uppers: Vec<Upper>,
+    /// Access switches of one pod under the same aggregation switches are
+    /// interchangeable while they carry no flow (thesis §4.2.3: all of
+    /// them reach every server of the pod, over links of one capacity).
+    group: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -141,23 +165,37 @@ struct Upper {
 }
 
 /// Free bandwidth on every directed link, by link id, and capacity. A
-/// link's id is its sender's first id plus its port index (ports sorted by
-/// peer), so a lookup is a binary search among one node's ports.
+/// listed link's id is its sender's first id plus its index among the
+/// sender's listed ports (sorted by peer), so a lookup is a binary search
+/// among one node's ports. The links of a full-mesh pod (thesis §4.2.3:
+/// every server to every access switch) follow, `sender × nodes +
+/// receiver`, and only those carrying a flow are stored.
 #[derive(Clone, Debug)]
 struct Links {
     net: Network,
     first: Vec<usize>,
     free: Vec<u64>,
     capacity: Vec<u64>,
+    nodes: usize,
+    /// Free bandwidth on the full-mesh links that carry a flow.
+    mesh_free: BTreeMap<usize, u64>,
+    /// Capacity of every full-mesh link.
+    mesh_capacity: u64,
 }
 
 impl Links {
     fn new(net: &Network) -> Self {
         let nodes = net.hosts() + net.switches().len() as u32;
         let (mut first, mut free, mut capacity) = (Vec::new(), Vec::new(), Vec::new());
+        let mut mesh_capacity = 0;
         for node in 0..nodes {
             first.push(free.len());
-            for port in net.ports(node) {
+            let mesh = net.mesh_ports(node);
+            for (i, port) in net.ports(node).enumerate() {
+                if i < mesh {
+                    mesh_capacity = port.bandwidth.bps();
+                    continue;
+                }
                 free.push(port.bandwidth.bps());
                 capacity.push(port.bandwidth.bps());
             }
@@ -167,16 +205,69 @@ impl Links {
             first,
             free,
             capacity,
+            nodes: nodes as usize,
+            mesh_free: BTreeMap::new(),
+            mesh_capacity,
         }
     }
 
     fn of(&self, from: u32, to: u32) -> Option<usize> {
         let base = *self.first.get(from as usize)?;
-        self.net.port_to(from, to).map(|(i, _)| base + i)
+        let (i, _) = self.net.port_to(from, to)?;
+        match i.checked_sub(self.net.mesh_ports(from)) {
+            Some(listed) => Some(base + listed),
+            None => Some(self.mesh_id(from, to)),
+        }
+    }
+
+    /// The id of the full-mesh link from `from` to `to`, which must exist
+    /// (both of one full-mesh pod, one a host and the other an access
+    /// switch): [`Links::of`] without the search.
+    fn mesh_id(&self, from: u32, to: u32) -> usize {
+        self.free.len() + from as usize * self.nodes + to as usize
+    }
+
+    /// Whether `link` is a full-mesh link.
+    fn is_mesh(&self, link: usize) -> bool {
+        link >= self.free.len() && link - self.free.len() < self.nodes * self.nodes
+    }
+
+    fn free(&self, link: usize) -> Option<u64> {
+        if self.is_mesh(link) {
+            return Some(
+                self.mesh_free
+                    .get(&link)
+                    .copied()
+                    .unwrap_or(self.mesh_capacity),
+            );
+        }
+        self.free.get(link).copied()
+    }
+
+    fn capacity(&self, link: usize) -> Option<u64> {
+        if self.is_mesh(link) {
+            return Some(self.mesh_capacity);
+        }
+        self.capacity.get(link).copied()
     }
 
     fn fits(&self, link: usize, bw: u64) -> bool {
-        self.free.get(link).is_some_and(|&f| f >= bw)
+        self.free(link).is_some_and(|f| f >= bw)
+    }
+
+    /// Takes `bw` off a link's free bandwidth (`add`: gives it back).
+    fn book(&mut self, link: usize, bw: u64, add: bool) {
+        if self.is_mesh(link) {
+            let free = self.free(link).unwrap_or(self.mesh_capacity);
+            let free = if add { free + bw } else { free - bw };
+            if free == self.mesh_capacity {
+                self.mesh_free.remove(&link);
+            } else {
+                self.mesh_free.insert(link, free);
+            }
+        } else if let Some(f) = self.free.get_mut(link) {
+            *f = if add { *f + bw } else { *f - bw };
+        }
     }
 
     fn route(&self, route: &Route) -> Option<Vec<usize>> {
@@ -224,8 +315,15 @@ pub struct EnergyStage {
     switches: Vec<SwitchState>,
     switch_base: u32,
     links: Links,
-    /// Access switches of the pods whose servers link to all of them.
+    /// Access switches of the pods whose servers link to all of them, in
+    /// id order.
     mesh: Vec<MeshAccess>,
+    /// Index into `mesh` by switch id minus `switch_base`.
+    mesh_index: Vec<Option<u32>>,
+    /// Of `mesh`, those carrying a flow; and of the others, by group, the
+    /// indices: each group's first stands for all of it.
+    mesh_warm: BTreeSet<u32>,
+    mesh_cold: Vec<BTreeSet<u32>>,
     /// Servers worth evaluating: every server in use or under a switch in
     /// use, and of the others the lowest-numbered of each group.
     warm: BTreeSet<u32>,
@@ -294,29 +392,32 @@ impl EnergyStage {
         let tier_of = |node: u32| info(node).map(|s| s.tier);
         let peers_in = |node: u32, tier: Tier| -> Vec<u32> {
             net.ports(node)
-                .iter()
                 .map(|p| p.peer)
                 .filter(|&p| tier_of(p) == Some(tier))
                 .collect()
         };
         let pod_of = |node: u32| info(node).and_then(|s| s.pod).unwrap_or(node);
+        // the aggregation switches above an access switch with the link
+        // down from each, and the core switches above each with theirs
+        let uppers_of = |access: u32| -> Vec<Upper> {
+            peers_in(access, Tier::Aggregation)
+                .into_iter()
+                .map(|agg| Upper {
+                    agg,
+                    link: links.of(agg, access).unwrap_or(usize::MAX),
+                    cores: peers_in(agg, Tier::Core)
+                        .into_iter()
+                        .map(|core| (core, links.of(core, agg).unwrap_or(usize::MAX)))
+                        .collect(),
+                })
+                .collect()
+        };
         let mut kinds: Vec<(u32, u64, u64, u64, u64, u64)> = Vec::new();
         let states: Vec<ServerState> = servers
             .into_iter()
             .map(|spec| {
-                let access = net.ports(spec.id.0).first().map_or(spec.id.0, |p| p.peer);
+                let access = net.ports(spec.id.0).next().map_or(spec.id.0, |p| p.peer);
                 let link = |a: u32, b: u32| links.of(a, b).unwrap_or(usize::MAX);
-                let uppers = peers_in(access, Tier::Aggregation)
-                    .into_iter()
-                    .map(|agg| Upper {
-                        agg,
-                        link: link(agg, access),
-                        cores: peers_in(agg, Tier::Core)
-                            .into_iter()
-                            .map(|core| (core, link(core, agg)))
-                            .collect(),
-                    })
-                    .collect();
                 let kind = (
                     spec.cores,
                     spec.core_speed.to_bits(),
@@ -329,14 +430,23 @@ impl EnergyStage {
                     kinds.push(kind);
                     kinds.len() - 1
                 });
-                let mesh_pod = (net.ports(spec.id.0).len() > 1).then(|| pod_of(access));
+                // linked to more than one access switch: to every one of
+                // its pod (a pod of one access switch is a rack)
+                let downlinks = if net.port_count(spec.id.0) > 1 {
+                    Downlinks::Mesh {
+                        pod: pod_of(access),
+                    }
+                } else {
+                    Downlinks::Rack {
+                        uppers: uppers_of(access),
+                    }
+                };
                 ServerState {
                     capacity: spec.core_speed * f64::from(spec.cores) / strongest,
                     access,
                     down: link(access, spec.id.0),
-                    uppers,
+                    downlinks,
                     group: (k, pod_of(access)),
-                    mesh_pod,
                     link_flows: 0,
                     cpu_used: 0.0,
                     memory_used: 0,
@@ -350,7 +460,7 @@ impl EnergyStage {
         let mut mesh_pods: BTreeSet<u32> = BTreeSet::new();
         for (i, st) in states.iter().enumerate() {
             cold.entry(st.group).or_default().insert(i as u32);
-            match st.mesh_pod {
+            match st.mesh_pod() {
                 // every server of the pod is under every access switch:
                 // their state moves all servers of the pod alike
                 Some(pod) => {
@@ -359,27 +469,36 @@ impl EnergyStage {
                 None => under_access.entry(st.access).or_default().push(i as u32),
             }
         }
+        let mut groups: Vec<(u32, Vec<u32>)> = Vec::new();
         let mesh: Vec<MeshAccess> = net
             .switches()
             .iter()
             .filter(|sw| sw.tier == Tier::Access)
             .filter(|sw| sw.pod.is_some_and(|p| mesh_pods.contains(&p)))
-            .map(|sw| MeshAccess {
-                id: sw.id,
-                pod: sw.pod.unwrap_or(0),
-                uppers: peers_in(sw.id, Tier::Aggregation)
-                    .into_iter()
-                    .map(|agg| Upper {
-                        agg,
-                        link: links.of(agg, sw.id).unwrap_or(usize::MAX),
-                        cores: peers_in(agg, Tier::Core)
-                            .into_iter()
-                            .map(|core| (core, links.of(core, agg).unwrap_or(usize::MAX)))
-                            .collect(),
-                    })
-                    .collect(),
+            .map(|sw| {
+                let pod = sw.pod.unwrap_or(0);
+                let uppers = uppers_of(sw.id);
+                let key = (pod, uppers.iter().map(|up| up.agg).collect::<Vec<u32>>());
+                let group = groups.iter().position(|g| *g == key).unwrap_or_else(|| {
+                    groups.push(key);
+                    groups.len() - 1
+                });
+                MeshAccess {
+                    id: sw.id,
+                    pod,
+                    uppers,
+                    group,
+                }
             })
             .collect();
+        let mut mesh_index = vec![None; span as usize];
+        let mut mesh_cold = vec![BTreeSet::new(); groups.len()];
+        for (k, acc) in mesh.iter().enumerate() {
+            if let Some(slot) = mesh_index.get_mut((acc.id - switch_base) as usize) {
+                *slot = Some(k as u32);
+            }
+            mesh_cold[acc.group].insert(k as u32);
+        }
         let is_cold = vec![true; states.len()];
         let (costing, choice) = match cfg.placement {
             PlacementKind::GemsNonetwork => (Costing::ServerOnly, Choice::Path),
@@ -413,6 +532,9 @@ impl EnergyStage {
             switch_base,
             links,
             mesh,
+            mesh_index,
+            mesh_warm: BTreeSet::new(),
+            mesh_cold,
             warm: BTreeSet::new(),
             cold,
             is_cold,
@@ -513,6 +635,28 @@ impl EnergyStage {
         let cpu = cpu_of(task);
         let mut cores_cache = CoreCache::default();
         let chosen = match self.choice {
+            Choice::Path if self.costing == Costing::ServerOnly => {
+                // GEMS(noNetwork) costs the server alone (§4.4.2): a path
+                // only has to exist, and the one taken is drawn at random
+                let mut best: Option<(f64, u32)> = None;
+                for i in self.candidates() {
+                    let s = &self.servers[i as usize];
+                    if !fits(task, cpu, s) || !self.has_path(s, self.task_bps(task, s)) {
+                        continue;
+                    }
+                    let cost = self.server_cost(s, exec_time(task, s));
+                    if best.is_none_or(|b| cost < b.0) {
+                        best = Some((cost, i));
+                    }
+                }
+                best.and_then(|(cost, i)| {
+                    let i = self.any_tied(task, cpu, cost, rng).unwrap_or(i);
+                    let s = &self.servers[i as usize];
+                    let bw = self.task_bps(task, s);
+                    // a feasible path exists: the draw finds one
+                    self.random_path(s, bw, rng).map(|route| (i, route))
+                })
+            }
             Choice::Path => {
                 let mut best: Option<(f64, u32, Route)> = None;
                 for i in self.candidates() {
@@ -526,23 +670,12 @@ impl EnergyStage {
                     else {
                         continue;
                     };
-                    let cost = match self.costing {
-                        Costing::ServerOnly => self.server_cost(s, t_x),
-                        _ => self.server_cost(s, t_x) + path_cost,
-                    };
+                    let cost = self.server_cost(s, t_x) + path_cost;
                     if best.as_ref().is_none_or(|b| cost < b.0) {
                         best = Some((cost, i, route));
                     }
                 }
-                match best {
-                    Some((cost, i, route)) if self.costing == Costing::ServerOnly => {
-                        let i = self.any_tied(task, cpu, cost, rng).unwrap_or(i);
-                        let s = &self.servers[i as usize];
-                        let bw = self.task_bps(task, s);
-                        Some((i, self.random_path(s, bw, rng).unwrap_or(route)))
-                    }
-                    other => other.map(|(_, i, route)| (i, route)),
-                }
+                best.map(|(_, i, route)| (i, route))
             }
             Choice::FitDot | Choice::FitNorm | Choice::RoundRobin => {
                 let n = self.servers.len();
@@ -645,14 +778,30 @@ impl EnergyStage {
         }
         tied.retain(|&i| {
             let s = &self.servers[i as usize];
-            let bw = self.task_bps(task, s);
-            if s.mesh_pod.is_some() {
-                return self.mesh_options(s, bw).next().is_some();
-            }
-            !self.path_options(s, bw).is_empty()
+            self.has_path(s, self.task_bps(task, s))
         });
         let n = tied.len() as u32;
         (n > 0).then(|| tied[index(rng, n) as usize])
+    }
+
+    /// Whether some path from a core switch down to `s` has `bw` free on
+    /// every link (as [`EnergyStage::best_path`] finds one, without
+    /// costing it).
+    fn has_path(&self, s: &ServerState, bw: u64) -> bool {
+        match &s.downlinks {
+            Downlinks::Mesh { .. } => self.mesh_reachable(s, bw),
+            Downlinks::Rack { uppers } => {
+                self.links.fits(s.down, bw) && self.feasible_above(uppers, bw)
+            }
+        }
+    }
+
+    /// Whether some aggregation switch of `uppers`, and some core switch
+    /// above it, have `bw` free on the links down.
+    fn feasible_above(&self, uppers: &[Upper], bw: u64) -> bool {
+        uppers.iter().any(|up| {
+            self.links.fits(up.link, bw) && up.cores.iter().any(|&(_, l)| self.links.fits(l, bw))
+        })
     }
 
     /// Bandwidth of a task's external traffic on `s`: its flow over its
@@ -661,7 +810,7 @@ impl EnergyStage {
     fn task_bps(&self, task: &Task, s: &ServerState) -> u64 {
         match task.job {
             Some(j) => bandwidth_bps(j.external_bytes, task.service_ns, s)
-                .min(self.links.capacity.get(s.down).copied().unwrap_or(u64::MAX)),
+                .min(self.links.capacity(s.down).unwrap_or(u64::MAX)),
             None => task.flow_bps,
         }
     }
@@ -683,7 +832,7 @@ impl EnergyStage {
         }
         let (src, t_x, bytes, work_ns) = (r.server, r.t_x, r.internal_bytes, r.work_ns);
         let s = &self.servers[src as usize];
-        let link = self.links.capacity.get(s.down).copied().unwrap_or(u64::MAX);
+        let link = self.links.capacity(s.down).unwrap_or(u64::MAX);
         let bw = bandwidth_bps(bytes, work_ns, s).clamp(1, link);
         let from = s.spec.id.0;
         let to = self.servers[master as usize].spec.id.0;
@@ -774,9 +923,21 @@ impl EnergyStage {
     }
 
     /// The least-energy path from a core switch down to server `s` with
-    /// `bw` free on every link, and its switches' cost. The best core switch
-    /// above an aggregation switch is cached per task when switches wake
-    /// instantly (it then does not depend on the server).
+    /// `bw` free on every link, and its switches' cost (eq. 4.4): one
+    /// search over the server's link topology ([`Downlinks`]). The access
+    /// switches above the server are ranked by the cost of the cheapest path
+    /// from a core switch down to each, cheapest (then lowest id) first,
+    /// and the first whose link down to the server has `bw` free is taken.
+    ///
+    /// Under a rack that is its one access switch. Under a full mesh
+    /// (thesis §4.2.3) it is every access switch of its pod, whose ranking
+    /// does not depend on the server: it is made once per task, bandwidth
+    /// and `T_x` (once per task and bandwidth when switches wake instantly:
+    /// their cost is then `T_x` times a sum of `P_idle / (N + 1)`), over the
+    /// access switches carrying flows and one of each group of idle ones
+    /// (the others, alike and with a higher id, would rank right after it).
+    /// The best core switch above an aggregation switch is cached per task
+    /// when switches wake instantly (it then does not depend on the server).
     fn best_path(
         &self,
         s: &ServerState,
@@ -784,186 +945,161 @@ impl EnergyStage {
         t_x: f64,
         cache: &mut CoreCache,
     ) -> Option<(f64, Route)> {
-        if s.mesh_pod.is_some() {
-            return self.best_mesh_path(s, bw, t_x, cache);
-        }
-        if !self.links.fits(s.down, bw) {
-            return None;
-        }
-        let access_cost = self.switch_cost(s.access, t_x);
-        let mut best: Option<(f64, u32, u32)> = None;
-        for up in &s.uppers {
-            if !self.links.fits(up.link, bw) {
-                continue;
-            }
-            let core = if self.switch_wake_s == 0.0 {
-                match cache.get(up.agg, bw) {
-                    Some(c) => c,
-                    None => {
-                        let c = self.best_core(up, bw, t_x);
-                        cache.put(up.agg, bw, c);
-                        c
-                    }
-                }
-            } else {
-                self.best_core(up, bw, t_x)
-            };
-            let Some(core) = core else { continue };
-            let cost = self.switch_cost(up.agg, t_x) + self.switch_cost(core, t_x);
-            if best.is_none_or(|b| cost < b.0) {
-                best = Some((cost, up.agg, core));
-            }
-        }
-        let (cost, agg, core) = best?;
-        Route::new(&[core, agg, s.access, s.spec.id.0]).map(|r| (cost + access_cost, r))
-    }
-
-    /// [`EnergyStage::best_path`] for a server linked to every access
-    /// switch of its pod. The cost of every path down to each access switch
-    /// does not depend on the server, so the access switches are ranked
-    /// once per task, bandwidth and `T_x` (once per task and bandwidth when
-    /// switches wake instantly: their cost is then `T_x` times a sum of
-    /// `P_idle / (N + 1)`), and each server takes the first one it reaches
-    /// with `bw` free on the link down to it.
-    fn best_mesh_path(
-        &self,
-        s: &ServerState,
-        bw: u64,
-        t_x: f64,
-        cache: &mut CoreCache,
-    ) -> Option<(f64, Route)> {
-        let instant = self.switch_wake_s == 0.0;
-        let unit = if instant { 1.0 } else { t_x };
-        let key = (bw, unit.to_bits());
-        if !cache.ranked.contains_key(&key) {
-            let ranked = self.rank_mesh(bw, unit, cache);
-            cache.ranked.insert(key, ranked);
-        }
-        let pod = s.mesh_pod?;
         let me = s.spec.id.0;
-        let reaches = |&&(_, access, _, _): &&Ranked| {
-            self.mesh_pod_of(access) == Some(pod)
-                && self
-                    .links
-                    .of(access, me)
-                    .is_some_and(|l| self.links.fits(l, bw))
-        };
-        let ranking = cache.ranked.get_mut(&key)?;
-        // the cheapest access switch nearly always reaches the server; the
-        // rest are sorted only when it does not
-        let first = ranking.first.as_ref().filter(|r| reaches(r)).copied();
-        let (cost, access, agg, core) = match first {
-            Some(r) => r,
-            None => {
-                if !ranking.sorted {
-                    ranking
-                        .all
-                        .sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-                    ranking.sorted = true;
+        let own;
+        let (ranking, per_unit) = match &s.downlinks {
+            Downlinks::Rack { uppers } => {
+                // one link down: without room on it there is no path
+                if !self.links.fits(s.down, bw) {
+                    return None;
                 }
-                *ranking.all.iter().find(reaches)?
+                let above = [(s.access, uppers.as_slice())];
+                own = self.rank(&above, bw, t_x, &mut cache.cores);
+                (&own, None)
+            }
+            Downlinks::Mesh { pod } => {
+                let instant = self.switch_wake_s == 0.0;
+                let unit = if instant { 1.0 } else { t_x };
+                let key = (*pod, bw, unit.to_bits());
+                if !cache.ranked.contains_key(&key) {
+                    let above: Vec<(u32, &[Upper])> = self
+                        .mesh_candidates(*pod)
+                        .map(|acc| (acc.id, acc.uppers.as_slice()))
+                        .collect();
+                    let ranking = self.rank(&above, bw, unit, &mut cache.cores);
+                    cache.ranked.insert(key, ranking);
+                }
+                (cache.ranked.get(&key)?, instant.then_some(t_x))
             }
         };
-        let cost = if instant { cost * t_x } else { cost };
+        let reaches = |access: u32| {
+            self.down_link(s, access)
+                .is_some_and(|l| self.links.fits(l, bw))
+        };
+        let (cost, access, agg, core) = ranking.first_reaching(reaches)?;
+        let cost = per_unit.map_or(cost, |t_x| cost * t_x);
         Route::new(&[core, agg, access, me]).map(|r| (cost, r))
     }
 
-    /// Every access switch of the full-mesh pods with the cheapest path
-    /// from a core switch down to it that has `bw` free, by cost (then id).
-    fn rank_mesh(&self, bw: u64, t_x: f64, cache: &mut CoreCache) -> Ranking {
-        // the path above an aggregation switch does not depend on the
-        // access switch below it: each aggregation switch's cost with its
-        // best core switch, once, cheapest first
-        let first_agg = self
-            .mesh
-            .iter()
-            .flat_map(|acc| acc.uppers.iter().map(|up| up.agg))
-            .min()
-            .unwrap_or(0);
-        let mut aggs: Vec<Option<Option<(f64, u32)>>> = Vec::new();
-        let mut ranked = Vec::with_capacity(self.mesh.len());
-        for acc in &self.mesh {
+    /// The link from access switch `access` down to server `s`: its one
+    /// link in a rack; under a full mesh (thesis §4.2.3) every access switch
+    /// of its pod has one, by rule (`access` must be of its pod).
+    fn down_link(&self, s: &ServerState, access: u32) -> Option<usize> {
+        match s.downlinks {
+            Downlinks::Rack { .. } => (access == s.access).then_some(s.down),
+            Downlinks::Mesh { .. } => Some(self.links.mesh_id(access, s.spec.id.0)),
+        }
+    }
+
+    /// Each of `accesses` (an access switch with the aggregation switches
+    /// above it) with the cheapest path from a core switch down to it that
+    /// has `bw` free: `(cost, access, aggregation, core)`. The path above
+    /// an aggregation switch does not depend on the access switch below it:
+    /// each aggregation switch is costed with its best core switch once.
+    fn rank(
+        &self,
+        accesses: &[(u32, &[Upper])],
+        bw: u64,
+        t_x: f64,
+        cores: &mut BTreeMap<(u32, u64), Option<u32>>,
+    ) -> Ranking {
+        // one access switch (a rack) shares nothing: no memo, no list
+        let one = accesses.len() == 1;
+        let mut above_agg: BTreeMap<u32, Option<(f64, u32)>> = BTreeMap::new();
+        let mut ranked = Vec::new();
+        for &(access, uppers) in accesses {
             let mut best: Option<(f64, u32, u32)> = None;
-            for up in &acc.uppers {
+            for up in uppers {
                 if !self.links.fits(up.link, bw) {
                     continue;
                 }
-                let k = (up.agg - first_agg) as usize;
-                if aggs.len() <= k {
-                    aggs.resize(k + 1, None);
-                }
-                let above = *aggs[k].get_or_insert_with(|| {
-                    // as in best_path: with instant wake-ups the best core
-                    // switch above an aggregation switch does not depend on T_x
-                    let core = match (self.switch_wake_s == 0.0, cache.get(up.agg, bw)) {
-                        (true, Some(c)) => c,
-                        (true, None) => {
-                            let c = self.best_core(up, bw, t_x);
-                            cache.put(up.agg, bw, c);
-                            c
-                        }
-                        (false, _) => self.best_core(up, bw, t_x),
-                    };
-                    core.map(|core| {
-                        (
-                            self.switch_cost(up.agg, t_x) + self.switch_cost(core, t_x),
-                            core,
-                        )
-                    })
-                });
+                let above = if one {
+                    self.above(up, bw, t_x, cores)
+                } else {
+                    *above_agg
+                        .entry(up.agg)
+                        .or_insert_with(|| self.above(up, bw, t_x, cores))
+                };
                 let Some((cost, core)) = above else { continue };
                 if best.is_none_or(|b| cost < b.0) {
                     best = Some((cost, up.agg, core));
                 }
             }
             if let Some((cost, agg, core)) = best {
-                ranked.push((cost + self.switch_cost(acc.id, t_x), acc.id, agg, core));
+                let r = (cost + self.switch_cost(access, t_x), access, agg, core);
+                if one {
+                    return Ranking {
+                        first: Some(r),
+                        all: std::cell::OnceCell::new(),
+                        unsorted: Vec::new(),
+                    };
+                }
+                ranked.push(r);
             }
         }
-        let first = ranked
-            .iter()
-            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
-            .copied();
-        Ranking {
-            first,
-            all: ranked,
-            sorted: false,
-        }
+        Ranking::new(ranked)
     }
 
-    fn mesh_pod_of(&self, access: u32) -> Option<u32> {
-        let first = self.mesh.first()?.id;
-        let acc = self.mesh.get(access.checked_sub(first)? as usize)?;
-        (acc.id == access).then_some(acc.pod)
-    }
-
-    /// The feasible `(access, aggregation, core)` triples above a server
-    /// linked to a whole pod, access switch by access switch.
-    fn mesh_options<'a>(
-        &'a self,
-        s: &'a ServerState,
+    /// The cost of an aggregation switch with the best core switch above
+    /// it for `bw`, and that core switch. With instant wake-ups the best
+    /// core switch does not depend on `T_x`: it is kept per task.
+    fn above(
+        &self,
+        up: &Upper,
         bw: u64,
-    ) -> impl Iterator<Item = (u32, u32, u32)> + 'a {
-        let me = s.spec.id.0;
-        self.mesh
+        t_x: f64,
+        cores: &mut BTreeMap<(u32, u64), Option<u32>>,
+    ) -> Option<(f64, u32)> {
+        let core = if self.switch_wake_s == 0.0 {
+            *cores
+                .entry((up.agg, bw))
+                .or_insert_with(|| self.best_core(up, bw, t_x))
+        } else {
+            self.best_core(up, bw, t_x)
+        };
+        core.map(|core| {
+            (
+                self.switch_cost(up.agg, t_x) + self.switch_cost(core, t_x),
+                core,
+            )
+        })
+    }
+
+    /// The access switches of full-mesh pod `pod` worth evaluating, in id
+    /// order: those carrying flows, and of each group of the others its
+    /// first, which stands for all (they have its cost, its paths above and
+    /// its free links, and come after it in id order).
+    fn mesh_candidates(&self, pod: u32) -> impl Iterator<Item = &MeshAccess> + '_ {
+        let mut firsts: Vec<u32> = self
+            .mesh_cold
             .iter()
-            .filter(move |acc| Some(acc.pod) == s.mesh_pod)
-            .filter(move |acc| {
-                self.links
-                    .of(acc.id, me)
-                    .is_some_and(|l| self.links.fits(l, bw))
-            })
-            .flat_map(move |acc| {
-                acc.uppers
-                    .iter()
-                    .filter(move |up| self.links.fits(up.link, bw))
-                    .flat_map(move |up| {
-                        up.cores
-                            .iter()
-                            .filter(move |&&(_, link)| self.links.fits(link, bw))
-                            .map(move |&(core, _)| (acc.id, up.agg, core))
-                    })
-            })
+            .filter_map(|g| g.first().copied())
+            .collect();
+        firsts.sort_unstable();
+        // both sorted, and disjoint: merge them
+        let mut firsts = firsts.into_iter().peekable();
+        let mut warm = self.mesh_warm.iter().copied().peekable();
+        std::iter::from_fn(move || match (warm.peek(), firsts.peek()) {
+            (Some(w), Some(f)) if w < f => warm.next(),
+            (_, Some(_)) => firsts.next(),
+            (Some(_), None) => warm.next(),
+            (None, None) => None,
+        })
+        .filter_map(|k| self.mesh.get(k as usize))
+        .filter(move |acc| acc.pod == pod)
+    }
+
+    /// Whether a server linked to a whole pod has a feasible path from a
+    /// core switch down to it.
+    fn mesh_reachable(&self, s: &ServerState, bw: u64) -> bool {
+        let me = s.spec.id.0;
+        let Some(pod) = s.mesh_pod() else {
+            return false;
+        };
+        self.mesh_candidates(pod).any(|acc| {
+            self.links.fits(self.links.mesh_id(acc.id, me), bw)
+                && self.feasible_above(&acc.uppers, bw)
+        })
     }
 
     fn best_core(&self, up: &Upper, bw: u64, t_x: f64) -> Option<u32> {
@@ -977,7 +1113,7 @@ impl EnergyStage {
 
     /// A uniformly random feasible path from a core switch to `s`.
     fn random_path(&self, s: &ServerState, bw: u64, rng: &mut impl RngCore) -> Option<Route> {
-        if s.mesh_pod.is_some() {
+        if s.mesh_pod().is_some() {
             return self.random_mesh_path(s, bw, rng);
         }
         let options = self.path_options(s, bw);
@@ -1008,7 +1144,7 @@ impl EnergyStage {
         let pod: Vec<&MeshAccess> = self
             .mesh
             .iter()
-            .filter(|acc| Some(acc.pod) == s.mesh_pod)
+            .filter(|acc| Some(acc.pod) == s.mesh_pod())
             .collect();
         let acc = draw_feasible(&pod, |acc| ok(acc), rng)?;
         let ups: Vec<&Upper> = acc.uppers.iter().filter(feasible).collect();
@@ -1026,8 +1162,10 @@ impl EnergyStage {
     /// Phase II between two servers linked to every access switch of one
     /// pod: through the access switch of least cost with `bw` free on both
     /// links (the first such in id order among equals, as a scan of
-    /// `shortest_paths` would take), or a uniformly random feasible one
-    /// for GEMS(noNetwork). `None` when the servers are not of one such pod.
+    /// `shortest_paths` would take: idle access switches of a group are
+    /// alike, so the first of each stands for all), or a uniformly random
+    /// feasible one for GEMS(noNetwork). `None` when the servers are not
+    /// of one such pod.
     fn mesh_internal(
         &self,
         from: &ServerState,
@@ -1036,8 +1174,8 @@ impl EnergyStage {
         t_x: f64,
         rng: &mut impl RngCore,
     ) -> Option<Option<Route>> {
-        let pod = from.mesh_pod?;
-        if to.mesh_pod != Some(pod) {
+        let pod = from.mesh_pod()?;
+        if to.mesh_pod() != Some(pod) {
             return None;
         }
         let (a, b) = (from.spec.id.0, to.spec.id.0);
@@ -1050,12 +1188,12 @@ impl EnergyStage {
                     .of(acc.id, b)
                     .is_some_and(|l| self.links.fits(l, bw))
         };
-        let pod: Vec<&MeshAccess> = self.mesh.iter().filter(|acc| acc.pod == pod).collect();
         let chosen = if self.costing == Costing::ServerOnly {
+            let pod: Vec<&MeshAccess> = self.mesh.iter().filter(|acc| acc.pod == pod).collect();
             draw_feasible(&pod, |acc| feasible(acc), rng)
         } else {
             let mut best: Option<(f64, &MeshAccess)> = None;
-            for &acc in &pod {
+            for acc in self.mesh_candidates(pod) {
                 let cost = self.switch_cost(acc.id, t_x);
                 if best.is_none_or(|(c, _)| cost < c) && feasible(acc) {
                     best = Some((cost, acc));
@@ -1066,13 +1204,16 @@ impl EnergyStage {
         Some(chosen.and_then(|acc| Route::new(&[a, acc.id, b])))
     }
 
-    /// The (aggregation, core) switch pairs above `s` with `bw` free on
-    /// every link down to it.
+    /// The (aggregation, core) switch pairs above `s` in a rack with `bw`
+    /// free on every link down to it.
     fn path_options(&self, s: &ServerState, bw: u64) -> Vec<(u32, u32)> {
+        let Downlinks::Rack { uppers } = &s.downlinks else {
+            return Vec::new();
+        };
         if !self.links.fits(s.down, bw) {
             return Vec::new();
         }
-        s.uppers
+        uppers
             .iter()
             .filter(|up| self.links.fits(up.link, bw))
             .flat_map(|up| {
@@ -1102,7 +1243,7 @@ impl EnergyStage {
     /// its access switch's flows changed.
     fn refresh(&mut self, i: u32) {
         let s = &self.servers[i as usize];
-        let cold = match s.mesh_pod {
+        let cold = match s.mesh_pod() {
             Some(_) => s.tasks == 0 && s.link_flows == 0,
             None => s.tasks == 0 && self.switch(s.access).is_none_or(|sw| sw.flows == 0),
         };
@@ -1120,6 +1261,12 @@ impl EnergyStage {
             }
             self.warm.insert(i);
         }
+    }
+
+    /// The index in `mesh` of a full-mesh access switch.
+    fn mesh_at(&self, node: u32) -> Option<u32> {
+        let k = node.checked_sub(self.switch_base)?;
+        self.mesh_index.get(k as usize).copied().flatten()
     }
 
     fn switch(&self, node: u32) -> Option<&SwitchState> {
@@ -1158,7 +1305,7 @@ impl EnergyStage {
             return Err(());
         }
         for l in ids {
-            self.links.free[l] -= bw;
+            self.links.book(l, bw, false);
         }
         self.count_flow(&f.route, true);
         self.booked += 1;
@@ -1168,7 +1315,7 @@ impl EnergyStage {
     fn unbook(&mut self, f: &Flow) {
         if let Some(ids) = self.links.route(&f.route) {
             for l in ids {
-                self.links.free[l] += f.bandwidth.bps();
+                self.links.book(l, f.bandwidth.bps(), true);
             }
         }
         self.count_flow(&f.route, false);
@@ -1177,7 +1324,7 @@ impl EnergyStage {
     fn count_flow(&mut self, route: &Route, add: bool) {
         for &n in route.nodes() {
             if let Some(&i) = self.index_of.get(&ActorId(n))
-                && self.servers[i as usize].mesh_pod.is_some()
+                && self.servers[i as usize].mesh_pod().is_some()
             {
                 let s = &mut self.servers[i as usize];
                 s.link_flows = if add {
@@ -1197,10 +1344,21 @@ impl EnergyStage {
             } else {
                 before.saturating_sub(1)
             };
-            let flipped = (before == 0) != (sw.flows == 0);
+            let now_idle = sw.flows == 0;
+            let flipped = (before == 0) != now_idle;
             if flipped && let Some(under) = self.under_access.get(&n).cloned() {
                 for i in under {
                     self.refresh(i);
+                }
+            }
+            if flipped && let Some(k) = self.mesh_at(n) {
+                let group = self.mesh[k as usize].group;
+                if now_idle {
+                    self.mesh_warm.remove(&k);
+                    self.mesh_cold[group].insert(k);
+                } else {
+                    self.mesh_warm.insert(k);
+                    self.mesh_cold[group].remove(&k);
                 }
             }
         }
@@ -1229,35 +1387,56 @@ impl EnergyStage {
 
 /// The best core switch above each aggregation switch for one task, per
 /// bandwidth (a few distinct values: one per server capacity).
-/// With servers linked to whole pods, also the access switches ranked by
-/// the cost of their best path, per bandwidth and `T_x` (bits).
+/// With servers linked to whole pods, also each pod's access switches
+/// ranked by the cost of their best path, per bandwidth and `T_x` (bits).
 #[derive(Default)]
 struct CoreCache {
     cores: BTreeMap<(u32, u64), Option<u32>>,
-    ranked: BTreeMap<(u64, u64), Ranking>,
+    ranked: BTreeMap<(u32, u64, u64), Ranking>,
 }
 
 /// Access switches by the cost of their cheapest path: the cheapest (then
 /// lowest id), and all of them, sorted so on first need.
 struct Ranking {
     first: Option<Ranked>,
-    all: Vec<Ranked>,
-    sorted: bool,
+    all: std::cell::OnceCell<Vec<Ranked>>,
+    unsorted: Vec<Ranked>,
+}
+
+impl Ranking {
+    fn new(all: Vec<Ranked>) -> Self {
+        let first = all
+            .iter()
+            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
+            .copied();
+        Ranking {
+            first,
+            all: std::cell::OnceCell::new(),
+            unsorted: all,
+        }
+    }
+
+    /// The first access switch in the ranking that `reaches` accepts: the
+    /// cheapest nearly always (the rest are sorted only when it is not).
+    fn first_reaching(&self, reaches: impl Fn(u32) -> bool) -> Option<Ranked> {
+        if let Some(r) = self.first.filter(|r| reaches(r.1)) {
+            return Some(r);
+        }
+        self.all
+            .get_or_init(|| {
+                let mut all = self.unsorted.clone();
+                all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                all
+            })
+            .iter()
+            .find(|r| reaches(r.1))
+            .copied()
+    }
 }
 
 /// An access switch with the cost of the cheapest path down to it: `(cost,
 /// access, aggregation, core)`.
 type Ranked = (f64, u32, u32, u32);
-
-impl CoreCache {
-    fn get(&self, agg: u32, bw: u64) -> Option<Option<u32>> {
-        self.cores.get(&(agg, bw)).copied()
-    }
-
-    fn put(&mut self, agg: u32, bw: u64, core: Option<u32>) {
-        self.cores.insert((agg, bw), core);
-    }
-}
 
 /// A uniformly random element of `items` among those `ok` accepts: a few
 /// draws from all of them (accepted ones are uniform among the accepted),
@@ -1482,15 +1661,20 @@ mod tests {
             .filter(|f| !net.is_switch(f.route.src()))
             .collect();
         assert_eq!(internal.len(), 2, "both workers to the master's server");
-        let full: Vec<u64> = s.links.free.clone();
+        let full = (s.links.free.clone(), s.links.mesh_free.clone());
         assert!(s.switches.iter().any(|sw| sw.flows > 0));
         for (id, server) in [(11, 1), (10, 0), (12, 2)] {
             s.release(id, ActorId(server));
         }
         assert!(s.switches.iter().all(|sw| sw.flows == 0));
         let fresh = Links::new(&net);
-        assert_eq!(s.links.free, fresh.free, "every link is free again");
-        assert_ne!(full, fresh.free);
+        let fresh = (fresh.free, fresh.mesh_free);
+        assert_eq!(
+            (s.links.free.clone(), s.links.mesh_free.clone()),
+            fresh,
+            "every link is free again"
+        );
+        assert_ne!(full, fresh);
     }
 
     #[test]
@@ -1540,6 +1724,68 @@ mod tests {
         };
         assert_eq!(accesses(PlacementKind::Gems).len(), 1);
         assert!(accesses(PlacementKind::GemsNonetwork).len() > 1);
+    }
+
+    #[test]
+    fn idle_mesh_access_switches_stand_for_their_group_as_a_full_scan_would() {
+        // §4.2.3: every server linked to every access switch of its pod.
+        // The path search ranks the access switches carrying flows and one
+        // idle one; ranking all of them must pick the same, while flows
+        // come and go.
+        let cfg = TopologyConfig {
+            kind: TopologyKind::ThreeTier,
+            core: 2,
+            aggregation: 2,
+            access: 6,
+            access_server: dcemu_topology::HostWiring::FullMesh,
+            ..TopologyConfig::default()
+        };
+        let net = Network::build(&cfg, &[Attach::Rack; 4]).unwrap();
+        let mut s = stage(PlacementKind::Gems, &net);
+        let mut rng = actor_rng(9, "t");
+        let mut running: Vec<(TaskId, ActorId)> = Vec::new();
+        let mut warm_seen = 0;
+        for round in 0..8u64 {
+            for k in 0..3 {
+                let id = round * 10 + k;
+                // ~270 Mb/s each: a few fill an aggregation–access link
+                let mut j = job(round * 10, k == 0);
+                if let Some(j) = j.as_mut() {
+                    j.external_bytes = 250_000_000;
+                }
+                s.enqueue(task(id, 0.3, j));
+            }
+            for p in s.schedule(&net, &mut rng) {
+                running.push((p.task.id, p.server));
+            }
+            if round % 3 == 2 {
+                for (id, server) in running.drain(..running.len() / 2) {
+                    s.release(id, server);
+                }
+            }
+            let pod_size = s.mesh.len();
+            warm_seen = warm_seen.max(s.mesh_warm.len());
+            assert!(s.mesh_candidates(0).count() <= s.mesh_warm.len() + 1);
+            for st in &s.servers {
+                for bw in [1, 300_000_000, 700_000_000, 1_000_000_000] {
+                    let me = st.spec.id.0;
+                    let all: Vec<(u32, &[Upper])> =
+                        s.mesh.iter().map(|a| (a.id, a.uppers.as_slice())).collect();
+                    assert_eq!(all.len(), pod_size);
+                    let full = s.rank(&all, bw, 1.0, &mut BTreeMap::new());
+                    let expect = full
+                        .first_reaching(|a| s.links.of(a, me).is_some_and(|l| s.links.fits(l, bw)))
+                        .map(|r| [r.3, r.2, r.1, me]);
+                    let got = s.best_path(st, bw, 7.0, &mut CoreCache::default());
+                    assert_eq!(
+                        got.map(|(_, r)| r.nodes().to_vec()),
+                        expect.map(|n| n.to_vec()),
+                        "round {round}, server {me}, {bw} b/s"
+                    );
+                }
+            }
+        }
+        assert!(warm_seen > 1, "flows lit up several access switches");
     }
 
     #[test]

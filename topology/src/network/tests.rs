@@ -50,13 +50,13 @@ fn builds_the_thesis_datacenters() {
     // full mesh: every core switch links to every aggregation switch
     let core = &gems.switches()[0];
     assert_eq!(
-        gems.ports(core.id).len(),
+        gems.port_count(core.id),
         16 + 1,
         "16 aggregation switches and the scheduler"
     );
     // every server has exactly one link, to an access switch
     for s in 0..1250 {
-        let ports = gems.ports(1 + s);
+        let ports: Vec<Port> = gems.ports(1 + s).collect();
         assert_eq!(ports.len(), 1);
         assert!(gems.switches()[(ports[0].peer - 1251) as usize].tier == Tier::Access);
     }
@@ -130,7 +130,7 @@ fn fan_out_links_each_access_switch_to_one_aggregation_switch() {
     let net = Network::build(&cfg, &hosts(8)).unwrap();
     for s in net.switches().iter().filter(|s| s.tier == Tier::Access) {
         assert_eq!(
-            net.ports(s.id).len(),
+            net.port_count(s.id),
             2,
             "one aggregation uplink and one server"
         );
@@ -217,7 +217,7 @@ fn full_mesh_links_every_server_to_every_access_switch_of_its_pod() {
     let first_switch = 7;
     let pod_of = |peer: u32| net.switches()[(peer - first_switch) as usize].pod;
     for s in 0..6 {
-        let ports = net.ports(server(s));
+        let ports: Vec<Port> = net.ports(server(s)).collect();
         assert_eq!(ports.len(), 4, "four access switches per pod");
         let pod = if s < 3 { 0 } else { 1 };
         assert!(ports.iter().all(|p| pod_of(p.peer) == Some(pod)));
@@ -241,4 +241,49 @@ fn full_mesh_links_every_server_to_every_access_switch_of_its_pod() {
         ..TopologyConfig::default()
     };
     assert!(flat.problems().iter().any(|(f, _)| *f == "access_server"));
+}
+
+#[test]
+fn full_mesh_ports_are_numbered_as_if_every_link_were_listed() {
+    // thesis §4.2.3's host–access full mesh is a rule, not a list: every
+    // node's ports still come sorted by peer, each at the index port_to
+    // gives, both ends of every link agree, and tenants stay on the cores
+    let cfg = TopologyConfig {
+        access_server: HostWiring::FullMesh,
+        ..three_tier(2, 4, 8, 2)
+    };
+    let net = Network::build(&cfg, &hosts(6)).unwrap();
+    let nodes = 7 + net.switches().len() as u32;
+    let mut links = 0;
+    for node in 0..nodes {
+        let ports: Vec<Port> = net.ports(node).collect();
+        assert_eq!(ports.len(), net.port_count(node));
+        assert!(ports.windows(2).all(|w| w[0].peer < w[1].peer), "{node}");
+        for (i, p) in ports.iter().enumerate() {
+            assert_eq!(net.port_to(node, p.peer), Some((i, *p)));
+            assert!(net.port_to(p.peer, node).is_some(), "{node}→{}", p.peer);
+            assert_eq!(p.latency, 50_000);
+        }
+        assert_eq!(net.port_to(node, node), None);
+        links += ports.len();
+    }
+    // 6 servers x 4 access switches, 8 x 2 access–aggregation, 4 x 2
+    // aggregation–core, the tenant's one: each counted from both ends
+    assert_eq!(links, 2 * (6 * 4 + 8 * 2 + 4 * 2 + 1));
+    assert_eq!(net.mesh_ports(server(0)), 4);
+    let access = net
+        .switches()
+        .iter()
+        .find(|s| s.tier == Tier::Access)
+        .unwrap();
+    assert_eq!(net.mesh_ports(access.id), 3, "three servers per pod");
+    assert_eq!(net.port_count(access.id), 3 + 2);
+    assert_eq!(
+        net.port_to(access.id, server(4)),
+        None,
+        "another pod's server"
+    );
+    let hops = net.least_hop_latencies().unwrap();
+    assert_eq!(hops[server(0) as usize].len(), 4);
+    assert_eq!(net.min_latency(), 50_000);
 }
