@@ -967,13 +967,6 @@ impl SchedulerConfig {
             if self.slot_interval.as_nanos() == 0 {
                 push("slot_interval", "must be longer than 0s".into());
             }
-            if self.admission != AdmissionKind::Fifo {
-                push(
-                    "admission",
-                    "the slot stages keep their own priority queue; use admission = \"fifo\""
-                        .into(),
-                );
-            }
         }
         if self.placement.energy_aware() {
             if self.admission != AdmissionKind::Fifo {

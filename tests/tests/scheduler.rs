@@ -89,7 +89,13 @@ fn run(scenario: &dcemu::scenario::Scenario, partitions: usize) -> Outcome {
 
 #[test]
 fn every_placement_chooses_the_free_slots_of_every_slot_stage() {
-    for slots in ["priority", "wasp", "hybrid"] {
+    for (slots, admission) in [
+        ("priority", "fifo"),
+        ("wasp", "fifo"),
+        ("hybrid", "fifo"),
+        ("priority", "arq"),
+        ("hybrid", "arq"),
+    ] {
         for placement in [
             "random",
             "least-loaded",
@@ -101,11 +107,13 @@ fn every_placement_chooses_the_free_slots_of_every_slot_stage() {
             "yarn-pt",
             "yarn-h",
         ] {
-            let label = format!("slots = {slots}, placement = {placement}");
+            let label =
+                format!("slots = {slots}, admission = {admission}, placement = {placement}");
             let scenario = one_datacenter(&[
                 "run.end=20m".into(),
                 format!("scheduler.slots={slots}"),
                 "scheduler.sticky_slots=0".into(),
+                format!("scheduler.admission={admission}"),
                 format!("scheduler.placement={placement}"),
             ]);
             let one = run(&scenario, 1);
@@ -177,6 +185,47 @@ fn paragon_and_arq_run_without_a_catalog_placing_every_task_unprofiled() {
         );
         assert_eq!(out.digest, run(&scenario, 3).digest, "{admission}");
     }
+}
+
+#[test]
+fn arq_holds_the_queue_of_hybrid_and_diverts_while_paragon_places() {
+    // Paragon + ARQ + HYBRID, the combination issue 22 opens with: ARQ's
+    // classes and switching times order and scope the starts (with the more
+    // critical tasks first, ARQ §4), HYBRID's sticky slots and priority
+    // evictions decide whether each may start, Paragon where.
+    let scenario = one_datacenter(&[
+        "run.end=40m".into(),
+        "scheduler.slots=hybrid".into(),
+        "scheduler.sticky_slots=40".into(),
+        "scheduler.admission=arq".into(),
+        "scheduler.arq_order=priority".into(),
+        "scheduler.placement=paragon".into(),
+    ]);
+    let one = run(&scenario, 1);
+    let m = |k: &str| metric(&one, k);
+    assert!(
+        m("arq_diverted_down") + m("arq_diverted_up") > 0.0,
+        "ARQ diverts"
+    );
+    assert!(
+        m("placements_classified") > 0.0,
+        "Paragon places profiled applications"
+    );
+    assert!(
+        m("sticky_starts") > 0.0 && m("preemptions") > 0.0,
+        "HYBRID acts"
+    );
+    assert_eq!(
+        m("tasks_submitted"),
+        m("tasks_completed")
+            + m("tasks_running_end")
+            + m("tasks_queued_end")
+            + m("tasks_waiting_wake_end")
+            + m("tasks_in_transit_end")
+            + m("dropped_tasks"),
+        "no task lost"
+    );
+    assert_eq!(one.digest, run(&scenario, 3).digest);
 }
 
 /// A small datacenter with everything at once: a three-tier network whose

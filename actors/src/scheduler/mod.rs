@@ -51,7 +51,9 @@ use std::time::Instant;
 use dcemu_topology::{Bandwidth, PowerPolicy, Route, SimTime};
 use serde::Serialize;
 
-use crate::config::{Contention, PlacementKind, PrimaryTenantConfig, SchedulerConfig};
+use crate::config::{
+    AdmissionKind, Contention, PlacementKind, PrimaryTenantConfig, SchedulerConfig,
+};
 use crate::ground_truth::SOURCES;
 use crate::kernel::{ActorId, ActorRng, Ctx, Envelope, Metrics, ModelError};
 use crate::net::{AppRate, Body, EvictionCause, Inbox, Nic};
@@ -89,6 +91,10 @@ pub struct Scheduler {
     /// stage (`placement` other than `random`); the scheduler's cluster
     /// view then follows the slot stage's starts and releases.
     slot_placer: bool,
+    /// Under a slot stage, the admission stage (`arq`) holds the queue and
+    /// its order and scopes stand for the slot stage's queue
+    /// ([`SlotStage::try_start`]).
+    slot_admission: bool,
     /// The `SlotTick` armed, if any (slot and energy stages).
     slot_tick: Option<SimTime>,
     /// `annealing`: distributed applications (ASPLOS'16 §5); it then
@@ -105,6 +111,10 @@ struct CorePlacer<'a> {
     core: &'a mut Core,
     /// Of the latest choice, kept for the start it leads to.
     violation: f64,
+    /// Only a server ARQ counts as appropriate for the task (its `Scope`).
+    strict: bool,
+    /// The ARQ pool of the latest start's server, before the start moved it.
+    pool: usize,
 }
 
 impl SlotPlacer for CorePlacer<'_> {
@@ -122,12 +132,16 @@ impl SlotPlacer for CorePlacer<'_> {
             exclude: None,
         };
         let choice = core.placement.place(&req, &core.cluster, rng)?;
+        if self.strict && !core.appropriate(&req, &choice) {
+            return None;
+        }
         self.violation = choice.violation;
         Some(choice.server)
     }
 
     fn started(&mut self, task: &Task, server: u32, victim: Option<TaskId>, now: SimTime) {
         let core = &mut *self.core;
+        self.pool = core.pool[server as usize];
         if let Some(v) = victim
             && let Some(p) = core.placed.remove(&v)
         {
@@ -367,7 +381,9 @@ impl Scheduler {
         Scheduler {
             cfg: cfg.clone(),
             admission,
-            slot_placer: slot_stage.is_some() && cfg.placement != PlacementKind::Random,
+            slot_placer: slot_stage.is_some()
+                && (cfg.placement != PlacementKind::Random || cfg.admission != AdmissionKind::Fifo),
+            slot_admission: slot_stage.is_some() && cfg.admission != AdmissionKind::Fifo,
             slots: slot_stage,
             energy,
             slot_tick: None,
@@ -471,7 +487,9 @@ impl Scheduler {
                         queue_len: self.queued() + 1,
                     },
                 );
-                if let Some(stage) = self.slots.as_mut() {
+                if self.slot_admission {
+                    self.admission.requeue(task, ctx.now());
+                } else if let Some(stage) = self.slots.as_mut() {
                     stage.enqueue(task);
                 }
                 return self.arm_slot_tick(ctx);
@@ -595,7 +613,9 @@ impl Scheduler {
                     stage.release(task, src);
                 }
                 if self.slot_placer {
-                    self.core.forget(task, src);
+                    if let Some((pool, busy_s)) = self.core.forget(task, src, ctx.now()) {
+                        self.admission.record_busy(pool, busy_s);
+                    }
                     self.core.profiles.remove(&task);
                 }
                 ctx.log(
@@ -620,10 +640,23 @@ impl Scheduler {
                 let Some(stage) = self.slots.as_mut() else {
                     return self.handle_killed(task, src, ctx);
                 };
-                if self.slot_placer {
-                    self.core.forget(task.id, src);
+                if self.slot_placer
+                    && let Some((pool, busy_s)) = self.core.forget(task.id, src, ctx.now())
+                {
+                    self.admission.record_busy(pool, busy_s);
                 }
-                let returned = stage.evicted(task, src);
+                let returned = if self.slot_admission {
+                    stage.evicted_out(task, src)
+                } else {
+                    stage.evicted(task, src)
+                };
+                let returned = match returned {
+                    Returned::ToAdmission(task) => {
+                        self.admission.requeue(task, ctx.now());
+                        Returned::Requeued
+                    }
+                    other => other,
+                };
                 if returned == Returned::Requeued {
                     self.core.killed += 1;
                 }
@@ -726,8 +759,10 @@ impl Scheduler {
         }
         if let Some(stage) = self.slots.as_mut() {
             stage.release(task.id, src);
-            if self.slot_placer {
-                self.core.forget(task.id, src);
+            if self.slot_placer
+                && let Some((pool, busy_s)) = self.core.forget(task.id, src, ctx.now())
+            {
+                self.admission.record_busy(pool, busy_s);
             }
             ctx.timer(self.core.resubmit_delay, Msg::Requeue(task))?;
             return self.arm_slot_tick(ctx);
@@ -774,9 +809,7 @@ impl Scheduler {
         if let Some(e) = &self.energy {
             return e.queued();
         }
-        self.slots
-            .as_ref()
-            .map_or_else(|| self.admission.len(), SlotStage::queued)
+        self.admission.len() + self.slots.as_ref().map_or(0, SlotStage::queued)
     }
 
     /// Arms a `SlotTick` at the start of the next time slot, if tasks wait
@@ -800,15 +833,43 @@ impl Scheduler {
         let Some(stage) = self.slots.as_mut() else {
             return Ok(());
         };
-        let actions = if self.slot_placer {
+        let mut actions = if self.slot_placer {
             let mut placer = CorePlacer {
                 core: &mut self.core,
                 violation: 0.0,
+                strict: false,
+                pool: 0,
             };
             stage.schedule_placed(now, ctx.rng(), Some(&mut placer))
         } else {
             stage.schedule(now, ctx.rng())
         };
+        if self.slot_admission {
+            let pools = self.core.pool_state();
+            let core = &mut self.core;
+            let mut place = |task: &Task, _: SimTime, scope: Scope<'_>| {
+                let allow: Option<Vec<bool>> = scope
+                    .pools
+                    .map(|ps| core.pool.iter().map(|p| ps.contains(p)).collect());
+                let admits = |i: u32| allow.as_ref().is_none_or(|a| a[i as usize]);
+                let mut placer = CorePlacer {
+                    core: &mut *core,
+                    violation: 0.0,
+                    strict: scope.strict,
+                    pool: 0,
+                };
+                let allowed = allow.is_some().then_some(&admits as &dyn Fn(u32) -> bool);
+                let Some(action) =
+                    stage.try_start(task, allowed, now, ctx.rng(), Some(&mut placer))
+                else {
+                    return Ok(Attempt::NoRoom);
+                };
+                let pool = placer.pool;
+                actions.push(action);
+                Ok(Attempt::Placed { pool })
+            };
+            self.admission.schedule(now, &pools, &mut place)?;
+        }
         let world = Arc::clone(&self.core.world);
         for action in actions {
             let (id, submitted_at, server, body) = match action {
@@ -912,7 +973,9 @@ impl Scheduler {
         overhead_ns: u64,
         ctx: &mut Ctx<'_, Msg>,
     ) -> Result<(), ModelError> {
-        if let Some(stage) = self.slots.as_mut() {
+        if let Some(stage) = self.slots.as_mut()
+            && !self.slot_admission
+        {
             stage.enqueue(task);
             return self.arm_slot_tick(ctx);
         }
@@ -938,6 +1001,10 @@ impl Scheduler {
     /// Lets the admission stage place waiting tasks until none more fits,
     /// then arms a tick for its next switching time.
     fn drain(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        if self.slots.is_some() {
+            // a slot stage places at the start of its time slots only
+            return self.arm_slot_tick(ctx);
+        }
         let now = ctx.now();
         let pools = self.core.pool_state();
         let core = &mut self.core;
@@ -1108,14 +1175,7 @@ impl Core {
         for (kind, fields) in self.placement.take_logs() {
             ctx.log(kind, &fields);
         }
-        let appropriate = |c: &Choice| {
-            let class = self.cluster.servers()[c.server as usize].class;
-            let speed = req
-                .profile
-                .map_or(1.0, |p| p.speed.get(class).copied().unwrap_or(0.0));
-            c.violation <= 0.0 && speed >= QOS_PERF_NORM * self.strict_speed
-        };
-        let Some(choice) = choice.filter(|c| !scope.strict || appropriate(c)) else {
+        let Some(choice) = choice.filter(|c| !scope.strict || self.appropriate(&req, c)) else {
             self.no_room.insert(task.id, attempt);
             return Ok(Attempt::NoRoom);
         };
@@ -1178,6 +1238,17 @@ impl Core {
         Ok(Attempt::Placed { pool })
     }
 
+    /// ARQ's appropriate server (ARQ §3.1): no interference constraint
+    /// violated and, on its configuration, at least the QoS share of the
+    /// speed the task's profile predicts (`scheduler.arq_speed`).
+    fn appropriate(&self, req: &Request<'_>, c: &Choice) -> bool {
+        let class = self.cluster.servers()[c.server as usize].class;
+        let speed = req
+            .profile
+            .map_or(1.0, |p| p.speed.get(class).copied().unwrap_or(0.0));
+        c.violation <= 0.0 && speed >= QOS_PERF_NORM * self.strict_speed
+    }
+
     /// Books `task` onto server `i`: slots, memory, interference state.
     fn occupy(&mut self, task: &Task, choice: Choice, now: SimTime) {
         let i = choice.server;
@@ -1220,15 +1291,15 @@ impl Core {
     /// Under a slot stage with a placement: `task` left server `src`, so
     /// what it held there is free again in the view. Nothing happens if it
     /// is not held there (a preempted victim's slot went to its evictor).
-    fn forget(&mut self, task: TaskId, src: ActorId) {
-        let Some(i) = self.cluster.index_of(src) else {
-            return;
-        };
-        if self.placed.get(&task).is_some_and(|p| p.server == i)
-            && let Some(p) = self.placed.remove(&task)
-        {
-            self.vacate(task, i, p.cores, p.memory_mb);
+    /// Returns its ARQ pool and how long it held the server, as `leave`.
+    fn forget(&mut self, task: TaskId, src: ActorId, now: SimTime) -> Option<(usize, f64)> {
+        let i = self.cluster.index_of(src)?;
+        if !self.placed.get(&task).is_some_and(|p| p.server == i) {
+            return None;
         }
+        let p = self.placed.remove(&task)?;
+        self.vacate(task, i, p.cores, p.memory_mb);
+        Some((p.pool, (now - p.since) as f64 / 1e9))
     }
 
     /// `task` left server `src` (finished or killed): return its slots.

@@ -86,6 +86,9 @@ pub enum SlotAction {
 #[derive(Debug, PartialEq)]
 pub enum Returned {
     Requeued,
+    /// Back to the admission stage that holds the queue (`admission` other
+    /// than `fifo`).
+    ToAdmission(Task),
     Dropped(Task),
 }
 
@@ -294,13 +297,153 @@ impl SlotStage {
     /// An evicted task came back: requeue it, or drop it past the
     /// eviction threshold (thesis §7.3.4).
     pub fn evicted(&mut self, task: Task, server: ActorId) -> Returned {
+        match self.evicted_out(task, server) {
+            Returned::ToAdmission(task) => {
+                self.enqueue(task);
+                Returned::Requeued
+            }
+            other => other,
+        }
+    }
+
+    /// The same when an admission stage holds the queue: the task goes back
+    /// to it, unless dropped.
+    pub fn evicted_out(&mut self, task: Task, server: ActorId) -> Returned {
         self.release(task.id, server);
         if self.threshold > 0 && task.evictions > self.threshold {
             self.dropped += 1;
             return Returned::Dropped(task);
         }
-        self.enqueue(task);
-        Returned::Requeued
+        Returned::ToAdmission(task)
+    }
+
+    /// Starts `task`, which an admission stage holds in its own queue, if
+    /// it can start now on a server `allowed` admits (`None`: any): in a
+    /// sticky slot while HYBRID has one, else in a free regular slot (WASP:
+    /// of the most powerful configuration `allowed` has one of), else in the
+    /// slot of a task of lower priority it evicts there (§6.2.3.3). The
+    /// admission stage's order then stands for the slot stage's queue
+    /// (ARQ §4, "Priorities": with `arq_order = "priority"`, the more
+    /// critical first). `placer` chooses free slots as in
+    /// [`SlotStage::schedule_placed`]; without it, a random free one.
+    pub fn try_start(
+        &mut self,
+        task: &Task,
+        allowed: Option<&dyn Fn(u32) -> bool>,
+        now: SimTime,
+        rng: &mut ActorRng,
+        mut placer: Option<&mut dyn SlotPlacer>,
+    ) -> Option<SlotAction> {
+        let admits = |i: u32| allowed.is_none_or(|ok| ok(i));
+        let regular_cap = self.slots_total - self.sticky_cap;
+        let sticky = self.sticky_used < self.sticky_cap;
+        if sticky || self.regular_used < regular_cap {
+            let level = if sticky {
+                None
+            } else {
+                self.wasp_level_among(task.priority, &admits)
+            };
+            let candidates = |i: u32| {
+                self.free.get(i as usize).is_some_and(|&f| f > 0)
+                    && admits(i)
+                    && level.is_none_or(|l| self.level_of[i as usize] == l)
+            };
+            let server = match placer.as_deref_mut() {
+                Some(p) => p.choose(task, &candidates, rng).filter(|&i| candidates(i)),
+                None => {
+                    let free: Vec<u32> = (0..self.servers.len() as u32)
+                        .filter(|&i| candidates(i))
+                        .flat_map(|i| std::iter::repeat_n(i, self.free[i as usize] as usize))
+                        .collect();
+                    (!free.is_empty()).then(|| free[index(rng, free.len() as u32) as usize])
+                }
+            };
+            if let Some(server) = server {
+                if sticky {
+                    self.sticky_used += 1;
+                    self.sticky_starts += 1;
+                } else {
+                    self.regular_used += 1;
+                }
+                if let Some(p) = placer.as_deref_mut() {
+                    p.started(task, server, None, now);
+                }
+                return Some(self.start(task.clone(), server, now, sticky, true));
+            }
+        }
+        let victim = match allowed {
+            None => self.victim(task.priority, rng)?,
+            Some(_) => self.victim_among(task.priority, &admits, rng)?,
+        };
+        let v = self.running.remove(&victim)?;
+        self.unindex(victim, &v);
+        self.preempted.insert(victim);
+        self.preemptions += 1;
+        if let Some(p) = placer.as_deref_mut() {
+            p.started(task, v.server, Some(victim), now);
+        }
+        match self.start(task.clone(), v.server, now, false, false) {
+            SlotAction::Dispatch { task, server } => Some(SlotAction::Preempt {
+                victim,
+                victim_priority: v.priority,
+                task,
+                server,
+            }),
+            other => Some(other),
+        }
+    }
+
+    /// [`SlotStage::wasp_level`] among the servers `admits` holds.
+    fn wasp_level_among(&self, priority: u8, admits: &dyn Fn(u32) -> bool) -> Option<u16> {
+        let wasp = matches!(self.policy, SlotPolicy::Wasp | SlotPolicy::Hybrid);
+        if !(wasp && priority >= self.production) {
+            return None;
+        }
+        self.levels
+            .iter()
+            .position(|l| {
+                l.servers
+                    .iter()
+                    .any(|&i| self.free[i as usize] > 0 && admits(i))
+            })
+            .map(|l| l as u16)
+    }
+
+    /// [`SlotStage::victim`] among the tasks running on servers `admits`
+    /// holds: of the lowest priority running there, strictly below
+    /// `priority`; for a WASP production task on the most powerful of
+    /// those servers; then by `eviction`.
+    fn victim_among(
+        &self,
+        priority: u8,
+        admits: &dyn Fn(u32) -> bool,
+        rng: &mut ActorRng,
+    ) -> Option<TaskId> {
+        let lowest = self
+            .by_start
+            .iter()
+            .take_while(|k| k.0 < priority)
+            .find(|k| self.running.get(&k.2).is_some_and(|r| admits(r.server)))?
+            .0;
+        let wasp = matches!(self.policy, SlotPolicy::Wasp | SlotPolicy::Hybrid);
+        let mut found: Vec<(u16, SimTime, TaskId)> = self
+            .by_start
+            .range((lowest, 0, 0)..=(lowest, SimTime::MAX, TaskId::MAX))
+            .filter_map(|&(_, started, id)| {
+                let r = self.running.get(&id)?;
+                admits(r.server).then_some((r.level, started, id))
+            })
+            .collect();
+        if wasp && priority >= self.production {
+            let best = found.iter().map(|f| f.0).min()?;
+            found.retain(|f| f.0 == best);
+        }
+        let pick = match self.eviction {
+            EvictionPolicy::Mrs => found.last(),
+            EvictionPolicy::Lrs => found.first(),
+            EvictionPolicy::Rnd => found.get(index(rng, found.len() as u32) as usize),
+        };
+        pick.map(|f| f.2)
     }
 
     /// One time slot's pass over the queue (thesis §6.2.3.2, §9.2), free
