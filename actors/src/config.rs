@@ -963,10 +963,8 @@ impl SchedulerConfig {
                 format!("must be between 1 and 100, got {}", self.arq_classes),
             );
         }
-        if self.slots.slotted() {
-            if self.slot_interval.as_nanos() == 0 {
-                push("slot_interval", "must be longer than 0s".into());
-            }
+        if self.slots.slotted() && self.slot_interval.as_nanos() == 0 {
+            push("slot_interval", "must be longer than 0s".into());
         }
         if self.placement.energy_aware() {
             if self.admission != AdmissionKind::Fifo {

@@ -129,6 +129,19 @@ pub fn summarize(
             "priority_evicted_tasks",
         )),
     );
+    // share of the slot stage's priority evictions that hit class 0
+    // (thesis §8.2.1, §9.3.1: all of them on SC3, SC4 and WASC); null
+    // when the slot stage preempted nothing
+    if merged.counters().any(|(name, _)| name == "preemptions") {
+        m.insert(
+            "preemptions_class0_victim_fraction".into(),
+            opt(counter_ratio(
+                &merged,
+                "preemptions_class0_victim",
+                "preemptions",
+            )),
+        );
+    }
     // each class's share of the tasks a Google-like generator drew
     // (thesis Table 5.2's class mix); only where one ran
     for (name, n) in merged.counters() {

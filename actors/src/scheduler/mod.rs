@@ -1294,7 +1294,7 @@ impl Core {
     /// Returns its ARQ pool and how long it held the server, as `leave`.
     fn forget(&mut self, task: TaskId, src: ActorId, now: SimTime) -> Option<(usize, f64)> {
         let i = self.cluster.index_of(src)?;
-        if !self.placed.get(&task).is_some_and(|p| p.server == i) {
+        if self.placed.get(&task).is_none_or(|p| p.server != i) {
             return None;
         }
         let p = self.placed.remove(&task)?;

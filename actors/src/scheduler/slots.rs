@@ -146,7 +146,13 @@ pub struct SlotStage {
     /// the evictor, so their `Finished` or `Evicted` frees nothing.
     preempted: BTreeSet<TaskId>,
     preemptions: u64,
+    /// Preemptions whose victim was of class 0: §8.2.1 and §9.3.1 report
+    /// that on SC3, SC4 and WASC every priority eviction hits class 0.
+    preemptions_class0: u64,
     sticky_starts: u64,
+    /// Sticky starts of tasks evicted before: phase I is meant for the
+    /// long-waited and evicted tasks (§9.2.1).
+    sticky_starts_evicted: u64,
     dropped: u64,
 }
 
@@ -249,7 +255,9 @@ impl SlotStage {
             evictable_at: [0; 256],
             preempted: BTreeSet::new(),
             preemptions: 0,
+            preemptions_class0: 0,
             sticky_starts: 0,
+            sticky_starts_evicted: 0,
             dropped: 0,
         }
     }
@@ -362,6 +370,9 @@ impl SlotStage {
                 if sticky {
                     self.sticky_used += 1;
                     self.sticky_starts += 1;
+                    if task.evictions > 0 {
+                        self.sticky_starts_evicted += 1;
+                    }
                 } else {
                     self.regular_used += 1;
                 }
@@ -379,7 +390,10 @@ impl SlotStage {
         self.unindex(victim, &v);
         self.preempted.insert(victim);
         self.preemptions += 1;
-        if let Some(p) = placer.as_deref_mut() {
+        if v.priority == 0 {
+            self.preemptions_class0 += 1;
+        }
+        if let Some(p) = placer {
             p.started(task, v.server, Some(victim), now);
         }
         match self.start(task.clone(), v.server, now, false, false) {
@@ -476,6 +490,9 @@ impl SlotStage {
             let server = server.unwrap_or_else(|| self.random_free(rng));
             self.sticky_used += 1;
             self.sticky_starts += 1;
+            if task.evictions > 0 {
+                self.sticky_starts_evicted += 1;
+            }
             if let Some(p) = placer.as_deref_mut() {
                 p.started(&task, server, None, now);
             }
@@ -515,6 +532,9 @@ impl SlotStage {
             self.unindex(victim, &v);
             self.preempted.insert(victim);
             self.preemptions += 1;
+            if v.priority == 0 {
+                self.preemptions_class0 += 1;
+            }
             let server = v.server;
             if let Some(p) = placer.as_deref_mut() {
                 p.started(&task, server, Some(victim), now);
@@ -701,7 +721,9 @@ impl SlotStage {
 
     pub fn finish(&self, out: &mut Metrics) {
         out.add("preemptions", self.preemptions);
+        out.add("preemptions_class0_victim", self.preemptions_class0);
         out.add("sticky_starts", self.sticky_starts);
+        out.add("sticky_starts_evicted", self.sticky_starts_evicted);
         out.add("dropped_tasks", self.dropped);
     }
 }
@@ -929,6 +951,33 @@ mod tests {
                 assert!(out.is_empty(), "only sticky class-0 tasks are left");
             }
         }
+    }
+
+    #[test]
+    fn victims_of_class_0_and_sticky_starts_of_evicted_tasks_are_counted() {
+        let mut rng = actor_rng(10, "t");
+        // Four slots, two sticky: the two earliest arrivals (one of them
+        // evicted before) go sticky, the other two run on regular slots.
+        let mut s = stage(SlotPolicy::Hybrid, EvictionPolicy::Mrs, &[(4, 0.5)]);
+        let mut evicted_before = task(0, 0, 0);
+        evicted_before.evictions = 1;
+        s.enqueue(evicted_before);
+        s.enqueue(task(1, 0, 1));
+        s.enqueue(task(2, 0, 2));
+        s.enqueue(task(3, 1, 3));
+        assert_eq!(s.schedule(10, &mut rng).len(), 4);
+        assert_eq!((s.sticky_starts, s.sticky_starts_evicted), (2, 1));
+        // A class-9 task evicts the class-0 task on a regular slot, the
+        // next one the class-1 task.
+        s.enqueue(task(9, 9, 20));
+        assert_eq!(victim_of(&s.schedule(21, &mut rng)), Some(2));
+        s.enqueue(task(10, 9, 21));
+        assert_eq!(victim_of(&s.schedule(22, &mut rng)), Some(3));
+        assert_eq!((s.preemptions, s.preemptions_class0), (2, 1));
+        let mut m = Metrics::default();
+        s.finish(&mut m);
+        assert_eq!(m.counter("preemptions_class0_victim"), 1);
+        assert_eq!(m.counter("sticky_starts_evicted"), 1);
     }
 
     #[test]
