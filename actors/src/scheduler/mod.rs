@@ -11,7 +11,7 @@
 //! 3. **placement** (`placement/`): `random`, `least-loaded`, `best-fit`,
 //!    `paragon`, `paragon-nh`, `paragon-ni`, and the YARN placements on
 //!    harvested servers `yarn-stock`, `yarn-pt`, `yarn-h`;
-//! 4. **slots** (`slots.rs`): `none` (a task takes a slot per thread, no
+//! 4. **slots** (`preemption/`): `none` (a task takes a slot per thread, no
 //!    preemption), or the thesis's slot stages `priority`, `wasp` and
 //!    `hybrid`, which today still replace admission and placement with one
 //!    priority queue scheduled every time slot, with priority evictions
@@ -35,7 +35,7 @@ mod cluster_view;
 pub mod energy;
 mod flows;
 pub mod placement;
-pub mod slots;
+pub mod preemption;
 pub mod wasc;
 
 pub use cluster_view::{ClusterView, ServerSlots, ServerSpec};
@@ -69,7 +69,7 @@ use classification::Classifier;
 use classification::cf::CfParams;
 use energy::{EnergyServer, EnergyStage, Flow};
 use placement::expected_rate;
-use slots::{EvictionStats, Returned, SlotAction, SlotPlacer, SlotServer, SlotStage};
+use preemption::{EvictionStats, Returned, SlotAction, SlotPlacer, SlotServer, SlotStage};
 
 /// Times one application is reclassified at most (phase detection, §3.4).
 pub const MAX_RECLASSIFICATIONS: u32 = 3;

@@ -28,6 +28,8 @@
 //! `Finished` or `Evicted` arrives (a server may free a slot earlier; never
 //! later), so a server is never sent more tasks than it has slots.
 
+mod fenwick;
+
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -38,6 +40,8 @@ use crate::config::{EvictionPolicy, SchedulerConfig, SlotPolicy};
 use crate::kernel::{ActorId, ActorRng, Metrics};
 use crate::sampling::index;
 use crate::task::{Task, TaskId};
+
+use fenwick::Fenwick;
 
 /// The placement stage, as the slot stage consults it when the scenario's
 /// `scheduler.placement` is not `random` (docs/scheduler.md, "How the
@@ -725,56 +729,6 @@ impl SlotStage {
         out.add("sticky_starts", self.sticky_starts);
         out.add("sticky_starts_evicted", self.sticky_starts_evicted);
         out.add("dropped_tasks", self.dropped);
-    }
-}
-
-/// A Fenwick (binary indexed) tree of non-negative counts.
-#[derive(Clone, Debug, Default)]
-struct Fenwick {
-    tree: Vec<i64>,
-    total: i64,
-}
-
-impl Fenwick {
-    fn from_counts(counts: &[u32]) -> Self {
-        let mut f = Fenwick {
-            tree: vec![0; counts.len() + 1],
-            total: 0,
-        };
-        for (i, &c) in counts.iter().enumerate() {
-            f.add(i, i64::from(c));
-        }
-        f
-    }
-
-    fn total(&self) -> u32 {
-        self.total.max(0) as u32
-    }
-
-    fn add(&mut self, pos: usize, delta: i64) {
-        self.total += delta;
-        let mut i = pos + 1;
-        while i < self.tree.len() {
-            self.tree[i] += delta;
-            i += i & i.wrapping_neg();
-        }
-    }
-
-    /// The position holding the `k`-th unit (0-based) of the counts.
-    fn find(&self, k: u32) -> usize {
-        let n = self.tree.len() - 1;
-        let mut pos = 0;
-        let mut rest = i64::from(k);
-        let mut step = n.next_power_of_two();
-        while step > 0 {
-            let next = pos + step;
-            if next <= n && self.tree[next] <= rest {
-                pos = next;
-                rest -= self.tree[next];
-            }
-            step >>= 1;
-        }
-        pos.min(n.saturating_sub(1))
     }
 }
 
