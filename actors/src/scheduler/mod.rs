@@ -1,7 +1,8 @@
 //! The scheduler actor: receives submissions, server reports and releases,
 //! and decides where each task runs through a pipeline of stages chosen in
 //! the scenario (MODEL.md §3, docs/scheduler.md). Each stage is a folder
-//! with its trait and registry in `mod.rs` and one file per policy:
+//! with its trait in `mod.rs`, its registry in `registry.rs` and one file
+//! per policy:
 //!
 //! 1. **classification** (`classification/`, Paragon §2): a new application
 //!    is profiled (`profile_time`, part of its response time) and

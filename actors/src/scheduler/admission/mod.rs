@@ -10,13 +10,14 @@
 
 pub mod arq;
 mod fifo;
+mod registry;
 
 pub use arq::ArqAdmission;
 pub use fifo::Fifo;
+pub use registry::build;
 
 use dcemu_topology::SimTime;
 
-use crate::config::{AdmissionKind, ArqOrder, SchedulerConfig};
 use crate::kernel::{Metrics, ModelError};
 use crate::profiling::Profile;
 use crate::task::Task;
@@ -107,20 +108,4 @@ pub trait Admission: Send {
 
     /// A busy period of a server of `pool` ended after `seconds` (ARQ §3.2).
     fn record_busy(&mut self, _pool: usize, _seconds: f64) {}
-}
-
-/// The registry: the policy `cfg.admission` names.
-pub fn build(cfg: &SchedulerConfig) -> Box<dyn Admission> {
-    match cfg.admission {
-        AdmissionKind::Fifo => Box::new(Fifo::default()),
-        AdmissionKind::Arq => Box::new(ArqAdmission::new(arq::ArqParams {
-            classes: cfg.arq_classes.max(1) as usize,
-            order: match cfg.arq_order {
-                ArqOrder::Fifo => arq::QueueOrder::Fifo,
-                ArqOrder::Sjf => arq::QueueOrder::Sjf,
-                ArqOrder::Priority => arq::QueueOrder::Priority,
-            },
-            default_busy_s: 600.0,
-        })),
-    }
 }

@@ -1,6 +1,6 @@
 //! The placement stage: given a task and the scheduler's view of the
 //! cluster, pick a server. Each policy is one file of this folder
-//! implementing [`Placement`]; [`build`] is the registry that maps a
+//! implementing [`Placement`]; [`build`] (`registry.rs`) maps a
 //! scenario's `scheduler.placement` to it (docs/scheduler.md walks through
 //! adding one).
 
@@ -9,19 +9,18 @@ pub mod greedy;
 mod least_loaded;
 mod paragon;
 mod random;
+mod registry;
 pub mod yarn;
 
 pub use best_fit::BestFit;
 pub use least_loaded::LeastLoaded;
 pub use paragon::{Awareness, ParagonPlacement, expected_rate};
 pub use random::RandomPlacement;
+pub use registry::build;
 
-use crate::config::{PlacementKind, PrimaryTenantConfig, SchedulerConfig};
 use crate::kernel::ActorRng;
 use crate::profiling::Profile;
 use crate::task::Task;
-
-use super::cluster_view::ServerSpec;
 
 pub use super::cluster_view::ClusterView;
 
@@ -98,43 +97,5 @@ pub trait Placement: Send {
     /// the scheduler writes them to its log.
     fn take_logs(&mut self) -> Vec<(&'static str, serde_json::Value)> {
         Vec::new()
-    }
-}
-
-/// The registry: the policy `cfg.placement` names, over `servers` (whose
-/// first ones the `primaries` own, in order).
-pub fn build(
-    cfg: &SchedulerConfig,
-    servers: &[ServerSpec],
-    primaries: &[PrimaryTenantConfig],
-) -> Box<dyn Placement> {
-    let paragon = |awareness| {
-        Box::new(ParagonPlacement::new(
-            awareness,
-            cfg.selection,
-            cfg.samples,
-            cfg.max_steps,
-        ))
-    };
-    match cfg.placement {
-        PlacementKind::Random => Box::new(RandomPlacement),
-        PlacementKind::LeastLoaded => Box::new(LeastLoaded),
-        PlacementKind::BestFit => Box::new(BestFit),
-        PlacementKind::YarnStock => Box::new(yarn::YarnStock),
-        PlacementKind::YarnPt => Box::new(yarn::YarnPt::new(servers)),
-        PlacementKind::YarnH => Box::new(yarn::YarnH::new(servers, primaries, cfg)),
-        PlacementKind::Paragon => paragon(Awareness::Full),
-        PlacementKind::ParagonNh => paragon(Awareness::InterferenceOnly),
-        PlacementKind::ParagonNi => paragon(Awareness::HeterogeneityOnly),
-        // The energy-aware and annealing stages place by themselves (the
-        // scheduler's `energy` and `annealing`); this one is never asked.
-        PlacementKind::Gems
-        | PlacementKind::GemsNonetwork
-        | PlacementKind::GemsNosleep
-        | PlacementKind::Beps
-        | PlacementKind::BrfsDot
-        | PlacementKind::BrfsNorm
-        | PlacementKind::Rrs
-        | PlacementKind::Annealing => Box::new(RandomPlacement),
     }
 }

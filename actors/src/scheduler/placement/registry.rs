@@ -1,0 +1,48 @@
+//! The placement registry: which policy `scheduler.placement` names. Adding
+//! a policy is its file in this folder and one line here
+//! (docs/scheduler.md, "Adding a policy").
+
+use crate::config::{PlacementKind, PrimaryTenantConfig, SchedulerConfig};
+use crate::scheduler::cluster_view::ServerSpec;
+
+use super::paragon::{Awareness, ParagonPlacement};
+use super::yarn::{YarnH, YarnPt, YarnStock};
+use super::{BestFit, LeastLoaded, Placement, RandomPlacement};
+
+/// The registry: the policy `cfg.placement` names, over `servers` (whose
+/// first ones the `primaries` own, in order).
+pub fn build(
+    cfg: &SchedulerConfig,
+    servers: &[ServerSpec],
+    primaries: &[PrimaryTenantConfig],
+) -> Box<dyn Placement> {
+    let paragon = |awareness| {
+        Box::new(ParagonPlacement::new(
+            awareness,
+            cfg.selection,
+            cfg.samples,
+            cfg.max_steps,
+        ))
+    };
+    match cfg.placement {
+        PlacementKind::Random => Box::new(RandomPlacement),
+        PlacementKind::LeastLoaded => Box::new(LeastLoaded),
+        PlacementKind::BestFit => Box::new(BestFit),
+        PlacementKind::YarnStock => Box::new(YarnStock),
+        PlacementKind::YarnPt => Box::new(YarnPt::new(servers)),
+        PlacementKind::YarnH => Box::new(YarnH::new(servers, primaries, cfg)),
+        PlacementKind::Paragon => paragon(Awareness::Full),
+        PlacementKind::ParagonNh => paragon(Awareness::InterferenceOnly),
+        PlacementKind::ParagonNi => paragon(Awareness::HeterogeneityOnly),
+        // The energy-aware and annealing stages place by themselves (the
+        // scheduler's `energy` and `annealing`); this one is never asked.
+        PlacementKind::Gems
+        | PlacementKind::GemsNonetwork
+        | PlacementKind::GemsNosleep
+        | PlacementKind::Beps
+        | PlacementKind::BrfsDot
+        | PlacementKind::BrfsNorm
+        | PlacementKind::Rrs
+        | PlacementKind::Annealing => Box::new(RandomPlacement),
+    }
+}
