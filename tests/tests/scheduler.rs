@@ -30,20 +30,28 @@ fn metric(o: &Outcome, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("no metric {key}"))
 }
 
+/// Every submitted task is completed, running, queued, waiting for a
+/// wake-up, in transit or dropped at the end.
+fn assert_no_task_lost(o: &Outcome, label: &str) {
+    let m = |k: &str| metric(o, k);
+    assert_eq!(
+        m("tasks_submitted"),
+        m("tasks_completed")
+            + m("tasks_running_end")
+            + m("tasks_queued_end")
+            + m("tasks_waiting_wake_end")
+            + m("tasks_in_transit_end")
+            + m("dropped_tasks"),
+        "{label}: no task lost"
+    );
+}
+
 #[test]
 fn best_fit_packs_work_so_that_more_servers_sleep_than_under_random() {
     let packed = quickstart("best-fit", 1);
     let spread = quickstart("random", 1);
     for o in [&packed, &spread] {
-        assert_eq!(
-            metric(o, "tasks_submitted"),
-            metric(o, "tasks_completed")
-                + metric(o, "tasks_running_end")
-                + metric(o, "tasks_queued_end")
-                + metric(o, "tasks_waiting_wake_end")
-                + metric(o, "tasks_in_transit_end"),
-            "no task lost"
-        );
+        assert_no_task_lost(o, "quickstart");
     }
     let (on_packed, on_spread) = (
         metric(&packed, "servers_on_mean"),
@@ -118,16 +126,7 @@ fn every_placement_chooses_the_free_slots_of_every_slot_stage() {
             ]);
             let one = run(&scenario, 1);
             let m = |k: &str| metric(&one, k);
-            assert_eq!(
-                m("tasks_submitted"),
-                m("tasks_completed")
-                    + m("tasks_running_end")
-                    + m("tasks_queued_end")
-                    + m("tasks_waiting_wake_end")
-                    + m("tasks_in_transit_end")
-                    + m("dropped_tasks"),
-                "{label}: no task lost"
-            );
+            assert_no_task_lost(&one, &label);
             assert!(m("preemptions") > 0.0, "{label}: the slot stage evicts");
             assert!(m("energy_kwh_total") > 0.0, "{label}");
             assert_eq!(one.digest, run(&scenario, 3).digest, "{label}");
@@ -175,14 +174,7 @@ fn paragon_and_arq_run_without_a_catalog_placing_every_task_unprofiled() {
         let m = |k: &str| metric(&out, k);
         assert_eq!(m("placements_classified"), 0.0, "{admission}: no profiles");
         assert!(m("placements_short_job") > 0.0, "{admission}");
-        assert_eq!(
-            m("tasks_submitted"),
-            m("tasks_completed")
-                + m("tasks_running_end")
-                + m("tasks_queued_end")
-                + m("tasks_in_transit_end"),
-            "{admission}: no task lost"
-        );
+        assert_no_task_lost(&out, admission);
         assert_eq!(out.digest, run(&scenario, 3).digest, "{admission}");
     }
 }
@@ -215,16 +207,7 @@ fn arq_holds_the_queue_of_hybrid_and_diverts_while_paragon_places() {
         m("sticky_starts") > 0.0 && m("preemptions") > 0.0,
         "HYBRID acts"
     );
-    assert_eq!(
-        m("tasks_submitted"),
-        m("tasks_completed")
-            + m("tasks_running_end")
-            + m("tasks_queued_end")
-            + m("tasks_waiting_wake_end")
-            + m("tasks_in_transit_end")
-            + m("dropped_tasks"),
-        "no task lost"
-    );
+    assert_no_task_lost(&one, "paragon + arq + hybrid");
     assert_eq!(one.digest, run(&scenario, 3).digest);
 }
 
@@ -362,6 +345,7 @@ fn a_preemption_never_overtakes_its_victim_through_a_sleeping_switch() {
         let scenario =
             load("datacenter.toml", DATACENTER, &overrides).unwrap_or_else(|e| panic!("{e}"));
         let one = run(&scenario, 1);
+        assert_no_task_lost(&one, placement);
         assert!(metric(&one, "preemptions") > 0.0, "{placement}");
         assert!(metric(&one, "wake_ups_switch") > 0.0, "{placement}");
         assert_eq!(one.digest, run(&scenario, 3).digest, "{placement}");

@@ -21,11 +21,7 @@ impl Placement for BestFit {
         _: &mut ActorRng,
     ) -> Option<Choice> {
         let servers = cluster.servers();
-        cluster
-            .with_free()
-            .iter()
-            .copied()
-            .filter(|&i| req.may_use(i) && servers[i as usize].fits(req.task, true))
+        req.fitting(cluster, true)
             .min_by_key(|&i| (servers[i as usize].free - req.task.cores, i))
             .map(Choice::clean)
     }

@@ -37,12 +37,7 @@ impl Placement for LeastLoaded {
         cluster: &ClusterView,
         _: &mut ActorRng,
     ) -> Option<Choice> {
-        let servers = cluster.servers();
-        cluster
-            .with_free()
-            .iter()
-            .copied()
-            .filter(|&i| req.may_use(i) && servers[i as usize].fits(req.task, true))
+        req.fitting(cluster, true)
             .map(|i| (Self::load(cluster, i), i))
             .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
             .map(|(_, i)| Choice::clean(i))

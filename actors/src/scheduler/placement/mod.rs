@@ -40,6 +40,21 @@ impl Request<'_> {
     pub fn may_use(&self, i: u32) -> bool {
         self.exclude != Some(i) && self.allowed.is_none_or(|ok| ok(i))
     }
+
+    /// The servers with a free slot that may be chosen and have the task's
+    /// slots free (and its memory, with `memory`), in the view's order.
+    pub fn fitting<'c>(
+        &'c self,
+        cluster: &'c ClusterView,
+        memory: bool,
+    ) -> impl Iterator<Item = u32> + 'c {
+        let servers = cluster.servers();
+        cluster
+            .with_free()
+            .iter()
+            .copied()
+            .filter(move |&i| self.may_use(i) && servers[i as usize].fits(self.task, memory))
+    }
 }
 
 /// A placement decision.

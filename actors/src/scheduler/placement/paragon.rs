@@ -90,12 +90,7 @@ impl Placement for ParagonPlacement {
     ) -> Option<Choice> {
         let servers = cluster.servers();
         let eligible = |i: u32| req.may_use(i) && servers[i as usize].fits(req.task, true);
-        let mut fits: Vec<u32> = cluster
-            .with_free()
-            .iter()
-            .copied()
-            .filter(|&i| eligible(i))
-            .collect();
+        let mut fits: Vec<u32> = req.fitting(cluster, true).collect();
         if fits.is_empty() {
             return None;
         }

@@ -16,12 +16,7 @@ impl Placement for RandomPlacement {
         cluster: &ClusterView,
         rng: &mut ActorRng,
     ) -> Option<Choice> {
-        let fits: Vec<u32> = cluster
-            .with_free()
-            .iter()
-            .copied()
-            .filter(|&i| req.may_use(i) && cluster.servers()[i as usize].fits(req.task, false))
-            .collect();
+        let fits: Vec<u32> = req.fitting(cluster, false).collect();
         (!fits.is_empty()).then(|| Choice::clean(fits[index(rng, fits.len() as u32) as usize]))
     }
 }

@@ -88,11 +88,8 @@ impl Placement for YarnStock {
         rng: &mut ActorRng,
     ) -> Option<Choice> {
         let servers = cluster.servers();
-        let mut fits: Vec<(u32, u32)> = cluster
-            .with_free()
-            .iter()
-            .copied()
-            .filter(|&i| req.may_use(i) && servers[i as usize].fits(req.task, true))
+        let mut fits: Vec<(u32, u32)> = req
+            .fitting(cluster, true)
             .map(|i| (i, servers[i as usize].free))
             .collect();
         fits.sort_unstable();
