@@ -860,8 +860,7 @@ impl Scheduler {
                     pool: 0,
                 };
                 let allowed = allow.is_some().then_some(&admits as &dyn Fn(u32) -> bool);
-                let Some(action) =
-                    stage.try_start(task, allowed, now, ctx.rng(), Some(&mut placer))
+                let Some(action) = stage.try_start(task, allowed, now, ctx.rng(), &mut placer)
                 else {
                     return Ok(Attempt::NoRoom);
                 };

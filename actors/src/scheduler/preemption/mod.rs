@@ -336,15 +336,15 @@ impl SlotStage {
     /// slot of a task of lower priority it evicts there (§6.2.3.3). The
     /// admission stage's order then stands for the slot stage's queue
     /// (ARQ §4, "Priorities": with `arq_order = "priority"`, the more
-    /// critical first). `placer` chooses free slots as in
-    /// [`SlotStage::schedule_placed`]; without it, a random free one.
+    /// critical first). `placer` chooses the free slot, as in
+    /// [`SlotStage::schedule_placed`].
     pub fn try_start(
         &mut self,
         task: &Task,
         allowed: Option<&dyn Fn(u32) -> bool>,
         now: SimTime,
         rng: &mut ActorRng,
-        mut placer: Option<&mut dyn SlotPlacer>,
+        placer: &mut dyn SlotPlacer,
     ) -> Option<SlotAction> {
         let admits = |i: u32| allowed.is_none_or(|ok| ok(i));
         let regular_cap = self.slots_total - self.sticky_cap;
@@ -360,16 +360,9 @@ impl SlotStage {
                     && admits(i)
                     && level.is_none_or(|l| self.level_of[i as usize] == l)
             };
-            let server = match placer.as_deref_mut() {
-                Some(p) => p.choose(task, &candidates, rng).filter(|&i| candidates(i)),
-                None => {
-                    let free: Vec<u32> = (0..self.servers.len() as u32)
-                        .filter(|&i| candidates(i))
-                        .flat_map(|i| std::iter::repeat_n(i, self.free[i as usize] as usize))
-                        .collect();
-                    (!free.is_empty()).then(|| free[index(rng, free.len() as u32) as usize])
-                }
-            };
+            let server = placer
+                .choose(task, &candidates, rng)
+                .filter(|&i| candidates(i));
             if let Some(server) = server {
                 if sticky {
                     self.sticky_used += 1;
@@ -380,9 +373,7 @@ impl SlotStage {
                 } else {
                     self.regular_used += 1;
                 }
-                if let Some(p) = placer.as_deref_mut() {
-                    p.started(task, server, None, now);
-                }
+                placer.started(task, server, None, now);
                 return Some(self.start(task.clone(), server, now, sticky, true));
             }
         }
@@ -397,9 +388,7 @@ impl SlotStage {
         if v.priority == 0 {
             self.preemptions_class0 += 1;
         }
-        if let Some(p) = placer {
-            p.started(task, v.server, Some(victim), now);
-        }
+        placer.started(task, v.server, Some(victim), now);
         match self.start(task.clone(), v.server, now, false, false) {
             SlotAction::Dispatch { task, server } => Some(SlotAction::Preempt {
                 victim,
@@ -411,10 +400,15 @@ impl SlotStage {
         }
     }
 
+    /// Whether WASP treats a task of `priority` as production: the most
+    /// powerful slots for it, and its victims on them (§8.1.2).
+    fn wasp_production(&self, priority: u8) -> bool {
+        matches!(self.policy, SlotPolicy::Wasp | SlotPolicy::Hybrid) && priority >= self.production
+    }
+
     /// [`SlotStage::wasp_level`] among the servers `admits` holds.
     fn wasp_level_among(&self, priority: u8, admits: &dyn Fn(u32) -> bool) -> Option<u16> {
-        let wasp = matches!(self.policy, SlotPolicy::Wasp | SlotPolicy::Hybrid);
-        if !(wasp && priority >= self.production) {
+        if !self.wasp_production(priority) {
             return None;
         }
         self.levels
@@ -443,7 +437,6 @@ impl SlotStage {
             .take_while(|k| k.0 < priority)
             .find(|k| self.running.get(&k.2).is_some_and(|r| admits(r.server)))?
             .0;
-        let wasp = matches!(self.policy, SlotPolicy::Wasp | SlotPolicy::Hybrid);
         let mut found: Vec<(u16, SimTime, TaskId)> = self
             .by_start
             .range((lowest, 0, 0)..=(lowest, SimTime::MAX, TaskId::MAX))
@@ -452,7 +445,7 @@ impl SlotStage {
                 admits(r.server).then_some((r.level, started, id))
             })
             .collect();
-        if wasp && priority >= self.production {
+        if self.wasp_production(priority) {
             let best = found.iter().map(|f| f.0).min()?;
             found.retain(|f| f.0 == best);
         }
@@ -563,8 +556,7 @@ impl SlotStage {
         if lowest >= priority {
             return None;
         }
-        let wasp = matches!(self.policy, SlotPolicy::Wasp | SlotPolicy::Hybrid);
-        if wasp && priority >= self.production {
+        if self.wasp_production(priority) {
             let &(_, level, _, _) = self
                 .by_power
                 .range((lowest, 0, 0, 0)..=(lowest, u16::MAX, SimTime::MAX, TaskId::MAX))
@@ -597,8 +589,7 @@ impl SlotStage {
     /// The level whose free slots a task of `priority` must take: WASP
     /// gives production the most powerful level with a free slot (§8.1.2).
     fn wasp_level(&self, priority: u8) -> Option<u16> {
-        let wasp = matches!(self.policy, SlotPolicy::Wasp | SlotPolicy::Hybrid);
-        if !(wasp && priority >= self.production) {
+        if !self.wasp_production(priority) {
             return None;
         }
         self.levels
@@ -629,8 +620,7 @@ impl SlotStage {
     /// A free slot for a task of `priority`: WASP gives production the most
     /// powerful one; everything else takes a uniformly random free slot.
     fn choose_free(&mut self, priority: u8, rng: &mut impl RngCore) -> u32 {
-        let wasp = matches!(self.policy, SlotPolicy::Wasp | SlotPolicy::Hybrid);
-        if wasp && priority >= self.production {
+        if self.wasp_production(priority) {
             for level in &self.levels {
                 let n = level.free.total();
                 if n > 0 {
