@@ -890,12 +890,11 @@ impl SchedulerConfig {
 
     /// Whether reactive phase detection runs (Paragon §3.4): only Paragon
     /// itself reclassifies and migrates (its baselines of §5 do not), and
-    /// only with server reports to detect from. Not under a slot stage,
-    /// whose tasks keep the slot they started in until they end or are
-    /// evicted (thesis §6.2.3).
+    /// only with server reports to detect from. Under a slot stage a
+    /// migrating task takes a free slot of its new server and cannot be
+    /// evicted until it runs there (`SlotStage::begin_move`).
     pub fn detects_phases(&self) -> bool {
         self.placement == PlacementKind::Paragon
-            && !self.slots.slotted()
             && self.reclassify_below > 0.0
             && self.report_interval.as_nanos() > 0
     }

@@ -37,6 +37,8 @@ pub struct PrimaryTenant {
     level: f64,
     spike_until: SimTime,
     next_spike: SimTime,
+    /// Load spikes started (unpredictable pattern, §3.2).
+    spikes: u64,
     /// Cores its servers use now (the sum of `announced`), since when, and
     /// the integral before that in core·ns: `primary_utilization_mean`.
     used_cores: u64,
@@ -69,6 +71,7 @@ impl PrimaryTenant {
             level: cfg.mean,
             spike_until: 0,
             next_spike: 0,
+            spikes: 0,
             used_cores: 0,
             used_since: 0,
             used_core_ns: 0,
@@ -112,6 +115,7 @@ impl PrimaryTenant {
             }
             UtilPattern::Unpredictable => {
                 if now >= self.next_spike {
+                    self.spikes += 1;
                     let length = exponential(ctx.rng(), self.cfg.spike_duration.as_nanos() as f64);
                     self.spike_until = now.saturating_add(to_nanos(length));
                     let gap = exponential(ctx.rng(), DAY_NS / self.cfg.spikes_per_day);
@@ -197,6 +201,7 @@ impl PrimaryTenant {
         out.add_f64("primary_core_s", self.used_core_ns as f64 / 1e9);
         let cores: u64 = self.servers.iter().map(|&(_, c)| u64::from(c)).sum();
         out.add("primary_cores_total", cores);
+        out.add("primary_spikes", self.spikes);
         self.input_statistics(end, out);
     }
 

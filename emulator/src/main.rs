@@ -321,14 +321,43 @@ fn print_summary(label: &str, s: &Scenario, o: &Outcome, partitions: usize, out:
     );
     let kwh = |k: &str| m(k).as_f64().unwrap_or(0.0);
     println!(
-        "  energy         {:.2} kWh ({:.2} servers, {:.2} network); on: {:.1} servers, {:.1} switches on average; {} server wake-ups",
+        "  energy         {:.2} kWh ({:.2} servers, {:.2} network); on: {:.1} servers, {:.1} switches on average; {} server and {} switch wake-ups",
         kwh("energy_kwh_total"),
         kwh("energy_kwh_server"),
         kwh("energy_kwh_network"),
         kwh("servers_on_mean"),
         kwh("switches_on_mean"),
-        n("wake_ups_server")
+        n("wake_ups_server"),
+        n("wake_ups_switch")
     );
+    if n("primary_servers") > 0 {
+        println!(
+            "  primaries      {} tenants on {} servers: {} load spikes, {} containers killed for them, {} disk reimages",
+            n("primary_tenants"),
+            n("primary_servers"),
+            n("primary_spikes"),
+            n("killed_containers"),
+            n("reimages")
+        );
+    }
+    if n("blocks_total") > 0 {
+        println!(
+            "  storage        {} blocks: {} replicas lost to reimages, {} re-replicated, {} blocks lost; {} of {} reads failed",
+            n("blocks_total"),
+            n("replicas_lost_reimage"),
+            n("replicas_rereplicated"),
+            n("blocks_lost"),
+            n("failed_accesses"),
+            n("block_reads")
+        );
+    }
+    if o.metrics.contains_key("arq_diverted_up") {
+        println!(
+            "  admission      ARQ diverted {} tasks to better pools, {} to lesser ones",
+            n("arq_diverted_up"),
+            n("arq_diverted_down")
+        );
+    }
     println!(
         "  response time  mean {}, p99 {}; queue wait mean {}",
         secs("response_s_mean"),
@@ -336,7 +365,14 @@ fn print_summary(label: &str, s: &Scenario, o: &Outcome, partitions: usize, out:
         secs("queue_wait_s_mean")
     );
     if let Some(u) = m("slot_utilization_mean").as_f64() {
-        println!("  slots          {:.1} % busy on average", u * 100.0);
+        match m("sticky_starts").as_u64() {
+            Some(sticky) => println!(
+                "  slots          {:.1} % busy on average; {sticky} sticky starts, {} priority evictions",
+                u * 100.0,
+                n("preemptions")
+            ),
+            None => println!("  slots          {:.1} % busy on average", u * 100.0),
+        }
     }
     if let Some(q) = m("qos_met_fraction").as_f64() {
         println!(
@@ -354,9 +390,10 @@ fn print_summary(label: &str, s: &Scenario, o: &Outcome, partitions: usize, out:
             .and_then(Value::as_f64)
             .unwrap_or(0.0);
         println!(
-            "  scheduler      {} classified ({:.1} % best configuration), {} migrations; {decision:.1} µs per placement decision (wall)",
+            "  scheduler      {} classified ({:.1} % best configuration), {} reclassified, {} migrations; {decision:.1} µs per placement decision (wall)",
             n("apps_classified"),
             m("class_best_config_fraction").as_f64().unwrap_or(0.0) * 100.0,
+            n("reclassifications"),
             n("migrations")
         );
     }

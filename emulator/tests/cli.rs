@@ -58,11 +58,12 @@ fn run_without_arguments_writes_a_complete_results_directory() {
     }
     let logs = std::fs::read_dir(dir.join("actors")).unwrap().count();
     assert_eq!(
-        logs, 36,
-        "one log per actor: scheduler, 3 tenants, 32 servers"
+        logs, 69,
+        "one log per actor: scheduler, name node, 3 tenants, 2 primary tenants, 14 switches, 48 servers"
     );
     assert!(dir.join("actors/server-0017.jsonl").is_file());
-    assert!(dir.join("actors/tenant-batch-0.jsonl").is_file());
+    assert!(dir.join("actors/switch-core-000.jsonl").is_file());
+    assert!(dir.join("actors/tenant-google-0.jsonl").is_file());
     let digest = std::fs::read_to_string(dir.join("digest")).unwrap();
     let digest = digest.trim();
     assert!(digest.len() == 64 && digest.chars().all(|c| c.is_ascii_hexdigit()));

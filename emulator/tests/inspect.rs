@@ -112,7 +112,7 @@ fn replay_is_identical_on_the_smoke_set_and_finds_a_tampered_line() {
 fn replay_until_compares_the_prefix_and_dumps_server_state() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("q");
-    run("", &["run.end=20m"], &dir);
+    run("basic/two-tenants.toml", &["run.end=20m"], &dir);
     let o = dcemu(&[
         "replay",
         dir.to_str().unwrap(),
@@ -135,7 +135,7 @@ fn replay_until_compares_the_prefix_and_dumps_server_state() {
         states.iter().map(|s| s.0).collect::<Vec<_>>(),
         ["server-0001", "server-0002"]
     );
-    // The quickstart keeps its 4 slots busy: the dump lists the tasks on
+    // The two tenants keep each server's 4 slots busy: the dump lists the tasks on
     // each, all started before 10 min, as their task_start events say.
     for (name, state) in &states {
         let running = state["running"].as_array().unwrap();

@@ -6,6 +6,11 @@ use dcemu::run::{Outcome, RunOptions, execute};
 use dcemu::scenario::{Override, Scenario, load};
 use serde_json::Value;
 
+/// `scenarios/basic/two-tenants.toml`: a flat cluster of 32 servers shared
+/// by a batch and an interactive tenant, nothing else (the embedded default
+/// before issue 22). Tests that want a plain, fast scenario use it.
+pub const TWO_TENANTS: &str = include_str!("../../scenarios/basic/two-tenants.toml");
+
 /// Loads a scenario from `text` with `--set`-style overrides.
 pub fn scenario(label: &str, text: &str, overrides: &[&str]) -> Scenario {
     let overrides: Vec<Override> = overrides

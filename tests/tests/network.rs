@@ -341,7 +341,7 @@ fn impossible_flows_are_refused_when_the_scenario_loads() {
         "{err}"
     );
     let flat: Vec<Override> = vec!["tenants.0.flow_bandwidth=1Mbps".parse().unwrap()];
-    let err = load("q", dcemu::scenario::QUICKSTART, &flat)
+    let err = load("two-tenants.toml", dcemu_tests::TWO_TENANTS, &flat)
         .unwrap_err()
         .to_string();
     assert!(err.contains("three-tier"), "{err}");

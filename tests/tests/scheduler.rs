@@ -2,18 +2,20 @@
 //! one file behaves as its doc says through the whole model.
 
 use dcemu::run::{Outcome, RunOptions, execute};
-use dcemu::scenario::{QUICKSTART, load};
+use dcemu::scenario::load;
+use dcemu_tests::TWO_TENANTS;
 
-/// The quickstart's 32 servers with sleeping idle servers, for 30 minutes,
+/// The two-tenant cluster's 32 servers with sleeping idle servers, for 30 minutes,
 /// its batch tenant at a third of its load (about 30 of 128 slots busy).
-fn quickstart(placement: &str, partitions: usize) -> Outcome {
+fn two_tenants(placement: &str, partitions: usize) -> Outcome {
     let overrides = [
         "run.end=30m".parse().unwrap(),
         "tenants.0.arrivals.rate_per_s=0.5".parse().unwrap(),
         "power.policy=sleep".parse().unwrap(),
         format!("scheduler.placement={placement}").parse().unwrap(),
     ];
-    let scenario = load("quickstart", QUICKSTART, &overrides).unwrap_or_else(|e| panic!("{e}"));
+    let scenario =
+        load("two-tenants.toml", TWO_TENANTS, &overrides).unwrap_or_else(|e| panic!("{e}"));
     execute(
         &scenario,
         &RunOptions {
@@ -48,10 +50,10 @@ fn assert_no_task_lost(o: &Outcome, label: &str) {
 
 #[test]
 fn best_fit_packs_work_so_that_more_servers_sleep_than_under_random() {
-    let packed = quickstart("best-fit", 1);
-    let spread = quickstart("random", 1);
+    let packed = two_tenants("best-fit", 1);
+    let spread = two_tenants("random", 1);
     for o in [&packed, &spread] {
-        assert_no_task_lost(o, "quickstart");
+        assert_no_task_lost(o, "two-tenants");
     }
     let (on_packed, on_spread) = (
         metric(&packed, "servers_on_mean"),
@@ -62,7 +64,7 @@ fn best_fit_packs_work_so_that_more_servers_sleep_than_under_random() {
         "best-fit keeps {on_packed:.1} servers on, random {on_spread:.1}"
     );
     assert!(metric(&packed, "energy_kwh_total") < metric(&spread, "energy_kwh_total"));
-    assert_eq!(packed.digest, quickstart("best-fit", 3).digest);
+    assert_eq!(packed.digest, two_tenants("best-fit", 3).digest);
 }
 
 /// Paragon's local cluster (40 servers, its catalog applications) shared
@@ -169,7 +171,8 @@ fn paragon_and_arq_run_without_a_catalog_placing_every_task_unprofiled() {
             "scheduler.placement=paragon".parse().unwrap(),
             format!("scheduler.admission={admission}").parse().unwrap(),
         ];
-        let scenario = load("quickstart", QUICKSTART, &overrides).unwrap_or_else(|e| panic!("{e}"));
+        let scenario =
+            load("two-tenants.toml", TWO_TENANTS, &overrides).unwrap_or_else(|e| panic!("{e}"));
         let out = run(&scenario, 1);
         let m = |k: &str| metric(&out, k);
         assert_eq!(m("placements_classified"), 0.0, "{admission}: no profiles");
@@ -350,4 +353,102 @@ fn a_preemption_never_overtakes_its_victim_through_a_sleeping_switch() {
         assert!(metric(&one, "wake_ups_switch") > 0.0, "{placement}");
         assert_eq!(one.digest, run(&scenario, 3).digest, "{placement}");
     }
+}
+
+/// The counters the default scenario's summary shows, one per mechanism
+/// (issue 22: each must be at work).
+const MECHANISMS: &[&str] = &[
+    "wake_ups_server",
+    "wake_ups_switch",
+    "energy_kwh_network",
+    "primary_spikes",
+    "killed_containers",
+    "reimages",
+    "replicas_rereplicated",
+    "arq_diverted_up",
+    "apps_classified",
+    "reclassifications",
+    "migrations",
+    "sticky_starts",
+    "preemptions",
+];
+
+fn assert_every_mechanism_at_work(o: &Outcome, label: &str) {
+    for key in MECHANISMS {
+        assert!(metric(o, key) > 0.0, "{label}: {key} is 0");
+    }
+    assert!(
+        metric(o, "tasks_completed") > 0.9 * metric(o, "tasks_submitted"),
+        "{label}: the datacenter keeps up with its load"
+    );
+    assert_no_task_lost(o, label);
+}
+
+#[test]
+fn the_embedded_default_shows_every_mechanism_at_once_on_any_partitioning() {
+    let scenario = load(
+        dcemu::scenario::QUICKSTART_LABEL,
+        dcemu::scenario::QUICKSTART,
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let one = run(&scenario, 1);
+    assert_every_mechanism_at_work(&one, "quickstart");
+    assert_eq!(one.digest, run(&scenario, 3).digest);
+}
+
+#[test]
+fn the_mission_datacenter_shows_every_mechanism_at_once_on_any_partitioning() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let text = std::fs::read_to_string(root.join("scenarios/datacenter.toml")).unwrap();
+    let scenario = load("datacenter.toml", &text, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let one = run(&scenario, 1);
+    assert_every_mechanism_at_work(&one, "datacenter");
+    assert_eq!(one.digest, run(&scenario, 3).digest);
+}
+
+#[test]
+fn blind_placements_see_the_room_primary_tenants_leave() {
+    // Random placement knows nothing of primary tenants; the view bounds
+    // each server by what its primary's use and reserve leave (reports),
+    // so tasks are not sent to servers that kill them at once. Without
+    // reports the scheduler cannot see the primaries and they do.
+    let with_reports = run(
+        &load(
+            dcemu::scenario::QUICKSTART_LABEL,
+            dcemu::scenario::QUICKSTART,
+            &[
+                "run.end=1h".parse().unwrap(),
+                "scheduler.placement=random".parse().unwrap(),
+                "scheduler.admission=fifo".parse().unwrap(),
+            ],
+        )
+        .unwrap_or_else(|e| panic!("{e}")),
+        1,
+    );
+    let blind = run(
+        &load(
+            dcemu::scenario::QUICKSTART_LABEL,
+            dcemu::scenario::QUICKSTART,
+            &[
+                "run.end=1h".parse().unwrap(),
+                "scheduler.placement=random".parse().unwrap(),
+                "scheduler.admission=fifo".parse().unwrap(),
+                "scheduler.report_interval=0s".parse().unwrap(),
+            ],
+        )
+        .unwrap_or_else(|e| panic!("{e}")),
+        1,
+    );
+    for (o, label) in [(&with_reports, "reports"), (&blind, "blind")] {
+        assert_no_task_lost(o, label);
+    }
+    let (seen, unseen) = (
+        metric(&with_reports, "killed_containers"),
+        metric(&blind, "killed_containers"),
+    );
+    assert!(
+        seen * 5.0 < unseen,
+        "killed with the primaries' room seen: {seen}, blind: {unseen}"
+    );
 }

@@ -28,6 +28,9 @@ pub struct ClusterView {
     /// Paragon's interference state of each server (§3.1), kept by the
     /// scheduler from the profiles of the applications it placed there.
     interference: Vec<ServerInterference>,
+    /// Whether a server's room is also bounded by what its primary tenant
+    /// uses and reserves, as its latest report tells ([`ServerSlots::primary_room`]).
+    primary_aware: bool,
 }
 
 /// What the scheduler knows of a server: its configuration and what it
@@ -42,6 +45,12 @@ pub struct ServerSlots {
     pub memory_mb: u64,
     /// Memory not promised to the tasks dispatched to it.
     pub memory_free_mb: u64,
+    /// Slots the server's primary tenant leaves to secondary tasks, from
+    /// its latest report: cores less the primary's use and reserve
+    /// (harvesting §5.3; its node manager kills the youngest tasks beyond
+    /// that). `u32::MAX` when the view is not primary-aware or no report
+    /// came yet.
+    pub primary_room: u32,
 }
 
 /// A server as the scheduler is told about it when the model is built.
@@ -66,9 +75,12 @@ impl ServerSlots {
         f64::from(self.slots - self.free) / f64::from(self.slots.max(1))
     }
 
-    /// Whether `task` fits its free slots, and its free memory if `memory`.
+    /// Whether `task` fits its free slots and the room its primary tenant
+    /// leaves, and its free memory if `memory`.
     pub fn fits(&self, task: &Task, memory: bool) -> bool {
-        self.free >= task.cores && (!memory || self.memory_free_mb >= task.memory_mb)
+        self.free >= task.cores
+            && (self.slots - self.free).saturating_add(task.cores) <= self.primary_room
+            && (!memory || self.memory_free_mb >= task.memory_mb)
     }
 }
 
@@ -88,6 +100,7 @@ impl ClusterView {
                     class: s.class,
                     memory_mb: s.memory_mb,
                     memory_free_mb: s.memory_mb,
+                    primary_room: u32::MAX,
                 })
                 .collect(),
             with_free: Vec::new(),
@@ -108,6 +121,7 @@ impl ClusterView {
                 .enumerate()
                 .map(|(i, s)| (s.id, i as u32))
                 .collect(),
+            primary_aware: false,
         };
         for i in 0..view.servers.len() {
             if view.servers[i].free > 0 {
@@ -126,9 +140,29 @@ impl ClusterView {
         self.reports.get(i as usize).and_then(Option::as_ref)
     }
 
+    /// Makes every server's room also bounded by what its primary tenant
+    /// uses and reserves, as reported: what a resource manager sees when
+    /// node managers give primary tenants their cores first (harvesting
+    /// §5.3, YARN-PT's view), so that a placement blind to primary tenants
+    /// does not send tasks to servers that would kill them at once.
+    pub(crate) fn set_primary_aware(&mut self) {
+        self.primary_aware = true;
+    }
+
+    pub fn primary_aware(&self) -> bool {
+        self.primary_aware
+    }
+
     /// Keeps `report` as the latest from the server with actor id `id`.
     pub(crate) fn record_report(&mut self, id: ActorId, report: ServerReport) {
         if let Some(&i) = self.by_actor.get(&id) {
+            let claimed = report.primary_cores + report.reserve_cores;
+            if self.primary_aware {
+                self.servers[i as usize].primary_room = match claimed {
+                    0 => u32::MAX,
+                    _ => report.cores.saturating_sub(claimed),
+                };
+            }
             self.reports[i as usize] = Some(report);
         }
     }

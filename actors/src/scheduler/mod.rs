@@ -335,7 +335,10 @@ impl Scheduler {
         let placement = placement::build(cfg, servers, primaries);
         let admission = admission::build(cfg);
         let pools = admission.pools();
-        let cluster = ClusterView::new(servers, cfg.contention == Contention::Server);
+        let mut cluster = ClusterView::new(servers, cfg.contention == Contention::Server);
+        if !primaries.is_empty() && world.primary_kills && !cfg.placement.reads_primary_use() {
+            cluster.set_primary_aware();
+        }
         let pool = vec![0; servers.len()];
         let counted: Vec<(bool, bool)> = servers.iter().map(|s| (false, s.slots > 0)).collect();
         let mut pool_counts = PoolState {
@@ -383,7 +386,9 @@ impl Scheduler {
             cfg: cfg.clone(),
             admission,
             slot_placer: slot_stage.is_some()
-                && (cfg.placement != PlacementKind::Random || cfg.admission != AdmissionKind::Fifo),
+                && (cfg.placement != PlacementKind::Random
+                    || cfg.admission != AdmissionKind::Fifo
+                    || cluster.primary_aware()),
             slot_admission: slot_stage.is_some() && cfg.admission != AdmissionKind::Fifo,
             slots: slot_stage,
             energy,
@@ -517,6 +522,9 @@ impl Scheduler {
             Msg::DistPlace => return self.dist_pass(ctx),
             Msg::Migrated { task, server } => {
                 self.core.migrations += 1;
+                if let Some(stage) = self.slots.as_mut() {
+                    stage.arrived(task.id);
+                }
                 let world = Arc::clone(&self.core.world);
                 ctx.log(
                     "migrate_done",
@@ -562,12 +570,6 @@ impl Scheduler {
                         ctx.timer(at - now, Msg::DistPlace)?;
                     }
                     return Ok(());
-                }
-                let mut task = task;
-                if self.slots.is_some() {
-                    // One slot per task, and so at most one core (thesis
-                    // §6.2.3.1), whatever it asked for.
-                    task.cores = 1;
                 }
                 if let Some(c) = &self.core.classification
                     && task.app.is_some()
@@ -706,10 +708,12 @@ impl Scheduler {
                         ctx.log(kind, &fields);
                     }
                 }
-                // a server's primary use or reserve moved: what YARN-PT and
-                // YARN-H see as available changed
+                // a server's primary use or reserve moved: what YARN-PT,
+                // YARN-H and a primary-aware view see as available changed
                 let moved = before != Some((report.primary_cores, report.reserve_cores));
-                if self.cfg.placement.reads_primary_use() && moved {
+                let sees_primary =
+                    self.cfg.placement.reads_primary_use() || self.core.cluster.primary_aware();
+                if sees_primary && moved {
                     self.core.version += 1;
                     return self.drain(ctx);
                 }
@@ -722,10 +726,13 @@ impl Scheduler {
                 caused,
             } => {
                 self.core
-                    .reclassified(task, src, &tolerated, &caused, ctx)?;
+                    .reclassified(task, src, &tolerated, &caused, self.slots.as_mut(), ctx)?;
                 self.drain(ctx)
             }
             Body::Migrating(task) => {
+                if let Some(stage) = self.slots.as_mut() {
+                    stage.left(task.id, src);
+                }
                 self.core.migrating(task, src, ctx)?;
                 self.drain(ctx)
             }
@@ -969,10 +976,23 @@ impl Scheduler {
     /// admission stage, then places what it can.
     fn admit(
         &mut self,
-        task: Task,
+        mut task: Task,
         overhead_ns: u64,
         ctx: &mut Ctx<'_, Msg>,
     ) -> Result<(), ModelError> {
+        if self.slots.is_some() {
+            // One slot per task, and so at most one core (thesis §6.2.3.1),
+            // whatever it asked for. An application of `k` threads then runs
+            // at `1/k` of its speed (server.rs), and Paragon, which granted
+            // the one core, expects that of it (§3.4's detection and
+            // migrations compare against it).
+            let asked = task.cores.max(1);
+            task.cores = 1;
+            if let Some(p) = self.core.profiles.get_mut(&task.id) {
+                let width = 1.0 / f64::from(asked);
+                p.speed.iter_mut().for_each(|v| *v *= width);
+            }
+        }
         if let Some(stage) = self.slots.as_mut()
             && !self.slot_admission
         {
@@ -1299,6 +1319,9 @@ impl Core {
         }
         let p = self.placed.remove(&task)?;
         self.vacate(task, i, p.cores, p.memory_mb);
+        if let Some((target, _)) = p.migrating_to {
+            self.vacate(task, target, p.cores, p.memory_mb);
+        }
         Some((p.pool, (now - p.since) as f64 / 1e9))
     }
 
@@ -1408,6 +1431,7 @@ impl Core {
         src: ActorId,
         tolerated: &[u16; SOURCES],
         caused: &[u16; SOURCES],
+        slots: Option<&mut SlotStage>,
         ctx: &mut Ctx<'_, Msg>,
     ) -> Result<(), ModelError> {
         let Some(i) = self.cluster.index_of(src) else {
@@ -1449,10 +1473,11 @@ impl Core {
         let Some(task_view) = self.placed_task(task) else {
             return Ok(());
         };
+        let slot_free = |s: u32| slots.as_deref().is_none_or(|st| st.has_free(s));
         let req = Request {
             task: &task_view,
             profile: self.profiles.get(&task),
-            allowed: None,
+            allowed: Some(&slot_free),
             exclude: Some(i),
         };
         let choice = self.placement.place(&req, &self.cluster, ctx.rng());
@@ -1470,11 +1495,12 @@ impl Core {
         let go = left / rate_new.max(1e-6) + self.migration_time as f64;
         match choice {
             Some(choice) if go < stay => {
-                self.start_migration(task, "faster", src, choice, rate_now, rate_new, ctx)
+                let rates = (rate_now, rate_new);
+                self.start_migration(task, "faster", src, choice, rates, slots, ctx)
             }
             // Moving the co-runners away helps only a loss that interference
             // explains; otherwise it would cost them a migration for nothing.
-            _ if violation > 0.0 => self.isolate(task, i, ctx),
+            _ if violation > 0.0 => self.isolate(task, i, slots, ctx),
             _ => {
                 self.migrations_declined += 1;
                 Ok(())
@@ -1482,7 +1508,9 @@ impl Core {
         }
     }
 
-    /// Reserves `choice` for `task` and asks `src` to hand the task over.
+    /// Reserves `choice` for `task` (and, under a slot stage, a slot there)
+    /// and asks `src` to hand the task over. `rates`: its rate now and the
+    /// one expected there.
     #[allow(clippy::too_many_arguments)]
     fn start_migration(
         &mut self,
@@ -1490,10 +1518,19 @@ impl Core {
         why: &'static str,
         src: ActorId,
         choice: Choice,
-        rate_now: f64,
-        rate_expected: f64,
+        (rate_now, rate_expected): (f64, f64),
+        slots: Option<&mut SlotStage>,
         ctx: &mut Ctx<'_, Msg>,
     ) -> Result<(), ModelError> {
+        if !self.placed.contains_key(&task) {
+            return Ok(());
+        }
+        if let Some(stage) = slots
+            && !stage.begin_move(task, choice.server)
+        {
+            self.migrations_declined += 1;
+            return Ok(());
+        }
         let Some(p) = self.placed.get_mut(&task) else {
             return Ok(());
         };
@@ -1527,7 +1564,13 @@ impl Core {
     /// moving its co-runners on server `i` away (§3.4), if every one of
     /// them has a server that takes it without violating any interference
     /// constraint; otherwise leave things as they are.
-    fn isolate(&mut self, task: TaskId, i: u32, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+    fn isolate(
+        &mut self,
+        task: TaskId,
+        i: u32,
+        mut slots: Option<&mut SlotStage>,
+        ctx: &mut Ctx<'_, Msg>,
+    ) -> Result<(), ModelError> {
         let others: Vec<TaskId> = self
             .placed
             .iter()
@@ -1543,10 +1586,11 @@ impl Core {
             let Some(view) = self.placed_task(other) else {
                 continue;
             };
+            let slot_free = |s: u32| slots.as_deref().is_none_or(|st| st.has_free(s));
             let req = Request {
                 task: &view,
                 profile: self.profiles.get(&other),
-                allowed: None,
+                allowed: Some(&slot_free),
                 exclude: Some(i),
             };
             match self.placement.place(&req, &self.cluster, ctx.rng()) {
@@ -1578,7 +1622,8 @@ impl Core {
                 .get(&other)
                 .and_then(|p| p.speed.get(class).copied())
                 .unwrap_or(1.0);
-            self.start_migration(other, "isolate", src, choice, rate, speed, ctx)?;
+            let stage = slots.as_deref_mut();
+            self.start_migration(other, "isolate", src, choice, (rate, speed), stage, ctx)?;
         }
         Ok(())
     }

@@ -116,6 +116,12 @@ struct Running {
     started: SimTime,
     level: u16,
     sticky: bool,
+    /// The server whose slot a migration holds for it (Paragon §3.4),
+    /// until it leaves this one.
+    moving_to: Option<u32>,
+    /// Out of the eviction indexes while it migrates, so that no `Preempt`
+    /// can reach a server before the task does.
+    moving: bool,
 }
 
 /// The slot stage: queue, slot accounting and eviction indexes.
@@ -274,6 +280,11 @@ impl SlotStage {
         self.slots_total
     }
 
+    /// Whether server `i` has a free slot.
+    pub fn has_free(&self, i: u32) -> bool {
+        self.free.get(i as usize).is_some_and(|&f| f > 0)
+    }
+
     /// Puts a task in the central queue at its first arrival.
     pub fn enqueue(&mut self, task: Task) {
         self.by_priority
@@ -304,6 +315,62 @@ impl SlotStage {
             self.regular_used -= 1;
         }
         self.free_slot(r.server, 1);
+        if let Some(to) = r.moving_to {
+            self.free_slot(to, 1);
+        }
+    }
+
+    /// Paragon's migration (§3.4) under a slot stage: running `task` is to
+    /// move to a free slot of server `to`, which it holds from now on. It
+    /// cannot be evicted until it runs there ([`SlotStage::arrived`]).
+    /// `false` if it is not running, already moving, or `to` has no free
+    /// slot.
+    pub fn begin_move(&mut self, task: TaskId, to: u32) -> bool {
+        let free = self.free.get(to as usize).is_some_and(|&f| f > 0);
+        let Some(r) = self.running.get(&task).cloned() else {
+            return false;
+        };
+        if !free || r.moving || r.server == to {
+            return false;
+        }
+        self.unindex(task, &r);
+        self.take_slot(to);
+        if let Some(r) = self.running.get_mut(&task) {
+            r.moving_to = Some(to);
+            r.moving = true;
+        }
+        true
+    }
+
+    /// A moving task left `from` with its progress: its slot there is free.
+    pub fn left(&mut self, task: TaskId, from: ActorId) {
+        let Some(&i) = self.index_of.get(&from) else {
+            return;
+        };
+        let Some(r) = self.running.get_mut(&task) else {
+            return;
+        };
+        let Some(to) = r.moving_to.filter(|_| r.server == i) else {
+            return;
+        };
+        r.server = to;
+        r.level = self.level_of[to as usize];
+        r.moving_to = None;
+        self.free_slot(i, 1);
+    }
+
+    /// A moved task is dispatched to its new server: it can be evicted
+    /// there from now on.
+    pub fn arrived(&mut self, task: TaskId) {
+        let Some(r) = self.running.get_mut(&task) else {
+            return;
+        };
+        if !r.moving || r.moving_to.is_some() {
+            return;
+        }
+        r.moving = false;
+        let r = r.clone();
+        self.index(task, &r);
     }
 
     /// An evicted task came back: requeue it, or drop it past the
@@ -500,24 +567,26 @@ impl SlotStage {
             let Some(priority) = self.tasks.get(&id).map(|t| t.priority) else {
                 break;
             };
+            // A free slot the placement accepts, else a victim's: slots the
+            // placement refuses (a primary tenant's room, Paragon's
+            // constraints) are not free to this task.
             if self.regular_used < regular_cap && self.free_total > 0 {
                 let server = match placer.as_deref_mut() {
-                    None => self.choose_free(priority, rng),
+                    None => Some(self.choose_free(priority, rng)),
                     Some(p) => {
                         let level = self.wasp_level(priority);
-                        match self.place(p, id, level, rng) {
-                            Some(server) => server,
-                            None => break,
-                        }
+                        self.place(p, id, level, rng)
                     }
                 };
-                let Some(task) = self.take(id) else { break };
-                self.regular_used += 1;
-                if let Some(p) = placer.as_deref_mut() {
-                    p.started(&task, server, None, now);
+                if let Some(server) = server {
+                    let Some(task) = self.take(id) else { break };
+                    self.regular_used += 1;
+                    if let Some(p) = placer.as_deref_mut() {
+                        p.started(&task, server, None, now);
+                    }
+                    out.push(self.start(task, server, now, false, true));
+                    continue;
                 }
-                out.push(self.start(task, server, now, false, true));
-                continue;
             }
             let Some(victim) = self.victim(priority, rng) else {
                 break;
@@ -675,13 +744,10 @@ impl SlotStage {
             started: now,
             level,
             sticky,
+            moving_to: None,
+            moving: false,
         };
-        if !sticky {
-            self.by_start.insert((r.priority, r.started, task.id));
-            self.by_power
-                .insert((r.priority, level, r.started, task.id));
-            self.evictable_at[r.priority as usize] += 1;
-        }
+        self.index(task.id, &r);
         self.running.insert(task.id, r);
         SlotAction::Dispatch {
             task,
@@ -689,8 +755,16 @@ impl SlotStage {
         }
     }
 
-    fn unindex(&mut self, id: TaskId, r: &Running) {
+    fn index(&mut self, id: TaskId, r: &Running) {
         if !r.sticky {
+            self.by_start.insert((r.priority, r.started, id));
+            self.by_power.insert((r.priority, r.level, r.started, id));
+            self.evictable_at[r.priority as usize] += 1;
+        }
+    }
+
+    fn unindex(&mut self, id: TaskId, r: &Running) {
+        if !r.sticky && !r.moving {
             self.by_start.remove(&(r.priority, r.started, id));
             self.by_power.remove(&(r.priority, r.level, r.started, id));
             self.evictable_at[r.priority as usize] -= 1;
