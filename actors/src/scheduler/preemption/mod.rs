@@ -827,6 +827,22 @@ mod tests {
         }
     }
 
+    /// A placement that takes the first server with a free slot.
+    pub(super) struct First;
+
+    impl SlotPlacer for First {
+        fn choose(
+            &mut self,
+            _: &Task,
+            candidates: &dyn Fn(u32) -> bool,
+            _: &mut ActorRng,
+        ) -> Option<u32> {
+            (0..64).find(|&i| candidates(i))
+        }
+
+        fn started(&mut self, _: &Task, _: u32, _: Option<TaskId>, _: SimTime) {}
+    }
+
     pub(super) fn victim_of(actions: &[SlotAction]) -> Option<TaskId> {
         actions.iter().find_map(|a| match a {
             SlotAction::Preempt { victim, .. } => Some(*victim),

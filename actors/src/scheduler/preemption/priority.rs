@@ -41,9 +41,10 @@ mod tests {
     use std::collections::BTreeSet;
 
     use crate::config::{EvictionPolicy, SlotPolicy};
-    use crate::kernel::actor_rng;
+    use crate::kernel::{ActorId, actor_rng};
 
-    use super::super::tests::{fill, stage, task, victim_of};
+    use super::super::SlotAction;
+    use super::super::tests::{First, fill, stage, task, victim_of};
 
     #[test]
     fn mrs_evicts_the_youngest_lrs_the_oldest_of_the_lowest_class() {
@@ -91,5 +92,38 @@ mod tests {
             seen.insert(v);
         }
         assert_eq!(seen.len(), 3, "all three class-0 tasks get picked");
+    }
+
+    #[test]
+    fn under_an_admission_scope_the_victim_is_the_lowest_running_in_scope() {
+        let mut rng = actor_rng(11, "t");
+        let mut s = stage(
+            SlotPolicy::Priority,
+            EvictionPolicy::Mrs,
+            &[(1, 0.5), (1, 0.5)],
+        );
+        for (id, class) in [(0, 0), (1, 1)] {
+            let start = s.try_start(&task(id, class, id), None, id + 1, &mut rng, &mut First);
+            assert!(matches!(start, Some(SlotAction::Dispatch { .. })));
+        }
+        // Only the second server is in scope: its class-1 task goes, not
+        // the class-0 task on the first.
+        let only_second = |i: u32| i == 1;
+        let out = s.try_start(&task(9, 5, 9), Some(&only_second), 10, &mut rng, &mut First);
+        assert!(matches!(
+            out,
+            Some(SlotAction::Preempt {
+                victim: 1,
+                server: ActorId(11),
+                ..
+            })
+        ));
+        let out = s.try_start(&task(10, 5, 10), None, 11, &mut rng, &mut First);
+        assert!(matches!(out, Some(SlotAction::Preempt { victim: 0, .. })));
+        // Nothing below class 5 runs any more.
+        assert!(
+            s.try_start(&task(11, 5, 11), None, 12, &mut rng, &mut First)
+                .is_none()
+        );
     }
 }

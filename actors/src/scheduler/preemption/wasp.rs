@@ -68,7 +68,7 @@ mod tests {
     use crate::kernel::{ActorId, actor_rng};
 
     use super::super::SlotAction;
-    use super::super::tests::{stage, task};
+    use super::super::tests::{First, stage, task};
 
     #[test]
     fn wasp_sends_production_to_the_most_powerful_slots() {
@@ -103,6 +103,45 @@ mod tests {
                 server: ActorId(10),
                 ..
             }
+        ));
+    }
+
+    #[test]
+    fn under_an_admission_scope_production_takes_the_most_powerful_slots_in_scope() {
+        let mut rng = actor_rng(12, "t");
+        // Server 0 is slow; servers 1 and 2 are the most powerful.
+        let mut s = stage(
+            SlotPolicy::Wasp,
+            EvictionPolicy::Mrs,
+            &[(2, 0.02), (1, 0.04), (1, 0.04)],
+        );
+        let not_second = |i: u32| i != 1;
+        let start = s.try_start(&task(0, 10, 0), Some(&not_second), 1, &mut rng, &mut First);
+        assert!(matches!(
+            start,
+            Some(SlotAction::Dispatch {
+                server: ActorId(12),
+                ..
+            })
+        ));
+        // Class 0 fills the rest, server 1's task first.
+        let second = |i: u32| i == 1;
+        s.try_start(&task(1, 0, 1), Some(&second), 2, &mut rng, &mut First);
+        for id in 2..4 {
+            s.try_start(&task(id, 0, id), None, id + 1, &mut rng, &mut First);
+        }
+        // In the scope of servers 0 and 1, a production task evicts the
+        // class-0 task on server 1, the most powerful slot, although MRS
+        // alone would take one on server 0, started later.
+        let not_third = |i: u32| i != 2;
+        let out = s.try_start(&task(9, 10, 9), Some(&not_third), 10, &mut rng, &mut First);
+        assert!(matches!(
+            out,
+            Some(SlotAction::Preempt {
+                victim: 1,
+                server: ActorId(11),
+                ..
+            })
         ));
     }
 }
