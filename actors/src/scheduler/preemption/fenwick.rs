@@ -49,3 +49,18 @@ impl Fenwick {
         pos.min(n.saturating_sub(1))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Fenwick;
+
+    #[test]
+    fn fenwick_finds_the_kth_unit() {
+        let mut f = Fenwick::from_counts(&[2, 0, 3, 1]);
+        let found: Vec<usize> = (0..6).map(|k| f.find(k)).collect();
+        assert_eq!(found, vec![0, 0, 2, 2, 2, 3]);
+        f.add(0, -2);
+        assert_eq!(f.total(), 4);
+        assert_eq!(f.find(0), 2);
+    }
+}

@@ -2,6 +2,10 @@
 //! slot-based assignment with a central priority queue, preemptive priority
 //! evictions, workload-aware slot choice and sticky slots.
 //!
+//! This file is what the three share; what differs between them is a
+//! [`Preemption`], one file per policy, and `registry.rs` maps
+//! `scheduler.slots` to it (docs/scheduler.md, "Adding a policy"):
+//!
 //! - **Slots** (thesis §6.2.3.1): every task takes exactly one slot, whatever
 //!   it uses; a server runs at most its slot count.
 //! - **Queue** (§6.2.3.2, Statement 7.1): by priority, highest first, then by
@@ -9,26 +13,31 @@
 //!   goes back in front of the tasks of its class that never ran).
 //! - **Time slots** (§6.2.3.2): the queue is scheduled at the start of each
 //!   `slot_interval` until it is empty or no task at its head can get a slot.
-//! - **Priority evictions** (§6.2.3.3, §7.3.1): a task that finds no free
-//!   slot evicts one running task of the lowest running priority, if that is
-//!   strictly below its own, chosen by `mrs` (most recently started), `rnd`
-//!   or `lrs` (least recently started); it takes the freed slot at once.
-//! - **WASP** (§8.1.2): production tasks take the most powerful free slot
-//!   (most CPU per slot), the others a random one; a production task's
-//!   eviction frees the most powerful slot held by the lowest priority.
-//!   Figure 8.2's pseudo-code swaps the two eviction branches; we follow the
-//!   text of §8.1.2 and §9.2.2, which agree with each other.
-//! - **HYBRID** (§9.2): phase I takes the queue in first-arrival order onto
-//!   a fixed pool of sticky slots (labels, not machines: the task still takes
-//!   a free slot somewhere), non-preemptively, and those tasks can never be
-//!   priority-evicted; phase II is WASP on the other slots. With no sticky
-//!   slots, phase I does nothing and HYBRID is WASP decision for decision.
+//! - **Evictions** (§6.2.3.3): a task that finds no free slot evicts the
+//!   running task its policy names, if any, and takes the freed slot at once.
+//!   A task evicted more than `eviction_threshold` times leaves (§7.3.4).
+//! - **Sticky slots** (§9.2.1): a policy may hold a pool of slots back for
+//!   a first phase that takes the queue in first-arrival order,
+//!   non-preemptively.
+//! - The policies: `priority.rs` (§6.2.3.3, §7.3.1: the lowest running
+//!   priority, by `mrs` / `rnd` / `lrs`, `eviction.rs`), `wasp.rs` (§8.1.2:
+//!   production on the most powerful slots) and `hybrid.rs` (§9.2: sticky
+//!   slots, then WASP).
 //!
 //! This is the scheduler's view: slots it gave out, freed when the server's
 //! `Finished` or `Evicted` arrives (a server may free a slot earlier; never
 //! later), so a server is never sent more tasks than it has slots.
 
+mod eviction;
 mod fenwick;
+mod hybrid;
+// A local variable named `priority` in this file would read as a path into
+// this module to the layers test (actors/tests/layers.rs): they are `class`.
+mod priority;
+mod registry;
+mod wasp;
+
+pub use registry::build;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
@@ -36,12 +45,59 @@ use std::collections::{BTreeMap, BTreeSet};
 use dcemu_topology::SimTime;
 use rand::RngCore;
 
-use crate::config::{EvictionPolicy, SchedulerConfig, SlotPolicy};
 use crate::kernel::{ActorId, ActorRng, Metrics};
 use crate::sampling::index;
 use crate::task::{Task, TaskId};
 
 use fenwick::Fenwick;
+
+/// The servers a start may use (an admission stage's scope, ARQ's pools);
+/// `None`: all of them.
+pub type Admits<'a> = Option<&'a dyn Fn(u32) -> bool>;
+
+/// What one slot policy decides; the rest (queue, slots, time slots,
+/// thresholds) is the stage's. Each policy is one file of this folder;
+/// `registry.rs` maps `scheduler.slots` to it.
+///
+/// Randomness comes only from the `rng` argument (the scheduler's stream),
+/// so a run stays deterministic.
+pub trait Preemption: Send {
+    /// How many slots are sticky (HYBRID's pool, §9.2.1; capped at the
+    /// cluster's slots). While fewer tasks hold one, a start goes to a
+    /// sticky slot: phase I takes the queue in first-arrival order onto
+    /// them, whatever the priority; the other starts share the rest.
+    /// 0 (the default): no sticky phase.
+    fn sticky_slots(&self) -> u32 {
+        0
+    }
+
+    /// Whether a task that starts now (in a sticky slot or not) may ever be
+    /// priority-evicted. Every running task may (§6.2.3.3), except where
+    /// a policy protects some (HYBRID's sticky tasks, §9.2.1).
+    fn evictable(&self, _sticky: bool) -> bool {
+        true
+    }
+
+    /// The level (see [`Slots`]: servers of equal CPU per slot, most
+    /// powerful first) whose free slots a task of `priority` must take, on
+    /// the servers `admits` holds; `None`: any free slot. WASP gives
+    /// production the most powerful level with a free slot (§8.1.2).
+    fn level(&self, _priority: u8, _slots: &Slots, _admits: Admits<'_>) -> Option<u16> {
+        None
+    }
+
+    /// The running task a task of `priority` that found no free slot
+    /// evicts, among those on servers `admits` holds; `None`: it waits.
+    /// Only an evictable task of strictly lower priority may be chosen
+    /// (§6.2.3.3).
+    fn victim(
+        &self,
+        priority: u8,
+        slots: &Slots,
+        admits: Admits<'_>,
+        rng: &mut ActorRng,
+    ) -> Option<TaskId>;
+}
 
 /// The placement stage, as the slot stage consults it when the scenario's
 /// `scheduler.placement` is not `random` (docs/scheduler.md, "How the
@@ -116,20 +172,19 @@ struct Running {
     started: SimTime,
     level: u16,
     sticky: bool,
+    /// Indexed in `by_start` and `by_power` ([`Preemption::evictable`]);
+    /// never while it migrates, so that no `Preempt` can reach a server
+    /// before the task does.
+    evictable: bool,
     /// The server whose slot a migration holds for it (Paragon §3.4),
     /// until it leaves this one.
     moving_to: Option<u32>,
-    /// Out of the eviction indexes while it migrates, so that no `Preempt`
-    /// can reach a server before the task does.
-    moving: bool,
 }
 
-/// The slot stage: queue, slot accounting and eviction indexes.
-pub struct SlotStage {
-    policy: SlotPolicy,
-    eviction: EvictionPolicy,
-    threshold: u32,
-    production: u8,
+/// The slots as the scheduler handed them out: free slots per server and
+/// per level (servers of equal CPU per slot, most powerful first), and the
+/// running tasks indexed for eviction. The policies read it to decide.
+pub struct Slots {
     servers: Vec<SlotServer>,
     index_of: BTreeMap<ActorId, u32>,
     /// Level of each server; levels are ordered most powerful first.
@@ -138,70 +193,18 @@ pub struct SlotStage {
     /// Free slots of each server (the Fenwick trees hold the same counts).
     free: Vec<u32>,
     free_total: u32,
-    slots_total: u32,
-    sticky_cap: u32,
-    sticky_used: u32,
-    regular_used: u32,
-    tasks: BTreeMap<TaskId, Task>,
-    by_priority: BTreeSet<(Reverse<u8>, SimTime, TaskId)>,
-    by_arrival: BTreeSet<(SimTime, TaskId)>,
+    total: u32,
     running: BTreeMap<TaskId, Running>,
-    /// Evictable (non-sticky) running tasks by priority and start.
+    /// Evictable running tasks by priority and start.
     by_start: BTreeSet<(u8, SimTime, TaskId)>,
     /// The same, by priority, level and start.
     by_power: BTreeSet<(u8, u16, SimTime, TaskId)>,
     /// Running tasks per priority among `by_start`, for `rnd`.
     evictable_at: [u32; 256],
-    /// Victims whose `Preempt` is on its way: their slot already went to
-    /// the evictor, so their `Finished` or `Evicted` frees nothing.
-    preempted: BTreeSet<TaskId>,
-    preemptions: u64,
-    /// Preemptions whose victim was of class 0: §8.2.1 and §9.3.1 report
-    /// that on SC3, SC4 and WASC every priority eviction hits class 0.
-    preemptions_class0: u64,
-    sticky_starts: u64,
-    /// Sticky starts of tasks evicted before: phase I is meant for the
-    /// long-waited and evicted tasks (§9.2.1).
-    sticky_starts_evicted: u64,
-    dropped: u64,
 }
 
-/// Per-task eviction statistics (thesis Table 7.3, Table 9.1), from the
-/// evicted tasks that come back to the scheduler: each carries its counts.
-#[derive(Clone, Debug, Default)]
-pub struct EvictionStats {
-    evicted_tasks: u64,
-    max_evictions: u32,
-    priority_evicted_tasks: u64,
-    max_priority_evictions: u32,
-}
-
-impl EvictionStats {
-    /// Records a task just evicted (its counters include this eviction).
-    pub fn record(&mut self, task: &Task, priority: bool) {
-        if task.evictions == 1 {
-            self.evicted_tasks += 1;
-        }
-        if priority && task.priority_evictions == 1 {
-            self.priority_evicted_tasks += 1;
-        }
-        self.max_evictions = self.max_evictions.max(task.evictions);
-        self.max_priority_evictions = self.max_priority_evictions.max(task.priority_evictions);
-    }
-
-    pub fn finish(&self, out: &mut Metrics) {
-        out.add("evicted_tasks", self.evicted_tasks);
-        out.add("priority_evicted_tasks", self.priority_evicted_tasks);
-        out.add("evictions_per_task_max", u64::from(self.max_evictions));
-        out.add(
-            "priority_evictions_per_task_max",
-            u64::from(self.max_priority_evictions),
-        );
-    }
-}
-
-impl SlotStage {
-    pub fn new(cfg: &SchedulerConfig, servers: Vec<SlotServer>) -> Self {
+impl Slots {
+    fn new(servers: Vec<SlotServer>) -> Self {
         let mut powers: Vec<f64> = servers.iter().map(|s| s.cpu_per_slot).collect();
         powers.sort_by(|a, b| b.total_cmp(a));
         powers.dedup();
@@ -232,12 +235,8 @@ impl SlotStage {
             level.free = Fenwick::from_counts(&counts);
         }
         let free: Vec<u32> = servers.iter().map(|s| s.slots).collect();
-        let slots_total: u32 = free.iter().sum();
-        SlotStage {
-            policy: cfg.slots,
-            eviction: cfg.eviction,
-            threshold: cfg.eviction_threshold,
-            production: cfg.production_priority,
+        let total: u32 = free.iter().sum();
+        Slots {
             index_of: servers
                 .iter()
                 .enumerate()
@@ -246,23 +245,342 @@ impl SlotStage {
             servers,
             level_of,
             levels,
-            free_total: slots_total,
+            free_total: total,
             free,
-            slots_total,
-            sticky_cap: if cfg.slots == SlotPolicy::Hybrid {
-                cfg.sticky_slots.min(slots_total)
-            } else {
-                0
-            },
+            total,
+            running: BTreeMap::new(),
+            by_start: BTreeSet::new(),
+            by_power: BTreeSet::new(),
+            evictable_at: [0; 256],
+        }
+    }
+
+    /// The most powerful level with a free slot on a server `admits` holds.
+    fn most_powerful_free(&self, admits: Admits<'_>) -> Option<u16> {
+        let found = match admits {
+            None => self.levels.iter().position(|l| l.free.total() > 0),
+            Some(ok) => self.levels.iter().position(|l| {
+                l.servers
+                    .iter()
+                    .any(|&i| self.free[i as usize] > 0 && ok(i))
+            }),
+        };
+        found.map(|l| l as u16)
+    }
+
+    /// Whether running task `id` runs on a server `admits` holds.
+    fn admitted(&self, id: TaskId, admits: Admits<'_>) -> bool {
+        admits.is_none_or(|ok| self.running.get(&id).is_some_and(|r| ok(r.server)))
+    }
+
+    /// The lowest priority of an evictable task running on a server
+    /// `admits` holds, if it is strictly below `below`.
+    fn lowest_evictable(&self, below: u8, admits: Admits<'_>) -> Option<u8> {
+        self.by_start
+            .iter()
+            .take_while(|k| k.0 < below)
+            .find(|k| self.admitted(k.2, admits))
+            .map(|k| k.0)
+    }
+
+    /// The evictable tasks of priority `class` running on servers `admits`
+    /// holds, least recently started first.
+    fn by_start(
+        &self,
+        class: u8,
+        admits: Admits<'_>,
+    ) -> impl DoubleEndedIterator<Item = TaskId> + Clone {
+        self.by_start
+            .range((class, 0, 0)..=(class, SimTime::MAX, TaskId::MAX))
+            .map(|k| k.2)
+            .filter(move |&id| self.admitted(id, admits))
+    }
+
+    /// How many [`Slots::by_start`] lists.
+    fn evictable_count(&self, class: u8, admits: Admits<'_>) -> u32 {
+        match admits {
+            None => self.evictable_at[class as usize],
+            Some(_) => self.by_start(class, admits).count() as u32,
+        }
+    }
+
+    /// The most powerful level an evictable task of priority `class` runs
+    /// on, among the servers `admits` holds.
+    fn most_powerful_running(&self, class: u8, admits: Admits<'_>) -> Option<u16> {
+        self.by_power
+            .range((class, 0, 0, 0)..=(class, u16::MAX, SimTime::MAX, TaskId::MAX))
+            .find(|k| self.admitted(k.3, admits))
+            .map(|k| k.1)
+    }
+
+    /// The evictable tasks of priority `class` running on `level`, on
+    /// servers `admits` holds, least recently started first.
+    fn by_power(
+        &self,
+        class: u8,
+        level: u16,
+        admits: Admits<'_>,
+    ) -> impl DoubleEndedIterator<Item = TaskId> + Clone {
+        self.by_power
+            .range((class, level, 0, 0)..=(class, level, SimTime::MAX, TaskId::MAX))
+            .map(|k| k.3)
+            .filter(move |&id| self.admitted(id, admits))
+    }
+
+    /// A uniformly random free slot (§6.2.3.1), of `level` if given.
+    fn random_free(&self, level: Option<u16>, rng: &mut impl RngCore) -> u32 {
+        if let Some(level) = level.and_then(|l| self.levels.get(l as usize)) {
+            let n = level.free.total();
+            if n > 0 {
+                return level.servers[level.free.find(index(rng, n))];
+            }
+        }
+        let mut k = index(rng, self.free_total.max(1));
+        for level in &self.levels {
+            let n = level.free.total();
+            if k < n {
+                return level.servers[level.free.find(k)];
+            }
+            k -= n;
+        }
+        self.levels
+            .iter()
+            .find(|l| l.free.total() > 0)
+            .map_or(0, |l| l.servers[l.free.find(0)])
+    }
+
+    /// Asks `placer` where `task` goes, among the servers with a free slot
+    /// that `admits` holds (of `level`, if given).
+    fn place(
+        &self,
+        placer: &mut dyn SlotPlacer,
+        task: &Task,
+        admits: Admits<'_>,
+        level: Option<u16>,
+        rng: &mut ActorRng,
+    ) -> Option<u32> {
+        let candidates = |i: u32| {
+            self.free.get(i as usize).is_some_and(|&f| f > 0)
+                && admits.is_none_or(|ok| ok(i))
+                && level.is_none_or(|l| self.level_of[i as usize] == l)
+        };
+        placer
+            .choose(task, &candidates, rng)
+            .filter(|&i| candidates(i))
+    }
+
+    /// Records task `id` running on `server` from `now`, in a free slot
+    /// (`take`) or in the slot of the task it preempts.
+    fn run(&mut self, id: TaskId, class: u8, server: u32, now: SimTime, mode: Run) {
+        if mode.take {
+            self.take_slot(server);
+        }
+        let level = self.level_of[server as usize];
+        let r = Running {
+            server,
+            priority: class,
+            started: now,
+            level,
+            sticky: mode.sticky,
+            evictable: mode.evictable,
+            moving_to: None,
+        };
+        self.index(id, &r);
+        self.running.insert(id, r);
+    }
+
+    fn index(&mut self, id: TaskId, r: &Running) {
+        if r.evictable {
+            self.by_start.insert((r.priority, r.started, id));
+            self.by_power.insert((r.priority, r.level, r.started, id));
+            self.evictable_at[r.priority as usize] += 1;
+        }
+    }
+
+    fn unindex(&mut self, id: TaskId, r: &Running) {
+        if r.evictable {
+            self.by_start.remove(&(r.priority, r.started, id));
+            self.by_power.remove(&(r.priority, r.level, r.started, id));
+            self.evictable_at[r.priority as usize] -= 1;
+        }
+    }
+
+    /// Running task `id` is to migrate to a free slot of `to`, held from
+    /// now on; it is out of the eviction indexes until [`Slots::arrived`].
+    fn begin_move(&mut self, id: TaskId, to: u32) -> bool {
+        let free = self.free.get(to as usize).is_some_and(|&f| f > 0);
+        let Some(r) = self.running.get(&id).cloned() else {
+            return false;
+        };
+        if !free || r.moving_to.is_some() || r.server == to {
+            return false;
+        }
+        self.unindex(id, &r);
+        self.take_slot(to);
+        if let Some(r) = self.running.get_mut(&id) {
+            r.moving_to = Some(to);
+            r.evictable = false;
+        }
+        true
+    }
+
+    /// Migrating task `id` left `from`: it now holds only its new slot.
+    fn left(&mut self, id: TaskId, from: ActorId) {
+        let Some(&i) = self.index_of.get(&from) else {
+            return;
+        };
+        let Some(r) = self.running.get_mut(&id) else {
+            return;
+        };
+        let Some(to) = r.moving_to.filter(|_| r.server == i) else {
+            return;
+        };
+        r.server = to;
+        r.level = self.level_of[to as usize];
+        r.moving_to = None;
+        self.free_slot(i, 1);
+    }
+
+    /// Migrated task `id` runs on its new server: evictable again if its
+    /// policy says so.
+    fn arrived(&mut self, id: TaskId, evictable: bool) {
+        let Some(r) = self.running.get_mut(&id) else {
+            return;
+        };
+        if r.moving_to.is_some() || r.evictable || !evictable {
+            return;
+        }
+        r.evictable = true;
+        let r = r.clone();
+        self.index(id, &r);
+    }
+
+    /// Task `id` left `server`: its slot is free again. `None` if it was
+    /// not running there (as far as we know).
+    fn vacate(&mut self, id: TaskId, server: ActorId) -> Option<Running> {
+        let r = self.running.get(&id)?;
+        if self.index_of.get(&server) != Some(&r.server) {
+            // Not where we sent it: nothing of ours to free.
+            return None;
+        }
+        let r = self.evict(id)?;
+        self.free_slot(r.server, 1);
+        if let Some(to) = r.moving_to {
+            self.free_slot(to, 1);
+        }
+        Some(r)
+    }
+
+    /// Task `id` stops running; its slot goes to its evictor.
+    fn evict(&mut self, id: TaskId) -> Option<Running> {
+        let r = self.running.remove(&id)?;
+        self.unindex(id, &r);
+        Some(r)
+    }
+
+    fn take_slot(&mut self, server: u32) {
+        self.free[server as usize] -= 1;
+        self.free_total -= 1;
+        let level = &mut self.levels[self.level_of[server as usize] as usize];
+        let pos = level.servers.binary_search(&server).unwrap_or(0);
+        level.free.add(pos, -1);
+    }
+
+    fn free_slot(&mut self, server: u32, n: u32) {
+        self.free[server as usize] += n;
+        self.free_total += n;
+        let level = &mut self.levels[self.level_of[server as usize] as usize];
+        let pos = level.servers.binary_search(&server).unwrap_or(0);
+        level.free.add(pos, n as i64);
+    }
+}
+
+/// How a task starts: in a free slot or a preempted one, sticky or not,
+/// evictable or not.
+#[derive(Clone, Copy)]
+struct Run {
+    take: bool,
+    sticky: bool,
+    evictable: bool,
+}
+
+/// The slot stage: the queue, the slots and the policy's decisions.
+pub struct SlotStage {
+    policy: Box<dyn Preemption>,
+    slots: Slots,
+    threshold: u32,
+    /// Sticky slots (the policy's, capped at the cluster's); the other
+    /// starts share the rest.
+    sticky_cap: u32,
+    sticky_used: u32,
+    regular_used: u32,
+    tasks: BTreeMap<TaskId, Task>,
+    by_priority: BTreeSet<(Reverse<u8>, SimTime, TaskId)>,
+    by_arrival: BTreeSet<(SimTime, TaskId)>,
+    /// Victims whose `Preempt` is on its way: their slot already went to
+    /// the evictor, so their `Finished` or `Evicted` frees nothing.
+    preempted: BTreeSet<TaskId>,
+    preemptions: u64,
+    /// Preemptions whose victim was of class 0: §8.2.1 and §9.3.1 report
+    /// that on SC3, SC4 and WASC every priority eviction hits class 0.
+    preemptions_class0: u64,
+    sticky_starts: u64,
+    /// Sticky starts of tasks evicted before: phase I is meant for the
+    /// long-waited and evicted tasks (§9.2.1).
+    sticky_starts_evicted: u64,
+    dropped: u64,
+}
+
+/// Per-task eviction statistics (thesis Table 7.3, Table 9.1), from the
+/// evicted tasks that come back to the scheduler: each carries its counts.
+#[derive(Clone, Debug, Default)]
+pub struct EvictionStats {
+    evicted_tasks: u64,
+    max_evictions: u32,
+    priority_evicted_tasks: u64,
+    max_priority_evictions: u32,
+}
+
+impl EvictionStats {
+    /// Records a task just evicted (its counters include this eviction).
+    pub fn record(&mut self, task: &Task, priority_eviction: bool) {
+        if task.evictions == 1 {
+            self.evicted_tasks += 1;
+        }
+        if priority_eviction && task.priority_evictions == 1 {
+            self.priority_evicted_tasks += 1;
+        }
+        self.max_evictions = self.max_evictions.max(task.evictions);
+        self.max_priority_evictions = self.max_priority_evictions.max(task.priority_evictions);
+    }
+
+    pub fn finish(&self, out: &mut Metrics) {
+        out.add("evicted_tasks", self.evicted_tasks);
+        out.add("priority_evicted_tasks", self.priority_evicted_tasks);
+        out.add("evictions_per_task_max", u64::from(self.max_evictions));
+        out.add(
+            "priority_evictions_per_task_max",
+            u64::from(self.max_priority_evictions),
+        );
+    }
+}
+
+impl SlotStage {
+    /// The stage over `servers` with `policy`'s decisions (`SlotStage::new`,
+    /// in `registry.rs`, picks the scenario's); a task evicted more than
+    /// `threshold` times is dropped (0: never).
+    fn with_policy(policy: Box<dyn Preemption>, threshold: u32, servers: Vec<SlotServer>) -> Self {
+        let slots = Slots::new(servers);
+        SlotStage {
+            sticky_cap: policy.sticky_slots().min(slots.total),
+            policy,
+            slots,
+            threshold,
             sticky_used: 0,
             regular_used: 0,
             tasks: BTreeMap::new(),
             by_priority: BTreeSet::new(),
             by_arrival: BTreeSet::new(),
-            running: BTreeMap::new(),
-            by_start: BTreeSet::new(),
-            by_power: BTreeSet::new(),
-            evictable_at: [0; 256],
             preempted: BTreeSet::new(),
             preemptions: 0,
             preemptions_class0: 0,
@@ -276,13 +594,36 @@ impl SlotStage {
         self.tasks.len()
     }
 
-    pub fn slots_total(&self) -> u32 {
-        self.slots_total
-    }
-
     /// Whether server `i` has a free slot.
     pub fn has_free(&self, i: u32) -> bool {
-        self.free.get(i as usize).is_some_and(|&f| f > 0)
+        self.slots.free.get(i as usize).is_some_and(|&f| f > 0)
+    }
+
+    /// Paragon's migration (§3.4) under a slot stage: running `task` is to
+    /// move to a free slot of server `to`, which it holds from now on. It
+    /// cannot be evicted until it runs there ([`SlotStage::arrived`]).
+    /// `false` if it is not running, already moving, or `to` has no free
+    /// slot.
+    pub fn begin_move(&mut self, task: TaskId, to: u32) -> bool {
+        self.slots.begin_move(task, to)
+    }
+
+    /// A migrating task left `from` with its progress: its slot there is
+    /// free.
+    pub fn left(&mut self, task: TaskId, from: ActorId) {
+        self.slots.left(task, from);
+    }
+
+    /// A migrated task is dispatched to its new server: it can be evicted
+    /// there from now on, as its policy allows.
+    pub fn arrived(&mut self, task: TaskId) {
+        let sticky = self.slots.running.get(&task).is_some_and(|r| r.sticky);
+        let evictable = self.policy.evictable(sticky);
+        self.slots.arrived(task, evictable);
+    }
+
+    pub fn slots_total(&self) -> u32 {
+        self.slots.total
     }
 
     /// Puts a task in the central queue at its first arrival.
@@ -300,77 +641,14 @@ impl SlotStage {
         if self.preempted.remove(&task) {
             return;
         }
-        let Some(r) = self.running.remove(&task) else {
+        let Some(r) = self.slots.vacate(task, server) else {
             return;
         };
-        if self.index_of.get(&server) != Some(&r.server) {
-            // Not where we sent it: nothing of ours to free.
-            self.running.insert(task, r);
-            return;
-        }
-        self.unindex(task, &r);
         if r.sticky {
             self.sticky_used -= 1;
         } else {
             self.regular_used -= 1;
         }
-        self.free_slot(r.server, 1);
-        if let Some(to) = r.moving_to {
-            self.free_slot(to, 1);
-        }
-    }
-
-    /// Paragon's migration (§3.4) under a slot stage: running `task` is to
-    /// move to a free slot of server `to`, which it holds from now on. It
-    /// cannot be evicted until it runs there ([`SlotStage::arrived`]).
-    /// `false` if it is not running, already moving, or `to` has no free
-    /// slot.
-    pub fn begin_move(&mut self, task: TaskId, to: u32) -> bool {
-        let free = self.free.get(to as usize).is_some_and(|&f| f > 0);
-        let Some(r) = self.running.get(&task).cloned() else {
-            return false;
-        };
-        if !free || r.moving || r.server == to {
-            return false;
-        }
-        self.unindex(task, &r);
-        self.take_slot(to);
-        if let Some(r) = self.running.get_mut(&task) {
-            r.moving_to = Some(to);
-            r.moving = true;
-        }
-        true
-    }
-
-    /// A moving task left `from` with its progress: its slot there is free.
-    pub fn left(&mut self, task: TaskId, from: ActorId) {
-        let Some(&i) = self.index_of.get(&from) else {
-            return;
-        };
-        let Some(r) = self.running.get_mut(&task) else {
-            return;
-        };
-        let Some(to) = r.moving_to.filter(|_| r.server == i) else {
-            return;
-        };
-        r.server = to;
-        r.level = self.level_of[to as usize];
-        r.moving_to = None;
-        self.free_slot(i, 1);
-    }
-
-    /// A moved task is dispatched to its new server: it can be evicted
-    /// there from now on.
-    pub fn arrived(&mut self, task: TaskId) {
-        let Some(r) = self.running.get_mut(&task) else {
-            return;
-        };
-        if !r.moving || r.moving_to.is_some() {
-            return;
-        }
-        r.moving = false;
-        let r = r.clone();
-        self.index(task, &r);
     }
 
     /// An evicted task came back: requeue it, or drop it past the
@@ -396,132 +674,51 @@ impl SlotStage {
         Returned::ToAdmission(task)
     }
 
+    /// Whether the next start goes to a sticky slot
+    /// ([`Preemption::sticky_slots`]).
+    fn sticky_free(&self) -> bool {
+        self.sticky_used < self.sticky_cap
+    }
+
+    /// Whether a regular (not sticky) start is within its share of slots.
+    fn regular_free(&self) -> bool {
+        self.regular_used < self.slots.total - self.sticky_cap
+    }
+
     /// Starts `task`, which an admission stage holds in its own queue, if
     /// it can start now on a server `allowed` admits (`None`: any): in a
-    /// sticky slot while HYBRID has one, else in a free regular slot (WASP:
-    /// of the most powerful configuration `allowed` has one of), else in the
-    /// slot of a task of lower priority it evicts there (§6.2.3.3). The
-    /// admission stage's order then stands for the slot stage's queue
-    /// (ARQ §4, "Priorities": with `arq_order = "priority"`, the more
-    /// critical first). `placer` chooses the free slot, as in
+    /// sticky slot while the policy has one free, else in a free regular
+    /// slot (of the level [`Preemption::level`] names, for WASP production
+    /// the most powerful configuration `allowed` has one of), else in the
+    /// slot of the task it evicts there ([`Preemption::victim`],
+    /// §6.2.3.3). The admission stage's order then stands for the slot
+    /// stage's queue (ARQ §4, "Priorities": with `arq_order = "priority"`,
+    /// the more critical first). `placer` chooses the free slot, as in
     /// [`SlotStage::schedule_placed`].
     pub fn try_start(
         &mut self,
         task: &Task,
-        allowed: Option<&dyn Fn(u32) -> bool>,
+        allowed: Admits<'_>,
         now: SimTime,
         rng: &mut ActorRng,
         placer: &mut dyn SlotPlacer,
     ) -> Option<SlotAction> {
-        let admits = |i: u32| allowed.is_none_or(|ok| ok(i));
-        let regular_cap = self.slots_total - self.sticky_cap;
-        let sticky = self.sticky_used < self.sticky_cap;
-        if sticky || self.regular_used < regular_cap {
+        let sticky = self.sticky_free();
+        if sticky || self.regular_free() {
             let level = if sticky {
                 None
             } else {
-                self.wasp_level_among(task.priority, &admits)
+                self.policy.level(task.priority, &self.slots, allowed)
             };
-            let candidates = |i: u32| {
-                self.free.get(i as usize).is_some_and(|&f| f > 0)
-                    && admits(i)
-                    && level.is_none_or(|l| self.level_of[i as usize] == l)
-            };
-            let server = placer
-                .choose(task, &candidates, rng)
-                .filter(|&i| candidates(i));
-            if let Some(server) = server {
-                if sticky {
-                    self.sticky_used += 1;
-                    self.sticky_starts += 1;
-                    if task.evictions > 0 {
-                        self.sticky_starts_evicted += 1;
-                    }
-                } else {
-                    self.regular_used += 1;
-                }
+            if let Some(server) = self.slots.place(placer, task, allowed, level, rng) {
                 placer.started(task, server, None, now);
-                return Some(self.start(task.clone(), server, now, sticky, true));
+                return Some(self.start(task.clone(), server, now, sticky));
             }
         }
-        let victim = match allowed {
-            None => self.victim(task.priority, rng)?,
-            Some(_) => self.victim_among(task.priority, &admits, rng)?,
-        };
-        let v = self.running.remove(&victim)?;
-        self.unindex(victim, &v);
-        self.preempted.insert(victim);
-        self.preemptions += 1;
-        if v.priority == 0 {
-            self.preemptions_class0 += 1;
-        }
-        placer.started(task, v.server, Some(victim), now);
-        match self.start(task.clone(), v.server, now, false, false) {
-            SlotAction::Dispatch { task, server } => Some(SlotAction::Preempt {
-                victim,
-                victim_priority: v.priority,
-                task,
-                server,
-            }),
-            other => Some(other),
-        }
-    }
-
-    /// Whether WASP treats a task of `priority` as production: the most
-    /// powerful slots for it, and its victims on them (§8.1.2).
-    fn wasp_production(&self, priority: u8) -> bool {
-        matches!(self.policy, SlotPolicy::Wasp | SlotPolicy::Hybrid) && priority >= self.production
-    }
-
-    /// [`SlotStage::wasp_level`] among the servers `admits` holds.
-    fn wasp_level_among(&self, priority: u8, admits: &dyn Fn(u32) -> bool) -> Option<u16> {
-        if !self.wasp_production(priority) {
-            return None;
-        }
-        self.levels
-            .iter()
-            .position(|l| {
-                l.servers
-                    .iter()
-                    .any(|&i| self.free[i as usize] > 0 && admits(i))
-            })
-            .map(|l| l as u16)
-    }
-
-    /// [`SlotStage::victim`] among the tasks running on servers `admits`
-    /// holds: of the lowest priority running there, strictly below
-    /// `priority`; for a WASP production task on the most powerful of
-    /// those servers; then by `eviction`.
-    fn victim_among(
-        &self,
-        priority: u8,
-        admits: &dyn Fn(u32) -> bool,
-        rng: &mut ActorRng,
-    ) -> Option<TaskId> {
-        let lowest = self
-            .by_start
-            .iter()
-            .take_while(|k| k.0 < priority)
-            .find(|k| self.running.get(&k.2).is_some_and(|r| admits(r.server)))?
-            .0;
-        let mut found: Vec<(u16, SimTime, TaskId)> = self
-            .by_start
-            .range((lowest, 0, 0)..=(lowest, SimTime::MAX, TaskId::MAX))
-            .filter_map(|&(_, started, id)| {
-                let r = self.running.get(&id)?;
-                admits(r.server).then_some((r.level, started, id))
-            })
-            .collect();
-        if self.wasp_production(priority) {
-            let best = found.iter().map(|f| f.0).min()?;
-            found.retain(|f| f.0 == best);
-        }
-        let pick = match self.eviction {
-            EvictionPolicy::Mrs => found.last(),
-            EvictionPolicy::Lrs => found.first(),
-            EvictionPolicy::Rnd => found.get(index(rng, found.len() as u32) as usize),
-        };
-        pick.map(|f| f.2)
+        let victim = self
+            .policy
+            .victim(task.priority, &self.slots, allowed, rng)?;
+        self.preempt(task.clone(), victim, now, Some(placer))
     }
 
     /// One time slot's pass over the queue (thesis §6.2.3.2, §9.2), free
@@ -539,137 +736,65 @@ impl SlotStage {
         mut placer: Option<&mut dyn SlotPlacer>,
     ) -> Vec<SlotAction> {
         let mut out = Vec::new();
-        while self.sticky_used < self.sticky_cap && self.free_total > 0 {
+        // Sticky phase (HYBRID phase I, §9.2.1): first arrivals first,
+        // whatever their priority, while a sticky slot is left.
+        while self.sticky_free() && self.slots.free_total > 0 {
             let Some(&(_, id)) = self.by_arrival.first() else {
                 break;
             };
             let server = match placer.as_deref_mut() {
                 None => None,
-                Some(p) => match self.place(p, id, None, rng) {
+                Some(p) => match self.place_queued(p, id, None, rng) {
                     Some(server) => Some(server),
                     None => break,
                 },
             };
             let Some(task) = self.take(id) else { break };
-            let server = server.unwrap_or_else(|| self.random_free(rng));
-            self.sticky_used += 1;
-            self.sticky_starts += 1;
-            if task.evictions > 0 {
-                self.sticky_starts_evicted += 1;
-            }
+            let server = server.unwrap_or_else(|| self.slots.random_free(None, rng));
             if let Some(p) = placer.as_deref_mut() {
                 p.started(&task, server, None, now);
             }
-            out.push(self.start(task, server, now, true, true));
+            out.push(self.start(task, server, now, true));
         }
-        let regular_cap = self.slots_total - self.sticky_cap;
+        // Priority order onto the regular slots, evicting when none is free
+        // (§6.2.3.2, §6.2.3.3; HYBRID phase II).
         while let Some(&(_, _, id)) = self.by_priority.first() {
-            let Some(priority) = self.tasks.get(&id).map(|t| t.priority) else {
+            let Some(class) = self.tasks.get(&id).map(|t| t.priority) else {
                 break;
             };
             // A free slot the placement accepts, else a victim's: slots the
             // placement refuses (a primary tenant's room, Paragon's
             // constraints) are not free to this task.
-            if self.regular_used < regular_cap && self.free_total > 0 {
+            if self.regular_free() && self.slots.free_total > 0 {
+                let level = self.policy.level(class, &self.slots, None);
                 let server = match placer.as_deref_mut() {
-                    None => Some(self.choose_free(priority, rng)),
-                    Some(p) => {
-                        let level = self.wasp_level(priority);
-                        self.place(p, id, level, rng)
-                    }
+                    None => Some(self.slots.random_free(level, rng)),
+                    Some(p) => self.place_queued(p, id, level, rng),
                 };
                 if let Some(server) = server {
                     let Some(task) = self.take(id) else { break };
-                    self.regular_used += 1;
                     if let Some(p) = placer.as_deref_mut() {
                         p.started(&task, server, None, now);
                     }
-                    out.push(self.start(task, server, now, false, true));
+                    out.push(self.start(task, server, now, false));
                     continue;
                 }
             }
-            let Some(victim) = self.victim(priority, rng) else {
+            let Some(victim) = self.policy.victim(class, &self.slots, None, rng) else {
                 break;
             };
             let Some(task) = self.take(id) else { break };
-            let Some(v) = self.running.remove(&victim) else {
+            let Some(action) = self.preempt(task, victim, now, placer.as_deref_mut()) else {
                 break;
             };
-            self.unindex(victim, &v);
-            self.preempted.insert(victim);
-            self.preemptions += 1;
-            if v.priority == 0 {
-                self.preemptions_class0 += 1;
-            }
-            let server = v.server;
-            if let Some(p) = placer.as_deref_mut() {
-                p.started(&task, server, Some(victim), now);
-            }
-            match self.start(task, server, now, false, false) {
-                SlotAction::Dispatch { task, server } => out.push(SlotAction::Preempt {
-                    victim,
-                    victim_priority: v.priority,
-                    task,
-                    server,
-                }),
-                other => out.push(other),
-            }
+            out.push(action);
         }
         out
     }
 
-    /// The running task a task of `priority` evicts, if any runs at a
-    /// strictly lower priority (thesis §6.2.3.3, §8.1.2).
-    fn victim(&self, priority: u8, rng: &mut impl RngCore) -> Option<TaskId> {
-        let &(lowest, _, _) = self.by_start.first()?;
-        if lowest >= priority {
-            return None;
-        }
-        if self.wasp_production(priority) {
-            let &(_, level, _, _) = self
-                .by_power
-                .range((lowest, 0, 0, 0)..=(lowest, u16::MAX, SimTime::MAX, TaskId::MAX))
-                .next()?;
-            let mut range = self
-                .by_power
-                .range((lowest, level, 0, 0)..=(lowest, level, SimTime::MAX, TaskId::MAX));
-            return match self.eviction {
-                EvictionPolicy::Mrs => range.next_back().map(|k| k.3),
-                EvictionPolicy::Lrs => range.next().map(|k| k.3),
-                EvictionPolicy::Rnd => {
-                    let n = range.clone().count() as u32;
-                    range.nth(index(rng, n) as usize).map(|k| k.3)
-                }
-            };
-        }
-        let mut range = self
-            .by_start
-            .range((lowest, 0, 0)..=(lowest, SimTime::MAX, TaskId::MAX));
-        match self.eviction {
-            EvictionPolicy::Mrs => range.next_back().map(|k| k.2),
-            EvictionPolicy::Lrs => range.next().map(|k| k.2),
-            EvictionPolicy::Rnd => {
-                let n = self.evictable_at[lowest as usize];
-                range.nth(index(rng, n) as usize).map(|k| k.2)
-            }
-        }
-    }
-
-    /// The level whose free slots a task of `priority` must take: WASP
-    /// gives production the most powerful level with a free slot (§8.1.2).
-    fn wasp_level(&self, priority: u8) -> Option<u16> {
-        if !self.wasp_production(priority) {
-            return None;
-        }
-        self.levels
-            .iter()
-            .position(|l| l.free.total() > 0)
-            .map(|l| l as u16)
-    }
-
     /// Asks `placer` where queued task `id` goes, among the servers with a
     /// free slot (of `level`, if given).
-    fn place(
+    fn place_queued(
         &self,
         placer: &mut dyn SlotPlacer,
         id: TaskId,
@@ -677,43 +802,7 @@ impl SlotStage {
         rng: &mut ActorRng,
     ) -> Option<u32> {
         let task = self.tasks.get(&id)?;
-        let candidates = |i: u32| {
-            self.free.get(i as usize).is_some_and(|&f| f > 0)
-                && level.is_none_or(|l| self.level_of[i as usize] == l)
-        };
-        placer
-            .choose(task, &candidates, rng)
-            .filter(|&i| candidates(i))
-    }
-
-    /// A free slot for a task of `priority`: WASP gives production the most
-    /// powerful one; everything else takes a uniformly random free slot.
-    fn choose_free(&mut self, priority: u8, rng: &mut impl RngCore) -> u32 {
-        if self.wasp_production(priority) {
-            for level in &self.levels {
-                let n = level.free.total();
-                if n > 0 {
-                    let k = index(rng, n);
-                    return level.servers[level.free.find(k)];
-                }
-            }
-        }
-        self.random_free(rng)
-    }
-
-    fn random_free(&mut self, rng: &mut impl RngCore) -> u32 {
-        let mut k = index(rng, self.free_total.max(1));
-        for level in &self.levels {
-            let n = level.free.total();
-            if k < n {
-                return level.servers[level.free.find(k)];
-            }
-            k -= n;
-        }
-        self.levels
-            .iter()
-            .find(|l| l.free.total() > 0)
-            .map_or(0, |l| l.servers[l.free.find(0)])
+        self.slots.place(placer, task, None, level, rng)
     }
 
     fn take(&mut self, id: TaskId) -> Option<Task> {
@@ -724,67 +813,58 @@ impl SlotStage {
         Some(task)
     }
 
-    /// Starts `task` on `server`, in a free slot (`take`) or in the slot of
-    /// the task it preempts.
-    fn start(
-        &mut self,
-        task: Task,
-        server: u32,
-        now: SimTime,
-        sticky: bool,
-        take: bool,
-    ) -> SlotAction {
-        let level = self.level_of[server as usize];
-        if take {
-            self.take_slot(server);
+    /// Starts `task` in a free slot of `server`, sticky or regular.
+    fn start(&mut self, task: Task, server: u32, now: SimTime, sticky: bool) -> SlotAction {
+        if sticky {
+            self.sticky_used += 1;
+            self.sticky_starts += 1;
+            if task.evictions > 0 {
+                self.sticky_starts_evicted += 1;
+            }
+        } else {
+            self.regular_used += 1;
         }
-        let r = Running {
-            server,
-            priority: task.priority,
-            started: now,
-            level,
+        let mode = Run {
+            take: true,
             sticky,
-            moving_to: None,
-            moving: false,
+            evictable: self.policy.evictable(sticky),
         };
-        self.index(task.id, &r);
-        self.running.insert(task.id, r);
+        self.slots.run(task.id, task.priority, server, now, mode);
         SlotAction::Dispatch {
             task,
-            server: self.servers[server as usize].id,
+            server: self.slots.servers[server as usize].id,
         }
     }
 
-    fn index(&mut self, id: TaskId, r: &Running) {
-        if !r.sticky {
-            self.by_start.insert((r.priority, r.started, id));
-            self.by_power.insert((r.priority, r.level, r.started, id));
-            self.evictable_at[r.priority as usize] += 1;
+    /// Evicts `victim` and starts `task` in its slot (§6.2.3.3).
+    fn preempt(
+        &mut self,
+        task: Task,
+        victim: TaskId,
+        now: SimTime,
+        placer: Option<&mut (dyn SlotPlacer + '_)>,
+    ) -> Option<SlotAction> {
+        let v = self.slots.evict(victim)?;
+        self.preempted.insert(victim);
+        self.preemptions += 1;
+        if v.priority == 0 {
+            self.preemptions_class0 += 1;
         }
-    }
-
-    fn unindex(&mut self, id: TaskId, r: &Running) {
-        if !r.sticky && !r.moving {
-            self.by_start.remove(&(r.priority, r.started, id));
-            self.by_power.remove(&(r.priority, r.level, r.started, id));
-            self.evictable_at[r.priority as usize] -= 1;
+        if let Some(p) = placer {
+            p.started(&task, v.server, Some(victim), now);
         }
-    }
-
-    fn take_slot(&mut self, server: u32) {
-        self.free[server as usize] -= 1;
-        self.free_total -= 1;
-        let level = &mut self.levels[self.level_of[server as usize] as usize];
-        let pos = level.servers.binary_search(&server).unwrap_or(0);
-        level.free.add(pos, -1);
-    }
-
-    fn free_slot(&mut self, server: u32, n: u32) {
-        self.free[server as usize] += n;
-        self.free_total += n;
-        let level = &mut self.levels[self.level_of[server as usize] as usize];
-        let pos = level.servers.binary_search(&server).unwrap_or(0);
-        level.free.add(pos, n as i64);
+        let mode = Run {
+            take: false,
+            sticky: false,
+            evictable: self.policy.evictable(false),
+        };
+        self.slots.run(task.id, task.priority, v.server, now, mode);
+        Some(SlotAction::Preempt {
+            victim,
+            victim_priority: v.priority,
+            task,
+            server: self.slots.servers[v.server as usize].id,
+        })
     }
 
     pub fn finish(&self, out: &mut Metrics) {
@@ -799,16 +879,23 @@ impl SlotStage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{EvictionPolicy, SchedulerConfig, SlotPolicy};
     use crate::kernel::actor_rng;
 
-    fn task(id: TaskId, priority: u8, arrived: SimTime) -> Task {
+    pub(super) fn task(id: TaskId, priority: u8, arrived: SimTime) -> Task {
         Task {
             priority,
             ..Task::new(id, ActorId(1), arrived, 1_000_000_000)
         }
     }
 
-    fn stage(policy: SlotPolicy, eviction: EvictionPolicy, servers: &[(u32, f64)]) -> SlotStage {
+    /// A stage of `policy` over servers of (slots, CPU per slot), with
+    /// two sticky slots under HYBRID.
+    pub(super) fn stage(
+        policy: SlotPolicy,
+        eviction: EvictionPolicy,
+        servers: &[(u32, f64)],
+    ) -> SlotStage {
         let cfg = SchedulerConfig {
             slots: policy,
             eviction,
@@ -827,9 +914,9 @@ mod tests {
         SlotStage::new(&cfg, servers)
     }
 
-    /// Fills the stage with class-0 tasks started at times 1, 2, 3, ... and
-    /// returns the id of each start time's task.
-    fn fill(s: &mut SlotStage, n: u64, rng: &mut ActorRng) {
+    /// Fills the stage with class-0 tasks started at times 1, 2, 3, ...
+    /// (task `i` at time `i + 1`).
+    pub(super) fn fill(s: &mut SlotStage, n: u64, rng: &mut ActorRng) {
         for i in 0..n {
             s.enqueue(task(i, 0, i));
             let out = s.schedule(i + 1, rng);
@@ -837,7 +924,23 @@ mod tests {
         }
     }
 
-    fn victim_of(actions: &[SlotAction]) -> Option<TaskId> {
+    /// A placement that takes the first server with a free slot.
+    pub(super) struct First;
+
+    impl SlotPlacer for First {
+        fn choose(
+            &mut self,
+            _: &Task,
+            candidates: &dyn Fn(u32) -> bool,
+            _: &mut ActorRng,
+        ) -> Option<u32> {
+            (0..64).find(|&i| candidates(i))
+        }
+
+        fn started(&mut self, _: &Task, _: u32, _: Option<TaskId>, _: SimTime) {}
+    }
+
+    pub(super) fn victim_of(actions: &[SlotAction]) -> Option<TaskId> {
         actions.iter().find_map(|a| match a {
             SlotAction::Preempt { victim, .. } => Some(*victim),
             _ => None,
@@ -845,51 +948,63 @@ mod tests {
     }
 
     #[test]
-    fn mrs_evicts_the_youngest_lrs_the_oldest_of_the_lowest_class() {
-        let mut rng = actor_rng(1, "t");
-        for (policy, expected) in [(EvictionPolicy::Mrs, 3), (EvictionPolicy::Lrs, 0)] {
-            let mut s = stage(SlotPolicy::Priority, policy, &[(2, 0.5), (2, 0.5)]);
-            fill(&mut s, 4, &mut rng);
-            s.enqueue(task(100, 4, 50));
-            let out = s.schedule(60, &mut rng);
-            assert_eq!(victim_of(&out), Some(expected), "{policy:?}");
-        }
+    fn a_migrating_task_holds_both_slots_until_it_leaves_and_is_no_victim_until_it_arrives() {
+        let mut rng = actor_rng(6, "t");
+        let mut s = stage(
+            SlotPolicy::Priority,
+            EvictionPolicy::Mrs,
+            &[(1, 1.0), (1, 1.0)],
+        );
+        s.enqueue(task(1, 0, 0));
+        let started = s.schedule(1, &mut rng);
+        let Some(SlotAction::Dispatch { server, .. }) = started.first() else {
+            panic!("{started:?}");
+        };
+        let (from, to) = if *server == ActorId(10) {
+            (ActorId(10), 1)
+        } else {
+            (ActorId(11), 0)
+        };
+        assert!(s.begin_move(1, to));
+        assert!(!s.has_free(0) && !s.has_free(1), "both slots held");
+        assert!(!s.begin_move(1, to), "already moving");
+        s.enqueue(task(2, 5, 2));
+        assert!(
+            victim_of(&s.schedule(2, &mut rng)).is_none(),
+            "no victim while it moves"
+        );
+        s.left(1, from);
+        assert!(s.has_free(from.0 - 10), "its old slot is free once it left");
+        let placed = s.schedule(3, &mut rng);
+        assert_eq!(placed.len(), 1, "the queued task takes the old slot");
+        s.arrived(1);
+        s.enqueue(task(3, 5, 4));
+        assert_eq!(
+            victim_of(&s.schedule(4, &mut rng)),
+            Some(1),
+            "evictable once it runs on its new server"
+        );
     }
 
     #[test]
-    fn the_victim_is_always_of_the_lowest_running_priority() {
-        let mut rng = actor_rng(2, "t");
-        let mut s = stage(SlotPolicy::Priority, EvictionPolicy::Mrs, &[(3, 0.5)]);
-        for (id, p) in [(0, 1), (1, 0), (2, 4)] {
-            s.enqueue(task(id, p, id));
-            s.schedule(id + 1, &mut rng);
-        }
-        s.enqueue(task(9, 9, 10));
-        assert_eq!(victim_of(&s.schedule(20, &mut rng)), Some(1));
-        s.enqueue(task(10, 9, 11));
-        assert_eq!(victim_of(&s.schedule(21, &mut rng)), Some(0));
-        // Only class 4 and two class 9 tasks run now: a class-4 task
-        // cannot evict anyone, and waits.
-        s.enqueue(task(11, 4, 12));
-        assert!(s.schedule(22, &mut rng).is_empty());
-        assert_eq!(s.queued(), 1);
-    }
-
-    #[test]
-    fn rnd_picks_among_the_lowest_class_only() {
-        let mut rng = actor_rng(3, "t");
-        let mut seen = BTreeSet::new();
-        for round in 0..40 {
-            let mut s = stage(SlotPolicy::Priority, EvictionPolicy::Rnd, &[(4, 0.5)]);
-            fill(&mut s, 3, &mut rng);
-            s.enqueue(task(3, 2, 3));
-            s.schedule(4, &mut rng);
-            s.enqueue(task(100, 9, 50 + round));
-            let v = victim_of(&s.schedule(60, &mut rng)).unwrap();
-            assert!(v < 3, "never the class-2 task");
-            seen.insert(v);
-        }
-        assert_eq!(seen.len(), 3, "all three class-0 tasks get picked");
+    fn a_task_that_ends_while_migrating_frees_both_slots() {
+        let mut rng = actor_rng(7, "t");
+        let mut s = stage(
+            SlotPolicy::Priority,
+            EvictionPolicy::Mrs,
+            &[(1, 1.0), (1, 1.0)],
+        );
+        s.enqueue(task(1, 0, 0));
+        let started = s.schedule(1, &mut rng);
+        let Some(SlotAction::Dispatch { server, .. }) = started.first() else {
+            panic!("{started:?}");
+        };
+        let from = *server;
+        let to = if from == ActorId(10) { 1 } else { 0 };
+        assert!(s.begin_move(1, to));
+        s.release(1, from);
+        assert!(s.has_free(0) && s.has_free(1));
+        assert_eq!(s.slots.free_total, 2, "slots conserved");
     }
 
     #[test]
@@ -910,124 +1025,6 @@ mod tests {
             })
             .collect();
         assert_eq!(order, vec![2, 3, 1], "an evicted task keeps its place");
-    }
-
-    #[test]
-    fn wasp_sends_production_to_the_most_powerful_slots() {
-        let mut rng = actor_rng(5, "t");
-        let mut s = stage(
-            SlotPolicy::Wasp,
-            EvictionPolicy::Mrs,
-            &[(4, 0.02), (2, 0.04)],
-        );
-        for id in 0..2 {
-            s.enqueue(task(id, 9, id));
-        }
-        let out = s.schedule(5, &mut rng);
-        for a in &out {
-            let SlotAction::Dispatch { server, .. } = a else {
-                panic!()
-            };
-            assert_eq!(*server, ActorId(11));
-        }
-        // Fill the rest with class 0, then a production task evicts one of
-        // the class-0 tasks on the powerful server... none runs there, so
-        // it evicts the youngest on the other server.
-        for id in 10..14 {
-            s.enqueue(task(id, 0, id));
-        }
-        s.schedule(20, &mut rng);
-        s.enqueue(task(50, 10, 30));
-        let out = s.schedule(40, &mut rng);
-        assert!(matches!(
-            out[0],
-            SlotAction::Preempt {
-                server: ActorId(10),
-                ..
-            }
-        ));
-    }
-
-    #[test]
-    fn sticky_tasks_are_never_priority_evicted() {
-        let mut rng = actor_rng(6, "t");
-        // Four slots, two of them sticky: phase I takes the two earliest
-        // arrivals whatever their class.
-        let mut s = stage(SlotPolicy::Hybrid, EvictionPolicy::Mrs, &[(4, 0.5)]);
-        for id in 0..4 {
-            s.enqueue(task(id, 0, id));
-        }
-        let out = s.schedule(10, &mut rng);
-        assert_eq!(out.len(), 4);
-        for round in 0..10 {
-            s.enqueue(task(100 + round, 9, 20 + round));
-            let out = s.schedule(30 + round, &mut rng);
-            if round < 2 {
-                let v = victim_of(&out).unwrap();
-                assert!(v >= 2, "evicted sticky task {v}");
-            } else {
-                assert!(out.is_empty(), "only sticky class-0 tasks are left");
-            }
-        }
-    }
-
-    #[test]
-    fn victims_of_class_0_and_sticky_starts_of_evicted_tasks_are_counted() {
-        let mut rng = actor_rng(10, "t");
-        // Four slots, two sticky: the two earliest arrivals (one of them
-        // evicted before) go sticky, the other two run on regular slots.
-        let mut s = stage(SlotPolicy::Hybrid, EvictionPolicy::Mrs, &[(4, 0.5)]);
-        let mut evicted_before = task(0, 0, 0);
-        evicted_before.evictions = 1;
-        s.enqueue(evicted_before);
-        s.enqueue(task(1, 0, 1));
-        s.enqueue(task(2, 0, 2));
-        s.enqueue(task(3, 1, 3));
-        assert_eq!(s.schedule(10, &mut rng).len(), 4);
-        assert_eq!((s.sticky_starts, s.sticky_starts_evicted), (2, 1));
-        // A class-9 task evicts the class-0 task on a regular slot, the
-        // next one the class-1 task.
-        s.enqueue(task(9, 9, 20));
-        assert_eq!(victim_of(&s.schedule(21, &mut rng)), Some(2));
-        s.enqueue(task(10, 9, 21));
-        assert_eq!(victim_of(&s.schedule(22, &mut rng)), Some(3));
-        assert_eq!((s.preemptions, s.preemptions_class0), (2, 1));
-        let mut m = Metrics::default();
-        s.finish(&mut m);
-        assert_eq!(m.counter("preemptions_class0_victim"), 1);
-        assert_eq!(m.counter("sticky_starts_evicted"), 1);
-    }
-
-    #[test]
-    fn all_slots_sticky_is_non_preemptive_first_come_first_served() {
-        let mut rng = actor_rng(7, "t");
-        let cfg = SchedulerConfig {
-            slots: SlotPolicy::Hybrid,
-            sticky_slots: 2,
-            ..SchedulerConfig::default()
-        };
-        let mut s = SlotStage::new(
-            &cfg,
-            vec![SlotServer {
-                id: ActorId(3),
-                slots: 2,
-                cpu_per_slot: 0.5,
-            }],
-        );
-        s.enqueue(task(1, 0, 5));
-        s.enqueue(task(2, 11, 6));
-        s.enqueue(task(3, 11, 7));
-        s.enqueue(task(4, 0, 1));
-        let out = s.schedule(10, &mut rng);
-        let ids: Vec<TaskId> = out
-            .iter()
-            .map(|a| match a {
-                SlotAction::Dispatch { task, .. } => task.id,
-                other => panic!("{other:?}"),
-            })
-            .collect();
-        assert_eq!(ids, vec![4, 1], "first arrivals first, no preemption");
-        assert!(s.schedule(11, &mut rng).is_empty());
     }
 
     #[test]
@@ -1069,15 +1066,5 @@ mod tests {
         assert!(s.schedule(3, &mut rng).is_empty(), "task 2 holds the slot");
         s.release(2, ActorId(10));
         assert_eq!(s.schedule(4, &mut rng).len(), 1);
-    }
-
-    #[test]
-    fn fenwick_finds_the_kth_unit() {
-        let mut f = Fenwick::from_counts(&[2, 0, 3, 1]);
-        let found: Vec<usize> = (0..6).map(|k| f.find(k)).collect();
-        assert_eq!(found, vec![0, 0, 2, 2, 2, 3]);
-        f.add(0, -2);
-        assert_eq!(f.total(), 4);
-        assert_eq!(f.find(0), 2);
     }
 }

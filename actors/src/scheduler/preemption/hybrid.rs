@@ -1,0 +1,138 @@
+//! `hybrid` (thesis §9.2): phase I takes the queue in first-arrival order
+//! onto a fixed pool of `sticky_slots` (labels, not machines: the task
+//! still takes a free slot somewhere), non-preemptively, and those tasks
+//! can never be priority-evicted; phase II is WASP (`wasp.rs`) on the
+//! other slots. With no sticky slots, phase I does nothing and HYBRID is
+//! WASP decision for decision.
+
+use crate::kernel::ActorRng;
+use crate::task::TaskId;
+
+use super::wasp::Wasp;
+use super::{Admits, Preemption, Slots};
+
+/// `hybrid`: a pool of sticky slots, then WASP.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Hybrid {
+    pub(super) wasp: Wasp,
+    /// The pool's size (`sticky_slots`, §9.2.1).
+    pub(super) sticky: u32,
+}
+
+impl Preemption for Hybrid {
+    fn sticky_slots(&self) -> u32 {
+        self.sticky
+    }
+
+    /// Sticky tasks are never priority-evicted (§9.2.1): phase I is meant
+    /// for the long-waited and evicted tasks.
+    fn evictable(&self, sticky: bool) -> bool {
+        !sticky
+    }
+
+    fn level(&self, priority: u8, slots: &Slots, admits: Admits<'_>) -> Option<u16> {
+        self.wasp.level(priority, slots, admits)
+    }
+
+    fn victim(
+        &self,
+        priority: u8,
+        slots: &Slots,
+        admits: Admits<'_>,
+        rng: &mut ActorRng,
+    ) -> Option<TaskId> {
+        self.wasp.victim(priority, slots, admits, rng)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{EvictionPolicy, SchedulerConfig, SlotPolicy};
+    use crate::kernel::{ActorId, Metrics, actor_rng};
+    use crate::task::TaskId;
+
+    use super::super::tests::{stage, task, victim_of};
+    use super::super::{SlotAction, SlotServer, SlotStage};
+
+    #[test]
+    fn sticky_tasks_are_never_priority_evicted() {
+        let mut rng = actor_rng(6, "t");
+        // Four slots, two of them sticky: phase I takes the two earliest
+        // arrivals whatever their class.
+        let mut s = stage(SlotPolicy::Hybrid, EvictionPolicy::Mrs, &[(4, 0.5)]);
+        for id in 0..4 {
+            s.enqueue(task(id, 0, id));
+        }
+        let out = s.schedule(10, &mut rng);
+        assert_eq!(out.len(), 4);
+        for round in 0..10 {
+            s.enqueue(task(100 + round, 9, 20 + round));
+            let out = s.schedule(30 + round, &mut rng);
+            if round < 2 {
+                let v = victim_of(&out).unwrap();
+                assert!(v >= 2, "evicted sticky task {v}");
+            } else {
+                assert!(out.is_empty(), "only sticky class-0 tasks are left");
+            }
+        }
+    }
+
+    #[test]
+    fn victims_of_class_0_and_sticky_starts_of_evicted_tasks_are_counted() {
+        let mut rng = actor_rng(10, "t");
+        // Four slots, two sticky: the two earliest arrivals (one of them
+        // evicted before) go sticky, the other two run on regular slots.
+        let mut s = stage(SlotPolicy::Hybrid, EvictionPolicy::Mrs, &[(4, 0.5)]);
+        let mut evicted_before = task(0, 0, 0);
+        evicted_before.evictions = 1;
+        s.enqueue(evicted_before);
+        s.enqueue(task(1, 0, 1));
+        s.enqueue(task(2, 0, 2));
+        s.enqueue(task(3, 1, 3));
+        assert_eq!(s.schedule(10, &mut rng).len(), 4);
+        assert_eq!((s.sticky_starts, s.sticky_starts_evicted), (2, 1));
+        // A class-9 task evicts the class-0 task on a regular slot, the
+        // next one the class-1 task.
+        s.enqueue(task(9, 9, 20));
+        assert_eq!(victim_of(&s.schedule(21, &mut rng)), Some(2));
+        s.enqueue(task(10, 9, 21));
+        assert_eq!(victim_of(&s.schedule(22, &mut rng)), Some(3));
+        assert_eq!((s.preemptions, s.preemptions_class0), (2, 1));
+        let mut m = Metrics::default();
+        s.finish(&mut m);
+        assert_eq!(m.counter("preemptions_class0_victim"), 1);
+        assert_eq!(m.counter("sticky_starts_evicted"), 1);
+    }
+
+    #[test]
+    fn all_slots_sticky_is_non_preemptive_first_come_first_served() {
+        let mut rng = actor_rng(7, "t");
+        let cfg = SchedulerConfig {
+            slots: SlotPolicy::Hybrid,
+            sticky_slots: 2,
+            ..SchedulerConfig::default()
+        };
+        let mut s = SlotStage::new(
+            &cfg,
+            vec![SlotServer {
+                id: ActorId(3),
+                slots: 2,
+                cpu_per_slot: 0.5,
+            }],
+        );
+        s.enqueue(task(1, 0, 5));
+        s.enqueue(task(2, 11, 6));
+        s.enqueue(task(3, 11, 7));
+        s.enqueue(task(4, 0, 1));
+        let out = s.schedule(10, &mut rng);
+        let ids: Vec<TaskId> = out
+            .iter()
+            .map(|a| match a {
+                SlotAction::Dispatch { task, .. } => task.id,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(ids, vec![4, 1], "first arrivals first, no preemption");
+        assert!(s.schedule(11, &mut rng).is_empty());
+    }
+}
