@@ -452,3 +452,120 @@ fn blind_placements_see_the_room_primary_tenants_leave() {
         "killed with the primaries' room seen: {seen}, blind: {unseen}"
     );
 }
+
+/// Every placement the scheduler has (docs/scheduler.md's stage table).
+const PLACEMENTS: &[&str] = &[
+    "random",
+    "least-loaded",
+    "best-fit",
+    "paragon",
+    "paragon-nh",
+    "paragon-ni",
+    "gems",
+    "gems-nosleep",
+    "gems-nonetwork",
+    "beps",
+    "brfs-dot",
+    "brfs-norm",
+    "rrs",
+    "yarn-stock",
+    "yarn-pt",
+    "yarn-h",
+    "annealing",
+];
+
+/// The refusal of docs/scheduler.md's table a combination on the default
+/// datacenter (3-tier, primary tenants, storage, catalog applications,
+/// priority tasks and MapReduce jobs) meets, as the field it names and a
+/// part of its reason; `None`: it runs.
+fn refusal(placement: &str, slots: &str, admission: &str) -> Option<(&'static str, &'static str)> {
+    let energy = matches!(
+        placement,
+        "gems" | "gems-nosleep" | "gems-nonetwork" | "beps" | "brfs-dot" | "brfs-norm" | "rrs"
+    );
+    if placement == "annealing" {
+        return Some(("primary_tenants", "a killed unit would stall"));
+    }
+    if energy && admission != "fifo" {
+        return Some(("scheduler.admission", "queue tasks themselves"));
+    }
+    if energy && slots != "none" {
+        return Some(("scheduler.slots", "energy-aware placements"));
+    }
+    None
+}
+
+#[test]
+fn every_admission_preemption_placement_power_and_storage_policy_runs_or_is_refused_by_the_table() {
+    let docs = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/scheduler.md"),
+    )
+    .unwrap();
+    let (mut ran, mut refused) = (0, 0);
+    let mut k = 0usize;
+    for admission in ["fifo", "arq"] {
+        for slots in ["none", "priority", "wasp", "hybrid"] {
+            for &placement in PLACEMENTS {
+                // Power and storage policies rotate through the product so
+                // that each meets every other stage's policies.
+                let power = ["sleep", "idle"][k % 2];
+                let storage = ["hdfs-h", "hdfs-pt", "hdfs-stock"][k % 3];
+                k += 1;
+                let label = format!(
+                    "admission = {admission}, slots = {slots}, placement = {placement}, power = {power}, storage = {storage}"
+                );
+                let overrides: Vec<_> = [
+                    "run.end=5m".to_string(),
+                    format!("scheduler.admission={admission}"),
+                    format!("scheduler.slots={slots}"),
+                    format!(
+                        "scheduler.sticky_slots={}",
+                        if slots == "hybrid" { 32 } else { 0 }
+                    ),
+                    format!("scheduler.placement={placement}"),
+                    format!("power.policy={power}"),
+                    format!("storage.placement={storage}"),
+                ]
+                .iter()
+                .map(|o| o.parse().unwrap())
+                .collect();
+                let loaded = load(
+                    dcemu::scenario::QUICKSTART_LABEL,
+                    dcemu::scenario::QUICKSTART,
+                    &overrides,
+                );
+                match (loaded, refusal(placement, slots, admission)) {
+                    (Ok(scenario), None) => {
+                        let one = run(&scenario, 1);
+                        assert_no_task_lost(&one, &label);
+                        assert!(metric(&one, "tasks_completed") > 0.0, "{label}");
+                        assert!(metric(&one, "energy_kwh_total") > 0.0, "{label}");
+                        if slots == "hybrid" {
+                            assert!(metric(&one, "sticky_starts") > 0.0, "{label}");
+                        }
+                        assert_eq!(one.digest, run(&scenario, 3).digest, "{label}");
+                        ran += 1;
+                    }
+                    (Err(e), Some((field, reason))) => {
+                        let e = e.to_string();
+                        assert!(
+                            e.contains(&format!("field `{field}`")) && e.contains(reason),
+                            "{label}: expected the refusal of `{field}` ({reason}), got {e}"
+                        );
+                        assert!(
+                            docs.contains(reason),
+                            "{label}: the reason '{reason}' is in docs/scheduler.md's table"
+                        );
+                        refused += 1;
+                    }
+                    (Ok(_), Some((field, _))) => {
+                        panic!("{label}: runs, but the table refuses `{field}`")
+                    }
+                    (Err(e), None) => panic!("{label}: refused, but not by the table: {e}"),
+                }
+            }
+        }
+    }
+    assert_eq!(ran + refused, 2 * 4 * PLACEMENTS.len());
+    assert!(ran > refused, "{ran} ran, {refused} refused");
+}
