@@ -3,6 +3,7 @@
 
 use dcemu::run::{Outcome, RunOptions, execute};
 use dcemu::scenario::{QUICKSTART, load};
+use dcemu_tests::{kind, log};
 
 /// The quickstart's 32 servers with sleeping idle servers, for 30 minutes,
 /// its batch tenant at a third of its load (about 30 of 128 slots busy).
@@ -349,5 +350,48 @@ fn a_preemption_never_overtakes_its_victim_through_a_sleeping_switch() {
         assert!(metric(&one, "preemptions") > 0.0, "{placement}");
         assert!(metric(&one, "wake_ups_switch") > 0.0, "{placement}");
         assert_eq!(one.digest, run(&scenario, 3).digest, "{placement}");
+    }
+}
+
+/// Reservations the scheduler logged, less its releases: the flows it
+/// still holds, which must be what its ledger says at the end.
+fn assert_flows_balance(o: &Outcome, label: &str) {
+    let scheduler = log(o, "scheduler");
+    let reserved = kind(&scheduler, "flow_reserve").len() as f64;
+    let released = kind(&scheduler, "flow_release").len() as f64;
+    assert!(reserved > 0.0, "{label}: flows reserved");
+    assert!(released > 0.0, "{label}: flows released");
+    assert_eq!(
+        reserved - released,
+        metric(o, "flows_active_end"),
+        "{label}: every reservation released once, the rest held at the end"
+    );
+}
+
+#[test]
+fn a_slot_stage_reserves_each_starts_flow_and_frees_it_when_the_task_leaves() {
+    // The Google-like tenant's every task reserves 150 Mb/s from the core to
+    // its server: a 1 Gb/s access link carries six, a 12-slot server fills
+    // its link before its slots. HYBRID (sticky slots, then WASP) starts a
+    // task only on a server with a path that has its bandwidth (an evictor:
+    // once its victim's flow is freed), reserves it, and frees it when the
+    // task finishes or is evicted.
+    for (placement, admission) in [("random", "fifo"), ("paragon", "fifo"), ("paragon", "arq")] {
+        let label = format!("{placement} + {admission} + hybrid with flows");
+        let overrides = [
+            "run.end=30m".parse().unwrap(),
+            "tenants.1.flow_bandwidth=150Mbps".parse().unwrap(),
+            format!("scheduler.placement={placement}").parse().unwrap(),
+            format!("scheduler.admission={admission}").parse().unwrap(),
+        ];
+        let scenario =
+            load("datacenter.toml", DATACENTER, &overrides).unwrap_or_else(|e| panic!("{e}"));
+        let one = run(&scenario, 1);
+        let m = |k: &str| metric(&one, k);
+        assert_no_task_lost(&one, &label);
+        assert_flows_balance(&one, &label);
+        assert_eq!(m("flows_refused"), 0.0, "{label}: only servers with a path");
+        assert!(m("preemptions") > 0.0, "{label}: HYBRID evicts");
+        assert_eq!(one.digest, run(&scenario, 3).digest, "{label}");
     }
 }

@@ -249,17 +249,3 @@ arrivals = { process = "trace", trace = "t.csv" }
         "the class-5 row evicts"
     );
 }
-
-#[test]
-fn flows_are_refused_under_the_slot_stages() {
-    let text = thesis_file("google-15h.toml");
-    let overrides = ["tenants.0.flow_bandwidth=1Gbps".parse().unwrap()];
-    let err = dcemu::scenario::load("google-15h.toml", &text, &overrides)
-        .err()
-        .unwrap_or_else(|| panic!("flows were accepted"))
-        .to_string();
-    assert!(
-        err.contains("tenants[0].flow_bandwidth") && err.contains("reserves no bandwidth"),
-        "{err}"
-    );
-}

@@ -126,13 +126,31 @@ impl SlotPlacer for CorePlacer<'_> {
         rng: &mut ActorRng,
     ) -> Option<u32> {
         let core = &mut *self.core;
+        // A task with a flow may only take a slot on a server some path to
+        // which has its bandwidth free, as outside the slot stages (the
+        // flow is reserved when it starts, `started`).
+        let (flows, cluster, world) = (&core.flows, &core.cluster, &core.world);
+        let bandwidth = Bandwidth::from_bps(task.flow_bps);
+        let with_path = |i: u32| {
+            candidates(i)
+                && (task.flow_bps == 0
+                    || flows.fits(
+                        &world.network,
+                        cluster.servers()[i as usize].id,
+                        bandwidth,
+                        None,
+                    ))
+        };
         let req = Request {
             task,
             profile: core.profiles.get(&task.id),
-            allowed: Some(candidates),
+            allowed: Some(&with_path),
             exclude: None,
         };
-        let choice = core.placement.place(&req, &core.cluster, rng)?;
+        let choice = core
+            .placement
+            .place(&req, &core.cluster, rng)
+            .filter(|c| with_path(c.server))?;
         if self.strict && !core.appropriate(&req, &choice) {
             return None;
         }
@@ -143,10 +161,12 @@ impl SlotPlacer for CorePlacer<'_> {
     fn started(&mut self, task: &Task, server: u32, victim: Option<TaskId>, now: SimTime) {
         let core = &mut *self.core;
         self.pool = core.pool[server as usize];
-        if let Some(v) = victim
-            && let Some(p) = core.placed.remove(&v)
-        {
-            core.vacate(v, p.server, p.cores, p.memory_mb);
+        if let Some(v) = victim {
+            if let Some(p) = core.placed.remove(&v) {
+                core.vacate(v, p.server, p.cores, p.memory_mb);
+            }
+            // the victim's flow goes with its slot
+            core.release_flow_later(v);
         }
         let violation = if victim.is_some() {
             0.0
@@ -154,7 +174,39 @@ impl SlotPlacer for CorePlacer<'_> {
             self.violation
         };
         core.occupy(task, Choice { server, violation }, now);
+        core.reserve_flow_later(task, server);
     }
+
+    fn gates_victims(&self, task: &Task) -> bool {
+        task.flow_bps > 0
+    }
+
+    /// With a flow, a victim's eviction must leave the evictor's bandwidth
+    /// free on some path to the server (the victim's own flow counting as
+    /// freed).
+    fn victim_fits(&mut self, task: &Task, server: u32, victim: TaskId) -> bool {
+        let core = &*self.core;
+        let id = core.cluster.servers()[server as usize].id;
+        task.flow_bps == 0
+            || core.flows.fits(
+                &core.world.network,
+                id,
+                Bandwidth::from_bps(task.flow_bps),
+                Some(victim),
+            )
+    }
+}
+
+/// A change of reservations decided inside a pass of the slot stage, told
+/// to the switches (and logged) once the pass is over, before its
+/// dispatches go out.
+enum Notice {
+    Flow(Flow, bool),
+    Refused {
+        task: TaskId,
+        server: ActorId,
+        bps: u64,
+    },
 }
 
 /// Everything but the admission stage, so that admission can call back
@@ -176,6 +228,8 @@ struct Core {
     profiles: BTreeMap<TaskId, Profile>,
     placed: BTreeMap<TaskId, Placed>,
     flows: FlowTable,
+    /// Reservations decided in the current slot pass ([`Notice`]).
+    notices: Vec<Notice>,
     resubmit_delay: u64,
     reclassify_below: f64,
     migration_time: u64,
@@ -325,12 +379,14 @@ struct MigrateLog<'a> {
 
 impl Scheduler {
     /// A scheduler over `servers`, whose first ones the `primaries` own in
-    /// order (what AutoPilot tells YARN-H's clustering service).
+    /// order (what AutoPilot tells YARN-H's clustering service); `flows`:
+    /// some tenant's tasks reserve bandwidth (`flow_bandwidth`).
     pub fn new(
         world: Arc<World>,
         cfg: &SchedulerConfig,
         servers: &[ServerSpec],
         primaries: &[PrimaryTenantConfig],
+        flows: bool,
     ) -> Self {
         let placement = placement::build(cfg, servers, primaries);
         let admission = admission::build(cfg);
@@ -382,8 +438,12 @@ impl Scheduler {
         Scheduler {
             cfg: cfg.clone(),
             admission,
+            // flows need a path with their bandwidth: the placement stage
+            // (`random` included) picks among the servers that have one
             slot_placer: slot_stage.is_some()
-                && (cfg.placement != PlacementKind::Random || cfg.admission != AdmissionKind::Fifo),
+                && (cfg.placement != PlacementKind::Random
+                    || cfg.admission != AdmissionKind::Fifo
+                    || flows),
             slot_admission: slot_stage.is_some() && cfg.admission != AdmissionKind::Fifo,
             slots: slot_stage,
             energy,
@@ -405,6 +465,7 @@ impl Scheduler {
                 pool_counts,
                 counted,
                 flows: FlowTable::default(),
+                notices: Vec::new(),
                 resubmit_delay: cfg.resubmit_delay.as_nanos(),
                 reclassify_below: if cfg.detects_phases() {
                     cfg.reclassify_below
@@ -626,6 +687,7 @@ impl Scheduler {
                         server: world.name(src),
                     },
                 );
+                self.core.release_flow(task, ctx)?;
                 self.arm_slot_tick(ctx)
             }
             Body::Evicted { task, cause } => {
@@ -646,6 +708,7 @@ impl Scheduler {
                 {
                     self.admission.record_busy(pool, busy_s);
                 }
+                self.core.release_flow(task.id, ctx)?;
                 let returned = if self.slot_admission {
                     stage.evicted_out(task, src)
                 } else {
@@ -765,6 +828,7 @@ impl Scheduler {
             {
                 self.admission.record_busy(pool, busy_s);
             }
+            self.core.release_flow(task.id, ctx)?;
             ctx.timer(self.core.resubmit_delay, Msg::Requeue(task))?;
             return self.arm_slot_tick(ctx);
         }
@@ -870,6 +934,7 @@ impl Scheduler {
             };
             self.admission.schedule(now, &pools, &mut place)?;
         }
+        self.core.tell(ctx)?;
         let world = Arc::clone(&self.core.world);
         for action in actions {
             let (id, submitted_at, server, body) = match action {
@@ -1331,6 +1396,75 @@ impl Core {
                 .ok_or_else(bad)?;
         }
         Ok((p.pool, (ctx.now() - p.since) as f64 / 1e9))
+    }
+
+    /// Under a slot stage: reserves the flow of `task`, which starts on
+    /// server `i`, on the first path with its bandwidth ([`FlowTable`]);
+    /// the switches hear of it when the pass is over ([`Core::tell`]).
+    /// The stage only offered servers with such a path, so a refusal here
+    /// is logged and counted but cannot happen.
+    fn reserve_flow_later(&mut self, task: &Task, i: u32) {
+        if task.flow_bps == 0 {
+            return;
+        }
+        let server = self.cluster.servers()[i as usize].id;
+        let bandwidth = Bandwidth::from_bps(task.flow_bps);
+        let notice = match self
+            .flows
+            .reserve(&self.world.network, task.id, server, bandwidth)
+        {
+            Some(route) => Notice::Flow(
+                Flow {
+                    task: task.id,
+                    route,
+                    bandwidth,
+                },
+                true,
+            ),
+            None => Notice::Refused {
+                task: task.id,
+                server,
+                bps: task.flow_bps,
+            },
+        };
+        self.notices.push(notice);
+    }
+
+    /// Under a slot stage: releases the flow of a preempted `task` now (its
+    /// evictor may need the bandwidth); the switches hear of it when the
+    /// pass is over.
+    fn release_flow_later(&mut self, task: TaskId) {
+        if let Some((route, bandwidth)) = self.flows.release(&self.world.network, task) {
+            self.notices.push(Notice::Flow(
+                Flow {
+                    task,
+                    route,
+                    bandwidth,
+                },
+                false,
+            ));
+        }
+    }
+
+    /// Logs the reservations a pass decided and tells their switches.
+    fn tell(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        for notice in std::mem::take(&mut self.notices) {
+            match notice {
+                Notice::Flow(f, reserve) => self.flow_notice(ctx, &f, reserve)?,
+                Notice::Refused { task, server, bps } => {
+                    let world = Arc::clone(&self.world);
+                    ctx.log(
+                        "flow_refused",
+                        &FlowRefusedLog {
+                            task,
+                            server: world.name(server),
+                            bps,
+                        },
+                    );
+                }
+            }
+        }
+        Ok(())
     }
 
     fn release_flow(&mut self, task: TaskId, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {

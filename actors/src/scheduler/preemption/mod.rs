@@ -61,6 +61,19 @@ pub trait SlotPlacer {
 
     /// `task` starts on `server`, in the slot of `victim` if it preempts one.
     fn started(&mut self, task: &Task, server: u32, victim: Option<TaskId>, now: SimTime);
+
+    /// Whether a start of `task` needs more than a slot where the placement
+    /// is concerned (bandwidth on a path for its flow, an energy-aware
+    /// placement's CPU, memory and path): then a victim is one whose
+    /// eviction makes that room ([`SlotPlacer::victim_fits`]).
+    fn gates_victims(&self, _task: &Task) -> bool {
+        false
+    }
+
+    /// Whether `task` would fit on `server` once `victim` left it.
+    fn victim_fits(&mut self, _task: &Task, _server: u32, _victim: TaskId) -> bool {
+        true
+    }
 }
 
 /// One server as the slot stage sees it.
@@ -377,9 +390,14 @@ impl SlotStage {
                 return Some(self.start(task.clone(), server, now, sticky, true));
             }
         }
-        let victim = match allowed {
-            None => self.victim(task.priority, rng)?,
-            Some(_) => self.victim_among(task.priority, &admits, rng)?,
+        let victim = if placer.gates_victims(task) {
+            let mut fits = |server: u32, victim: TaskId| placer.victim_fits(task, server, victim);
+            self.victim_among(task.priority, &admits, &mut fits, rng)?
+        } else {
+            match allowed {
+                None => self.victim(task.priority, rng)?,
+                Some(_) => self.victim_among(task.priority, &admits, &mut |_, _| true, rng)?,
+            }
         };
         let v = self.running.remove(&victim)?;
         self.unindex(victim, &v);
@@ -422,27 +440,33 @@ impl SlotStage {
     }
 
     /// [`SlotStage::victim`] among the tasks running on servers `admits`
-    /// holds: of the lowest priority running there, strictly below
-    /// `priority`; for a WASP production task on the most powerful of
+    /// holds and whose eviction `fits` says makes room for the evictor
+    /// (server, victim): of the lowest priority running there, strictly
+    /// below `priority`; for a WASP production task on the most powerful of
     /// those servers; then by `eviction`.
     fn victim_among(
         &self,
         priority: u8,
         admits: &dyn Fn(u32) -> bool,
+        fits: &mut dyn FnMut(u32, TaskId) -> bool,
         rng: &mut ActorRng,
     ) -> Option<TaskId> {
         let lowest = self
             .by_start
             .iter()
             .take_while(|k| k.0 < priority)
-            .find(|k| self.running.get(&k.2).is_some_and(|r| admits(r.server)))?
+            .find(|k| {
+                self.running
+                    .get(&k.2)
+                    .is_some_and(|r| admits(r.server) && fits(r.server, k.2))
+            })?
             .0;
         let mut found: Vec<(u16, SimTime, TaskId)> = self
             .by_start
             .range((lowest, 0, 0)..=(lowest, SimTime::MAX, TaskId::MAX))
             .filter_map(|&(_, started, id)| {
                 let r = self.running.get(&id)?;
-                admits(r.server).then_some((r.level, started, id))
+                (admits(r.server) && fits(r.server, id)).then_some((r.level, started, id))
             })
             .collect();
         if self.wasp_production(priority) {
@@ -500,26 +524,48 @@ impl SlotStage {
             let Some(priority) = self.tasks.get(&id).map(|t| t.priority) else {
                 break;
             };
+            let gated = match (placer.as_deref(), self.tasks.get(&id)) {
+                (Some(p), Some(t)) => p.gates_victims(t),
+                _ => false,
+            };
             if self.regular_used < regular_cap && self.free_total > 0 {
                 let server = match placer.as_deref_mut() {
-                    None => self.choose_free(priority, rng),
+                    None => Some(self.choose_free(priority, rng)),
                     Some(p) => {
                         let level = self.wasp_level(priority);
-                        match self.place(p, id, level, rng) {
-                            Some(server) => server,
-                            None => break,
-                        }
+                        self.place(p, id, level, rng)
                     }
                 };
-                let Some(task) = self.take(id) else { break };
-                self.regular_used += 1;
-                if let Some(p) = placer.as_deref_mut() {
-                    p.started(&task, server, None, now);
+                match server {
+                    Some(server) => {
+                        let Some(task) = self.take(id) else { break };
+                        self.regular_used += 1;
+                        if let Some(p) = placer.as_deref_mut() {
+                            p.started(&task, server, None, now);
+                        }
+                        out.push(self.start(task, server, now, false, true));
+                        continue;
+                    }
+                    // free slots, but none the placement takes: a task
+                    // that needs more than a slot (a path's bandwidth,
+                    // an energy-aware placement's room) may still evict
+                    // for it; any other waits, and the queue behind it
+                    None if gated => {}
+                    None => break,
                 }
-                out.push(self.start(task, server, now, false, true));
-                continue;
             }
-            let Some(victim) = self.victim(priority, rng) else {
+            let victim = match placer.as_deref_mut() {
+                Some(p) if gated => {
+                    let Some(task) = self.tasks.get(&id) else {
+                        break;
+                    };
+                    let mut fits =
+                        |server: u32, victim: TaskId| p.victim_fits(task, server, victim);
+                    self.victim_among(priority, &|_| true, &mut fits, rng)
+                }
+                _ => self.victim(priority, rng),
+            };
+            let Some(victim) = victim else {
                 break;
             };
             let Some(task) = self.take(id) else { break };
