@@ -395,3 +395,82 @@ fn a_slot_stage_reserves_each_starts_flow_and_frees_it_when_the_task_leaves() {
         assert_eq!(one.digest, run(&scenario, 3).digest, "{label}");
     }
 }
+
+/// The small datacenter under an energy-aware placement behind `slots` and
+/// `admission`.
+fn energy_datacenter(placement: &str, slots: &str, admission: &str, end: &str) -> Outcome {
+    let overrides = [
+        format!("run.end={end}").parse().unwrap(),
+        format!("scheduler.placement={placement}").parse().unwrap(),
+        format!("scheduler.slots={slots}").parse().unwrap(),
+        format!("scheduler.admission={admission}").parse().unwrap(),
+        format!(
+            "scheduler.sticky_slots={}",
+            if slots == "hybrid" { 24 } else { 0 }
+        )
+        .parse()
+        .unwrap(),
+    ];
+    let scenario =
+        load("datacenter.toml", DATACENTER, &overrides).unwrap_or_else(|e| panic!("{e}"));
+    let one = run(&scenario, 1);
+    let label = format!("{placement} + {admission} + slots = {slots}");
+    assert_no_task_lost(&one, &label);
+    assert_flows_balance(&one, &label);
+    assert_eq!(one.digest, run(&scenario, 3).digest, "{label}");
+    one
+}
+
+#[test]
+fn energy_aware_placement_chooses_server_and_path_behind_slot_stages_and_arq() {
+    // Issue 22: ARQ orders and scopes, the slot stage decides whether a task
+    // starts and whom it evicts, the energy-aware placement where (server
+    // and path, thesis §4.3) among the servers they allow; flows are
+    // reserved as tasks start and released as they finish or are evicted.
+    for (placement, slots, admission) in [
+        ("gems", "hybrid", "fifo"),
+        ("gems", "priority", "fifo"),
+        ("gems", "wasp", "fifo"),
+        ("gems", "none", "arq"),
+        ("gems", "hybrid", "arq"),
+        ("beps", "hybrid", "fifo"),
+        ("gems-nonetwork", "priority", "arq"),
+        ("rrs", "wasp", "fifo"),
+    ] {
+        let label = format!("{placement} + {admission} + slots = {slots}");
+        let o = energy_datacenter(placement, slots, admission, "20m");
+        let m = |k: &str| o.metrics.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
+        eprintln!(
+            "{label}: placements {} preemptions {} sticky {} flows {} (internal {}) diverted {} energy {:.3} kWh completed {}",
+            m("energy_placements"),
+            m("preemptions"),
+            m("sticky_starts"),
+            m("flows_reserved"),
+            m("flows_internal"),
+            m("arq_diverted_down") + m("arq_diverted_up"),
+            m("energy_kwh_total"),
+            m("tasks_completed"),
+        );
+        assert!(
+            m("energy_placements") > 0.0,
+            "{label}: the energy stage places"
+        );
+        assert!(
+            m("flows_internal") > 0.0,
+            "{label}: phase II connects workers"
+        );
+        assert_eq!(m("flows_refused"), 0.0, "{label}: only servers with a path");
+        if slots != "none" {
+            assert!(m("preemptions") > 0.0, "{label}: the slot stage evicts");
+        }
+        if slots == "hybrid" {
+            assert!(m("sticky_starts") > 0.0, "{label}: sticky slots");
+        }
+        if admission == "arq" {
+            assert!(
+                m("arq_diverted_down") + m("arq_diverted_up") > 0.0,
+                "{label}: ARQ diverts"
+            );
+        }
+    }
+}

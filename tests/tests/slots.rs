@@ -196,8 +196,8 @@ fn an_eviction_threshold_drops_repeatedly_evicted_tasks() {
 fn bad_slot_settings_are_refused_with_the_field_named() {
     let text = thesis_file("google-15h.toml");
     for (set, needle) in [
-        // energy-aware placements queue by themselves (docs/scheduler.md)
-        ("scheduler.placement=gems", "scheduler.slots"),
+        // energy-aware placements choose paths: not on a flat network
+        ("scheduler.placement=gems", "scheduler.placement"),
         ("scheduler.sticky_slots=5", "scheduler.sticky_slots"),
         ("scheduler.slot_interval=0s", "scheduler.slot_interval"),
         ("scheduler.eviction=oldest", "scheduler.eviction"),

@@ -59,8 +59,16 @@ pub trait SlotPlacer {
         rng: &mut ActorRng,
     ) -> Option<u32>;
 
-    /// `task` starts on `server`, in the slot of `victim` if it preempts one.
-    fn started(&mut self, task: &Task, server: u32, victim: Option<TaskId>, now: SimTime);
+    /// `task` starts on `server`, in the slot of `victim` if it preempts one
+    /// (`rng`: for a placement that still draws its path there).
+    fn started(
+        &mut self,
+        task: &Task,
+        server: u32,
+        victim: Option<TaskId>,
+        now: SimTime,
+        rng: &mut ActorRng,
+    );
 
     /// Whether a start of `task` needs more than a slot where the placement
     /// is concerned (bandwidth on a path for its flow, an energy-aware
@@ -386,7 +394,7 @@ impl SlotStage {
                 } else {
                     self.regular_used += 1;
                 }
-                placer.started(task, server, None, now);
+                placer.started(task, server, None, now, rng);
                 return Some(self.start(task.clone(), server, now, sticky, true));
             }
         }
@@ -406,7 +414,7 @@ impl SlotStage {
         if v.priority == 0 {
             self.preemptions_class0 += 1;
         }
-        placer.started(task, v.server, Some(victim), now);
+        placer.started(task, v.server, Some(victim), now, rng);
         match self.start(task.clone(), v.server, now, false, false) {
             SlotAction::Dispatch { task, server } => Some(SlotAction::Preempt {
                 victim,
@@ -515,7 +523,7 @@ impl SlotStage {
                 self.sticky_starts_evicted += 1;
             }
             if let Some(p) = placer.as_deref_mut() {
-                p.started(&task, server, None, now);
+                p.started(&task, server, None, now, rng);
             }
             out.push(self.start(task, server, now, true, true));
         }
@@ -541,7 +549,7 @@ impl SlotStage {
                         let Some(task) = self.take(id) else { break };
                         self.regular_used += 1;
                         if let Some(p) = placer.as_deref_mut() {
-                            p.started(&task, server, None, now);
+                            p.started(&task, server, None, now, rng);
                         }
                         out.push(self.start(task, server, now, false, true));
                         continue;
@@ -580,7 +588,7 @@ impl SlotStage {
             }
             let server = v.server;
             if let Some(p) = placer.as_deref_mut() {
-                p.started(&task, server, Some(victim), now);
+                p.started(&task, server, Some(victim), now, rng);
             }
             match self.start(task, server, now, false, false) {
                 SlotAction::Dispatch { task, server } => out.push(SlotAction::Preempt {
