@@ -824,6 +824,62 @@ mod tests {
         })
     }
 
+    /// A placement that needs more than a slot (as with flows or an
+    /// energy-aware placement): no victim on server `refused` makes room.
+    struct Gate {
+        refused: u32,
+        started: Vec<(TaskId, u32, Option<TaskId>)>,
+    }
+
+    impl SlotPlacer for Gate {
+        fn choose(&mut self, _: &Task, ok: &dyn Fn(u32) -> bool, _: &mut ActorRng) -> Option<u32> {
+            (0..2).find(|&i| ok(i) && i != self.refused)
+        }
+
+        fn started(&mut self, t: &Task, at: u32, v: Option<TaskId>, _: SimTime, _: &mut ActorRng) {
+            self.started.push((t.id, at, v));
+        }
+
+        fn gates_victims(&self, _: &Task) -> bool {
+            true
+        }
+
+        fn victim_fits(&mut self, _: &Task, server: u32, _: TaskId) -> bool {
+            server != self.refused
+        }
+    }
+
+    #[test]
+    fn a_placement_that_needs_room_evicts_only_where_the_eviction_makes_it() {
+        let mut rng = actor_rng(7, "t");
+        let mut s = stage(
+            SlotPolicy::Priority,
+            EvictionPolicy::Mrs,
+            &[(2, 0.5), (2, 0.5)],
+        );
+        fill(&mut s, 4, &mut rng);
+        let server: BTreeMap<TaskId, u32> = s.running.iter().map(|(&t, r)| (t, r.server)).collect();
+        let refused = server[&3];
+        // MRS would evict task 3, the youngest; its server makes no room
+        let expected = (0..4).rev().find(|t| server[t] != refused);
+        let mut gate = Gate {
+            refused,
+            started: Vec::new(),
+        };
+        s.enqueue(task(100, 4, 50));
+        let out = s.schedule_placed(60, &mut rng, Some(&mut gate));
+        assert_eq!(victim_of(&out), expected);
+        assert_eq!(gate.started, vec![(100, 1 - refused, expected)]);
+        // through an admission stage's scope, only the refused server: none
+        let only = |i: u32| i == refused;
+        let late = task(101, 4, 51);
+        assert_eq!(
+            s.try_start(&late, Some(&only), 70, &mut rng, &mut gate),
+            None
+        );
+        assert_eq!(s.preemptions, 1);
+    }
+
     #[test]
     fn mrs_evicts_the_youngest_lrs_the_oldest_of_the_lowest_class() {
         let mut rng = actor_rng(1, "t");
