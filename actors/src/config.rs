@@ -965,23 +965,12 @@ impl SchedulerConfig {
         if self.slots.slotted() && self.slot_interval.as_nanos() == 0 {
             push("slot_interval", "must be longer than 0s".into());
         }
-        if self.placement.energy_aware() {
-            if self.admission != AdmissionKind::Fifo {
-                push(
-                    "admission",
-                    "energy-aware placements queue tasks themselves; use admission = \"fifo\""
-                        .into(),
-                );
-            }
-            if self.slots.slotted() {
-                push(
-                    "slots",
-                    "energy-aware placements admit by CPU, memory and bandwidth; use slots = \"none\"".into(),
-                );
-            }
-            if self.slot_interval.as_nanos() == 0 {
-                push("slot_interval", "must be longer than 0s".into());
-            }
+        if self.placement.energy_aware()
+            && !self.slots.slotted()
+            && self.slot_interval.as_nanos() == 0
+        {
+            // they batch per time slot (thesis §4.2.5), behind any stage
+            push("slot_interval", "must be longer than 0s".into());
         }
         if self.placement.reads_primary_use() && self.report_interval.as_nanos() == 0 {
             push(

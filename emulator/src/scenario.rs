@@ -245,15 +245,6 @@ impl Scenario {
             for (field, p) in t.problems(self.run.end) {
                 push(format!("tenants[{i}].{field}"), p);
             }
-            if t.flow_bandwidth.is_some() && self.scheduler.slots.slotted() {
-                push(
-                    format!("tenants[{i}].flow_bandwidth"),
-                    format!(
-                        "scheduler.slots = \"{}\" places by slots alone and reserves no bandwidth; use slots = \"none\" for flows",
-                        self.scheduler.slots.name()
-                    ),
-                );
-            }
             if let Some(bw) = t.flow_bandwidth {
                 let t3 = &self.topology;
                 let narrowest = t3.core_link.min(t3.aggregation_link).min(t3.access_link);

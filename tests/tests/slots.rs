@@ -196,8 +196,8 @@ fn an_eviction_threshold_drops_repeatedly_evicted_tasks() {
 fn bad_slot_settings_are_refused_with_the_field_named() {
     let text = thesis_file("google-15h.toml");
     for (set, needle) in [
-        // energy-aware placements queue by themselves (docs/scheduler.md)
-        ("scheduler.placement=gems", "scheduler.slots"),
+        // energy-aware placements choose paths: not on a flat network
+        ("scheduler.placement=gems", "scheduler.placement"),
         ("scheduler.sticky_slots=5", "scheduler.sticky_slots"),
         ("scheduler.slot_interval=0s", "scheduler.slot_interval"),
         ("scheduler.eviction=oldest", "scheduler.eviction"),
@@ -247,19 +247,5 @@ arrivals = { process = "trace", trace = "t.csv" }
         metric(&o, "evictions_priority"),
         1.0,
         "the class-5 row evicts"
-    );
-}
-
-#[test]
-fn flows_are_refused_under_the_slot_stages() {
-    let text = thesis_file("google-15h.toml");
-    let overrides = ["tenants.0.flow_bandwidth=1Gbps".parse().unwrap()];
-    let err = dcemu::scenario::load("google-15h.toml", &text, &overrides)
-        .err()
-        .unwrap_or_else(|| panic!("flows were accepted"))
-        .to_string();
-    assert!(
-        err.contains("tenants[0].flow_bandwidth") && err.contains("reserves no bandwidth"),
-        "{err}"
     );
 }

@@ -239,6 +239,7 @@ fn scheduler(
         spec.scheduler,
         &servers,
         spec.primary_tenants,
+        spec.tenants.iter().any(|t| t.flow_bandwidth.is_some()),
     )))
 }
 

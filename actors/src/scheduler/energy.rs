@@ -36,7 +36,17 @@
 //!
 //! The stage is the network's controller: it keeps the one ledger of
 //! reservations and tells the switches on every reserved path, which keeps
-//! them on; a reservation is released when its task finishes.
+//! them on; a reservation is released when its task finishes (or is
+//! killed, or evicted).
+//!
+//! Under `admission = "fifo"` without a slot stage the stage keeps its own
+//! queue, as above. Behind ARQ or a slot stage (docs/scheduler.md, "How the
+//! stages combine") that stage holds the queue and its order and decides
+//! whether a task starts and whom it evicts; this one answers where:
+//! [`EnergyStage::choose`] runs phase I for one task among the servers the
+//! other stage allows, [`EnergyStage::start`] books it with phase II at
+//! once, and [`EnergyStage::evictable`] says whether evicting a task would
+//! make room for another.
 
 use std::collections::BTreeMap;
 
@@ -119,6 +129,12 @@ struct ServerState {
     cpu_used: f64,
     memory_used: u64,
     tasks: u32,
+    /// Slots its tasks hold: one per thread, as the server counts them.
+    slots_used: u32,
+    /// Slots its primary tenant leaves to tasks, by its latest report
+    /// (harvesting §5.3; `ClusterView`'s primary room); `u32::MAX` without
+    /// a primary tenant.
+    room: u32,
 }
 
 /// The link topology below the access layer, as one path search sees it
@@ -291,6 +307,8 @@ struct Running {
     server: u32,
     cpu: f64,
     memory_mb: u64,
+    /// Slots it holds (its threads).
+    slots: u32,
     job: Option<TaskId>,
     master: bool,
     /// Its worst-case execution time estimate and bandwidths, kept for
@@ -451,6 +469,8 @@ impl EnergyStage {
                     cpu_used: 0.0,
                     memory_used: 0,
                     tasks: 0,
+                    slots_used: 0,
+                    room: u32::MAX,
                     spec,
                 }
             })
@@ -561,6 +581,15 @@ impl EnergyStage {
         self.queue.push(task);
     }
 
+    /// Server `i`'s primary tenant now leaves `room` slots to tasks (its
+    /// latest report): placements do not fill it past that, as its node
+    /// manager would kill what does not fit.
+    pub fn set_room(&mut self, i: u32, room: u32) {
+        if let Some(s) = self.servers.get_mut(i as usize) {
+            s.room = room;
+        }
+    }
+
     /// `task` left `server`: its CPU, memory and flows are free again (the
     /// flows are returned so the switches can be told).
     pub fn release(&mut self, task: TaskId, server: ActorId) -> Vec<Flow> {
@@ -577,9 +606,11 @@ impl EnergyStage {
         s.cpu_used = (s.cpu_used - r.cpu).max(0.0);
         s.memory_used = s.memory_used.saturating_sub(r.memory_mb);
         s.tasks = s.tasks.saturating_sub(1);
+        s.slots_used = s.slots_used.saturating_sub(r.slots);
         if s.tasks == 0 {
             s.cpu_used = 0.0;
             s.memory_used = 0;
+            s.slots_used = 0;
         }
         self.refresh(r.server);
         if let (Some(job), true) = (r.job, r.master) {
@@ -590,6 +621,95 @@ impl EnergyStage {
             self.unbook(f);
         }
         r.flows
+    }
+
+    /// As the placement behind an admission or slot stage (docs/scheduler.md,
+    /// "How the stages combine"): phase I's choice (§4.3.1) for `task`
+    /// among the servers `allow` admits, the server and its path; that
+    /// stage decides whether and in which order tasks start, this one
+    /// where. Books nothing: [`EnergyStage::start`] does, once the task
+    /// starts. `None`: no admitted server has the task's CPU, memory and a
+    /// path with its bandwidth.
+    pub fn choose(
+        &mut self,
+        task: &Task,
+        allow: &dyn Fn(u32) -> bool,
+        rng: &mut impl RngCore,
+    ) -> Option<(u32, Route)> {
+        let chosen = self.choose_among(task, allow, rng);
+        if chosen.is_none() {
+            self.deferred += 1;
+        }
+        chosen
+    }
+
+    /// `task` starts on server `i` with its external flow on `route` (from
+    /// [`EnergyStage::choose`], or `None`: the best path to `i` now, as for
+    /// an evictor taking its victim's slot): books it, then phase II
+    /// (§4.3.2) for it at once, its worker's flow to its master (or, for a
+    /// master, those of its workers that waited for it). The per-slot batch
+    /// of Figure 4.1 becomes the admission or slot stage's pass, in that
+    /// stage's order. Returns the flows to tell the switches of; `None` if
+    /// the external flow fits on no path (the caller offered a server that
+    /// did not have one): then nothing is booked.
+    pub fn start(
+        &mut self,
+        net: &Network,
+        task: &Task,
+        i: u32,
+        route: Option<Route>,
+        rng: &mut impl RngCore,
+    ) -> Option<Vec<Flow>> {
+        let route = match route {
+            Some(route) => route,
+            None => self.choose_among(task, &|j| j == i, rng)?.1,
+        };
+        let (_, flow) = self.commit(task, i, route)?;
+        let mut flows: Vec<Flow> = flow.into_iter().collect();
+        if let Some(job) = task.job {
+            if job.master {
+                let waiting = self.waiting_for_master.remove(&job.id).unwrap_or_default();
+                for worker in waiting {
+                    flows.extend(self.connect(net, worker, rng));
+                }
+            } else {
+                flows.extend(self.connect(net, task.id, rng));
+            }
+        }
+        Some(flows)
+    }
+
+    /// Whether `task` would fit on server `i` (CPU, memory, a slot, and a
+    /// path with its bandwidth) once `victim` left it: a slot stage's
+    /// eviction must make that room (thesis §6.2.3.3's victim, where
+    /// §4.2.2's constraints hold). Tries it on the ledgers and puts
+    /// everything back exactly.
+    pub fn evictable(&mut self, task: &Task, i: u32, victim: TaskId) -> bool {
+        let cpu = cpu_of(task);
+        let Some(r) = self.running.get(&victim).filter(|r| r.server == i) else {
+            let s = &self.servers[i as usize];
+            return fits(task, cpu, s) && self.has_path(s, self.task_bps(task, s));
+        };
+        let (flows, victim_cpu, victim_mb, victim_slots) =
+            (r.flows.clone(), r.cpu, r.memory_mb, r.slots);
+        let s = &self.servers[i as usize];
+        let saved = (s.cpu_used, s.memory_used, s.tasks, s.slots_used);
+        for f in &flows {
+            self.unbook(f);
+        }
+        let s = &mut self.servers[i as usize];
+        s.cpu_used = (s.cpu_used - victim_cpu).max(0.0);
+        s.memory_used = s.memory_used.saturating_sub(victim_mb);
+        s.tasks = s.tasks.saturating_sub(1);
+        s.slots_used = s.slots_used.saturating_sub(victim_slots);
+        let s = &self.servers[i as usize];
+        let ok = fits(task, cpu, s) && self.has_path(s, self.task_bps(task, s));
+        let s = &mut self.servers[i as usize];
+        (s.cpu_used, s.memory_used, s.tasks, s.slots_used) = saved;
+        for f in &flows {
+            self.rebook(f);
+        }
+        ok
     }
 
     /// One time slot: phase I places what fits, phase II connects workers
@@ -632,14 +752,31 @@ impl EnergyStage {
 
     /// Phase I for one task: the server (and external flow) of least cost.
     fn place(&mut self, task: &Task, rng: &mut impl RngCore) -> Option<(u32, Option<Flow>)> {
+        let Some((i, route)) = self.choose_among(task, &|_| true, rng) else {
+            self.deferred += 1;
+            return None;
+        };
+        self.commit(task, i, route)
+    }
+
+    /// Phase I's choice for one task among the servers `allow` admits (an
+    /// admission or slot stage's candidates; all of them when this stage
+    /// queues by itself): the server and the path from a core switch down
+    /// to it, by the policy's criterion. Books nothing.
+    fn choose_among(
+        &mut self,
+        task: &Task,
+        allow: &dyn Fn(u32) -> bool,
+        rng: &mut impl RngCore,
+    ) -> Option<(u32, Route)> {
         let cpu = cpu_of(task);
         let mut cores_cache = CoreCache::default();
-        let chosen = match self.choice {
+        match self.choice {
             Choice::Path if self.costing == Costing::ServerOnly => {
                 // GEMS(noNetwork) costs the server alone (§4.4.2): a path
                 // only has to exist, and the one taken is drawn at random
                 let mut best: Option<(f64, u32)> = None;
-                for i in self.candidates() {
+                for i in self.candidates_among(allow) {
                     let s = &self.servers[i as usize];
                     if !fits(task, cpu, s) || !self.has_path(s, self.task_bps(task, s)) {
                         continue;
@@ -650,7 +787,7 @@ impl EnergyStage {
                     }
                 }
                 best.and_then(|(cost, i)| {
-                    let i = self.any_tied(task, cpu, cost, rng).unwrap_or(i);
+                    let i = self.any_tied(task, cpu, cost, allow, rng).unwrap_or(i);
                     let s = &self.servers[i as usize];
                     let bw = self.task_bps(task, s);
                     // a feasible path exists: the draw finds one
@@ -659,7 +796,7 @@ impl EnergyStage {
             }
             Choice::Path => {
                 let mut best: Option<(f64, u32, Route)> = None;
-                for i in self.candidates() {
+                for i in self.candidates_among(allow) {
                     let s = &self.servers[i as usize];
                     if !fits(task, cpu, s) {
                         continue;
@@ -686,7 +823,7 @@ impl EnergyStage {
                             .servers
                             .iter()
                             .enumerate()
-                            .filter(|(_, s)| fits(task, cpu, s))
+                            .filter(|&(i, s)| allow(i as u32) && fits(task, cpu, s))
                             .map(|(i, s)| (self.fit(task, s), i as u32))
                             .collect();
                         scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
@@ -696,7 +833,7 @@ impl EnergyStage {
                 let mut found = None;
                 for i in order {
                     let s = &self.servers[i as usize];
-                    if !fits(task, cpu, s) {
+                    if !allow(i) || !fits(task, cpu, s) {
                         continue;
                     }
                     let (t_x, bw) = (exec_time(task, s), self.task_bps(task, s));
@@ -705,16 +842,19 @@ impl EnergyStage {
                         break;
                     }
                 }
-                if let (Some((i, _)), Choice::RoundRobin) = (found, self.choice) {
-                    self.next_rr = (i as usize + 1) % n.max(1);
+                if let (Some((i, _)), Choice::RoundRobin) = (&found, self.choice) {
+                    self.next_rr = (*i as usize + 1) % n.max(1);
                 }
                 found
             }
-        };
-        let Some((i, route)) = chosen else {
-            self.deferred += 1;
-            return None;
-        };
+        }
+    }
+
+    /// Books `task` onto server `i` with its external flow on `route`: its
+    /// CPU, memory and bandwidth. `None` (nothing booked) if the flow does
+    /// not fit there.
+    fn commit(&mut self, task: &Task, i: u32, route: Route) -> Option<(u32, Option<Flow>)> {
+        let cpu = cpu_of(task);
         let s = &self.servers[i as usize];
         let bw = self.task_bps(task, s);
         let t_x = exec_time(task, s);
@@ -736,6 +876,7 @@ impl EnergyStage {
         s.cpu_used += cpu;
         s.memory_used += task.memory_mb;
         s.tasks += 1;
+        s.slots_used += task.cores;
         self.refresh(i);
         self.placed += 1;
         if let Some(job) = task.job
@@ -749,6 +890,7 @@ impl EnergyStage {
                 server: i,
                 cpu,
                 memory_mb: task.memory_mb,
+                slots: task.cores,
                 job: task.job.map(|j| j.id),
                 master: task.job.is_some_and(|j| j.master),
                 t_x,
@@ -763,15 +905,23 @@ impl EnergyStage {
     /// GEMS(noNetwork) knows nothing of where servers sit in the network,
     /// so among the servers of least cost it takes any, uniformly (a cold
     /// group's representative stands for all of its members).
-    fn any_tied(&self, task: &Task, cpu: f64, cost: f64, rng: &mut impl RngCore) -> Option<u32> {
+    fn any_tied(
+        &self,
+        task: &Task,
+        cpu: f64,
+        cost: f64,
+        allow: &dyn Fn(u32) -> bool,
+        rng: &mut impl RngCore,
+    ) -> Option<u32> {
         let mut tied: Vec<u32> = Vec::new();
-        for i in self.candidates() {
+        for i in self.candidates_among(allow) {
             let s = &self.servers[i as usize];
             if !fits(task, cpu, s) || self.server_cost(s, exec_time(task, s)) != cost {
                 continue;
             }
             if self.is_cold[i as usize] {
-                tied.extend(self.cold.get(&s.group).into_iter().flatten().copied());
+                let group = self.cold.get(&s.group).into_iter().flatten();
+                tied.extend(group.copied().filter(|&j| allow(j)));
             } else {
                 tied.push(i);
             }
@@ -1231,10 +1381,16 @@ impl EnergyStage {
             .is_some_and(|ids| ids.iter().all(|&l| self.links.fits(l, bw)))
     }
 
-    /// Servers to evaluate, in index order.
-    fn candidates(&self) -> Vec<u32> {
-        let mut out: Vec<u32> = self.warm.iter().copied().collect();
-        out.extend(self.cold.values().filter_map(|set| set.first().copied()));
+    /// Servers to evaluate among those `allow` admits, in index order: the
+    /// warm ones, and of each cold group (interchangeable servers) its
+    /// first admitted member, which stands for the group.
+    fn candidates_among(&self, allow: &dyn Fn(u32) -> bool) -> Vec<u32> {
+        let mut out: Vec<u32> = self.warm.iter().copied().filter(|&i| allow(i)).collect();
+        out.extend(
+            self.cold
+                .values()
+                .filter_map(|set| set.iter().copied().find(|&i| allow(i))),
+        );
         out.sort_unstable();
         out
     }
@@ -1310,6 +1466,17 @@ impl EnergyStage {
         self.count_flow(&f.route, true);
         self.booked += 1;
         Ok(())
+    }
+
+    /// Books a flow just unbooked on its path again (no count: it is the
+    /// same reservation).
+    fn rebook(&mut self, f: &Flow) {
+        if let Some(ids) = self.links.route(&f.route) {
+            for l in ids {
+                self.links.book(l, f.bandwidth.bps(), false);
+            }
+        }
+        self.count_flow(&f.route, true);
     }
 
     fn unbook(&mut self, f: &Flow) {
@@ -1462,7 +1629,7 @@ fn draw_feasible<'a, T>(
 }
 
 fn fits(task: &Task, cpu: f64, s: &ServerState) -> bool {
-    s.tasks + task.cores <= s.spec.slots
+    s.slots_used + task.cores <= s.spec.slots.min(s.room)
         && s.cpu_used + cpu <= s.capacity + 1e-9
         && s.memory_used + task.memory_mb <= s.spec.memory_mb
 }
@@ -1580,6 +1747,46 @@ mod tests {
 
     fn servers_of(placed: &[Placed]) -> Vec<u32> {
         placed.iter().map(|p| p.server.0).collect()
+    }
+
+    #[test]
+    fn behind_a_slot_stage_it_places_where_allowed_and_an_eviction_trial_books_nothing() {
+        let net = network();
+        let mut s = stage(PlacementKind::Gems, &net);
+        let mut rng = actor_rng(4, "t");
+        let mut a = task(1, 0.1, None);
+        a.flow_bps = 600_000_000;
+        // only server 3 is a candidate (the slot stage's): it gets the
+        // task, with a path from a core switch down to it
+        let (i, route) = s.choose(&a, &|i| i == 3, &mut rng).unwrap();
+        assert_eq!(i, 3);
+        assert_eq!(route.nodes().last(), Some(&3));
+        let flows = s.start(&net, &a, i, Some(route), &mut rng).unwrap();
+        assert_eq!(flows.len(), 1);
+        // 600 + 600 Mb/s exceed its 1 Gb/s link: not there...
+        let mut b = task(2, 0.1, None);
+        b.flow_bps = 600_000_000;
+        assert!(s.choose(&b, &|i| i == 3, &mut rng).is_none());
+        assert!(s.choose(&b, &|_| true, &mut rng).is_some_and(|c| c.0 != 3));
+        // ...unless `a` is evicted; trying that changes nothing
+        let state = |s: &EnergyStage| {
+            (
+                s.links.free.clone(),
+                s.servers[3].tasks,
+                s.servers[3].cpu_used,
+                s.warm.clone(),
+                s.switches.iter().map(|w| w.flows).collect::<Vec<_>>(),
+            )
+        };
+        let before = state(&s);
+        assert!(s.evictable(&b, 3, 1));
+        assert_eq!(state(&s), before);
+        // the eviction gives its flow back, and `b` takes the best path there
+        assert_eq!(s.release(1, ActorId(3)), flows);
+        assert_eq!(
+            s.start(&net, &b, 3, None, &mut rng).map(|f| f.len()),
+            Some(1)
+        );
     }
 
     #[test]
@@ -1796,7 +2003,7 @@ mod tests {
         let net = network();
         let mut s = stage(PlacementKind::Gems, &net);
         assert_eq!(
-            s.candidates(),
+            s.candidates_among(&|_| true),
             vec![0],
             "one kind, one pod: one stands for all"
         );
@@ -1804,11 +2011,11 @@ mod tests {
         s.enqueue(task(1, 0.1, job(1, true)));
         s.schedule(&net, &mut rng);
         assert_eq!(
-            s.candidates(),
+            s.candidates_among(&|_| true),
             vec![0, 1, 2],
             "server 0 in use, 1 under a switch in use, 2 for the cold rest"
         );
         s.release(1, ActorId(0));
-        assert_eq!(s.candidates(), vec![0]);
+        assert_eq!(s.candidates_among(&|_| true), vec![0]);
     }
 }

@@ -33,12 +33,7 @@ impl FlowTable {
         server: ActorId,
         bandwidth: Bandwidth,
     ) -> Option<Route> {
-        let mut paths: Vec<Route> = net
-            .switches()
-            .iter()
-            .filter(|s| s.tier == dcemu_topology::Tier::Core)
-            .flat_map(|core| net.shortest_paths(core.id, server.0))
-            .collect();
+        let mut paths = core_paths(net, server);
         if paths.is_empty() {
             self.refused += 1;
             return None;
@@ -55,6 +50,38 @@ impl FlowTable {
         }
         self.refused += 1;
         None
+    }
+
+    /// Whether `bandwidth` is free on some path from a core switch down to
+    /// `server`, counting the bandwidth of `freeing`'s flow as free (a task
+    /// a slot stage would evict to start this one there). Reserves nothing.
+    pub fn fits(
+        &self,
+        net: &Network,
+        server: ActorId,
+        bandwidth: Bandwidth,
+        freeing: Option<TaskId>,
+    ) -> bool {
+        let freed = freeing.and_then(|t| self.active.get(&t));
+        core_paths(net, server).iter().any(|route| {
+            route.nodes().windows(2).all(|link| {
+                let Some((_, port)) = net.port_to(link[0], link[1]) else {
+                    return false;
+                };
+                let mut used = self.ledger.on_link(net, link[0], link[1]);
+                if let Some((r, bw)) = freed
+                    && r.nodes().windows(2).any(|l| l == link)
+                {
+                    used = used.saturating_sub(bw.bps());
+                }
+                port.bandwidth.bps().saturating_sub(used) >= bandwidth.bps()
+            })
+        })
+    }
+
+    /// Whether `task` holds a reservation.
+    pub fn holds(&self, task: TaskId) -> bool {
+        self.active.contains_key(&task)
     }
 
     /// Releases the flow of `task`, if it had one.
@@ -75,4 +102,14 @@ impl FlowTable {
         out.add("flows_active_end", self.active.len() as u64);
         out.add("reserved_link_bps_end", bps);
     }
+}
+
+/// Every shortest path from a core switch down to `server`, core switches
+/// in id order (thesis §4.2.2: external traffic enters at the core).
+fn core_paths(net: &Network, server: ActorId) -> Vec<Route> {
+    net.switches()
+        .iter()
+        .filter(|s| s.tier == dcemu_topology::Tier::Core)
+        .flat_map(|core| net.shortest_paths(core.id, server.0))
+        .collect()
 }

@@ -16,9 +16,11 @@
 //!    preemption), or the thesis's slot stages `priority`, `wasp` and
 //!    `hybrid`, which today still replace admission and placement with one
 //!    priority queue scheduled every time slot, with priority evictions
-//!    (thesis §6.2.3, §8.1.2, §9.2); likewise the energy-aware placements
-//!    (`energy.rs`) and `annealing` (`annealing.rs`) queue by themselves.
-//!    docs/scheduler.md lists what composes and what is still refused.
+//!    (thesis §6.2.3, §8.1.2, §9.2); the energy-aware placements
+//!    (`energy.rs`) queue by themselves under `fifo` without slots, and are
+//!    the placement behind ARQ or a slot stage otherwise; `annealing`
+//!    (`annealing.rs`) queues by itself. docs/scheduler.md lists what
+//!    composes and what is still refused.
 //!
 //! After placement, reactive phase detection (Paragon §3.4) watches the
 //! progress servers report, reclassifies a lagging application in vivo and
@@ -86,8 +88,17 @@ pub struct Scheduler {
     /// then queues and places every task itself.
     slots: Option<SlotStage>,
     /// The thesis's energy-aware placements over the network, when
-    /// `scheduler.placement` is one; they then queue and place every task.
+    /// `scheduler.placement` is one.
     energy: Option<EnergyStage>,
+    /// The energy stage queues and places every task itself (`admission =
+    /// "fifo"`, `slots = "none"`: the thesis's chapters 3–4 as written).
+    /// Otherwise it is the placement behind ARQ or the slot stage
+    /// ([`CorePlacer`]).
+    energy_queues: bool,
+    /// An energy-aware placement behind ARQ without a slot stage: ARQ holds
+    /// the queue and offers it at the start of each time slot (GEMS batches
+    /// per slot, thesis §4.2.5).
+    energy_admission: bool,
     /// The placement stage chooses the free slot of each start of the slot
     /// stage (`placement` other than `random`); the scheduler's cluster
     /// view then follows the slot stage's starts and releases.
@@ -107,9 +118,16 @@ pub struct Scheduler {
 
 /// The placement stage answering the slot stage ([`SlotPlacer`]): it
 /// scores the servers with a free slot by its own criterion, and the view it
-/// reads follows the slot stage's starts.
+/// reads follows the slot stage's starts. With an energy-aware placement
+/// (`energy`) that stage chooses the server and its path among the
+/// candidates, and books CPU, memory and bandwidth as the task starts
+/// ([`EnergyStage::choose`], [`EnergyStage::start`]); the same placer
+/// answers ARQ without a slot stage.
 struct CorePlacer<'a> {
     core: &'a mut Core,
+    energy: Option<&'a mut EnergyStage>,
+    /// The energy stage's latest choice: task, server and path.
+    chosen: Option<(TaskId, u32, Route)>,
     /// Of the latest choice, kept for the start it leads to.
     violation: f64,
     /// Only a server ARQ counts as appropriate for the task (its `Scope`).
@@ -125,14 +143,45 @@ impl SlotPlacer for CorePlacer<'_> {
         candidates: &dyn Fn(u32) -> bool,
         rng: &mut ActorRng,
     ) -> Option<u32> {
+        if let Some(energy) = self.energy.as_deref_mut() {
+            let core = &*self.core;
+            let strict = self.strict;
+            let allow = |i: u32| {
+                candidates(i)
+                    && core.primary_leaves_room(i)
+                    && (!strict || core.appropriate_on(task, i))
+            };
+            let (server, route) = energy.choose(task, &allow, rng)?;
+            self.chosen = Some((task.id, server, route));
+            self.violation = 0.0;
+            return Some(server);
+        }
         let core = &mut *self.core;
+        // A task with a flow may only take a slot on a server some path to
+        // which has its bandwidth free, as outside the slot stages (the
+        // flow is reserved when it starts, `started`).
+        let (flows, cluster, world) = (&core.flows, &core.cluster, &core.world);
+        let bandwidth = Bandwidth::from_bps(task.flow_bps);
+        let with_path = |i: u32| {
+            candidates(i)
+                && (task.flow_bps == 0
+                    || flows.fits(
+                        &world.network,
+                        cluster.servers()[i as usize].id,
+                        bandwidth,
+                        None,
+                    ))
+        };
         let req = Request {
             task,
             profile: core.profiles.get(&task.id),
-            allowed: Some(candidates),
+            allowed: Some(&with_path),
             exclude: None,
         };
-        let choice = core.placement.place(&req, &core.cluster, rng)?;
+        let choice = core
+            .placement
+            .place(&req, &core.cluster, rng)
+            .filter(|c| with_path(c.server))?;
         if self.strict && !core.appropriate(&req, &choice) {
             return None;
         }
@@ -140,13 +189,28 @@ impl SlotPlacer for CorePlacer<'_> {
         Some(choice.server)
     }
 
-    fn started(&mut self, task: &Task, server: u32, victim: Option<TaskId>, now: SimTime) {
+    fn started(
+        &mut self,
+        task: &Task,
+        server: u32,
+        victim: Option<TaskId>,
+        now: SimTime,
+        rng: &mut ActorRng,
+    ) {
         let core = &mut *self.core;
         self.pool = core.pool[server as usize];
-        if let Some(v) = victim
-            && let Some(p) = core.placed.remove(&v)
-        {
-            core.vacate(v, p.server, p.cores, p.memory_mb);
+        let id = core.cluster.servers()[server as usize].id;
+        if let Some(v) = victim {
+            if let Some(p) = core.placed.remove(&v) {
+                core.vacate(v, p.server, p.cores, p.memory_mb);
+            }
+            // the victim's flows go with its slot
+            core.release_flow_later(v);
+            if let Some(energy) = self.energy.as_deref_mut() {
+                for f in energy.release(v, id) {
+                    core.notices.push(Notice::Flow(f, false));
+                }
+            }
         }
         let violation = if victim.is_some() {
             0.0
@@ -154,7 +218,63 @@ impl SlotPlacer for CorePlacer<'_> {
             self.violation
         };
         core.occupy(task, Choice { server, violation }, now);
+        let Some(energy) = self.energy.as_deref_mut() else {
+            core.reserve_flow_later(task, server);
+            return;
+        };
+        let route = match self.chosen.take() {
+            Some((t, i, route)) if t == task.id && i == server => Some(route),
+            _ => None,
+        };
+        match energy.start(&core.world.network, task, server, route, rng) {
+            Some(flows) => {
+                for f in flows {
+                    core.notices.push(Notice::Flow(f, true));
+                }
+            }
+            // only servers with room were offered: cannot happen, but
+            // would be logged as a refused flow
+            None => core.notices.push(Notice::Refused {
+                task: task.id,
+                server: id,
+                bps: task.flow_bps,
+            }),
+        }
     }
+
+    fn gates_victims(&self, task: &Task) -> bool {
+        task.flow_bps > 0 || self.energy.is_some()
+    }
+
+    /// With a flow, a victim's eviction must leave the evictor's bandwidth
+    /// free on some path to the server (the victim's own flow counting as
+    /// freed); under an energy-aware placement, its CPU, memory and path.
+    fn victim_fits(&mut self, task: &Task, server: u32, victim: TaskId) -> bool {
+        if let Some(energy) = self.energy.as_deref_mut() {
+            return energy.evictable(task, server, victim);
+        }
+        let core = &*self.core;
+        let id = core.cluster.servers()[server as usize].id;
+        task.flow_bps == 0
+            || core.flows.fits(
+                &core.world.network,
+                id,
+                Bandwidth::from_bps(task.flow_bps),
+                Some(victim),
+            )
+    }
+}
+
+/// A change of reservations decided inside a pass of the slot stage, told
+/// to the switches (and logged) once the pass is over, before its
+/// dispatches go out.
+enum Notice {
+    Flow(Flow, bool),
+    Refused {
+        task: TaskId,
+        server: ActorId,
+        bps: u64,
+    },
 }
 
 /// Everything but the admission stage, so that admission can call back
@@ -176,6 +296,8 @@ struct Core {
     profiles: BTreeMap<TaskId, Profile>,
     placed: BTreeMap<TaskId, Placed>,
     flows: FlowTable,
+    /// Reservations decided in the current slot pass ([`Notice`]).
+    notices: Vec<Notice>,
     resubmit_delay: u64,
     reclassify_below: f64,
     migration_time: u64,
@@ -325,12 +447,14 @@ struct MigrateLog<'a> {
 
 impl Scheduler {
     /// A scheduler over `servers`, whose first ones the `primaries` own in
-    /// order (what AutoPilot tells YARN-H's clustering service).
+    /// order (what AutoPilot tells YARN-H's clustering service); `flows`:
+    /// some tenant's tasks reserve bandwidth (`flow_bandwidth`).
     pub fn new(
         world: Arc<World>,
         cfg: &SchedulerConfig,
         servers: &[ServerSpec],
         primaries: &[PrimaryTenantConfig],
+        flows: bool,
     ) -> Self {
         let placement = placement::build(cfg, servers, primaries);
         let admission = admission::build(cfg);
@@ -385,11 +509,20 @@ impl Scheduler {
         Scheduler {
             cfg: cfg.clone(),
             admission,
+            // flows need a path with their bandwidth: the placement stage
+            // (`random` included) picks among the servers that have one
             slot_placer: slot_stage.is_some()
                 && (cfg.placement != PlacementKind::Random
                     || cfg.admission != AdmissionKind::Fifo
-                    || cluster.primary_aware()),
+                    || cluster.primary_aware()
+                    || flows),
             slot_admission: slot_stage.is_some() && cfg.admission != AdmissionKind::Fifo,
+            energy_queues: energy.is_some()
+                && slot_stage.is_none()
+                && cfg.admission == AdmissionKind::Fifo,
+            energy_admission: energy.is_some()
+                && slot_stage.is_none()
+                && cfg.admission != AdmissionKind::Fifo,
             slots: slot_stage,
             energy,
             slot_tick: None,
@@ -410,6 +543,7 @@ impl Scheduler {
                 pool_counts,
                 counted,
                 flows: FlowTable::default(),
+                notices: Vec::new(),
                 resubmit_delay: cfg.resubmit_delay.as_nanos(),
                 reclassify_below: if cfg.detects_phases() {
                     cfg.reclassify_below
@@ -431,7 +565,8 @@ impl Scheduler {
                 version: 0,
                 no_room: BTreeMap::new(),
                 strict_speed: cfg.arq_speed,
-                in_order: cfg.slots.slotted(),
+                in_order: cfg.slots.slotted()
+                    || (cfg.placement.energy_aware() && cfg.admission != AdmissionKind::Fifo),
                 world,
             },
         }
@@ -479,7 +614,7 @@ impl Scheduler {
     pub fn handle(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         let packet = match msg {
             Msg::Packet(packet) => packet,
-            Msg::Requeue(task) if self.energy.is_some() => {
+            Msg::Requeue(task) if self.energy_queues => {
                 if let Some(stage) = self.energy.as_mut() {
                     stage.enqueue(task);
                 }
@@ -502,8 +637,11 @@ impl Scheduler {
             }
             Msg::SlotTick => {
                 self.slot_tick = None;
-                if self.energy.is_some() {
+                if self.energy_queues {
                     return self.energy_pass(ctx);
+                }
+                if self.energy_admission {
+                    return self.energy_admission_pass(ctx);
                 }
                 return self.slot_pass(ctx);
             }
@@ -555,7 +693,7 @@ impl Scheduler {
                         tenant: world.name(task.tenant).to_string(),
                     },
                 );
-                if let Some(stage) = self.energy.as_mut() {
+                if let Some(stage) = self.energy.as_mut().filter(|_| self.energy_queues) {
                     stage.enqueue(task);
                     return self.arm_slot_tick(ctx);
                 }
@@ -600,7 +738,7 @@ impl Scheduler {
                 }
                 self.dist_pass(ctx)
             }
-            Body::Finished { task, .. } if self.energy.is_some() => {
+            Body::Finished { task, .. } if self.energy_queues => {
                 ctx.log(
                     "slot_release",
                     &ReleaseLog {
@@ -628,6 +766,8 @@ impl Scheduler {
                         server: world.name(src),
                     },
                 );
+                self.core.release_flow(task, ctx)?;
+                self.energy_release(task, src, ctx)?;
                 self.arm_slot_tick(ctx)
             }
             Body::Evicted { task, cause } => {
@@ -640,14 +780,19 @@ impl Scheduler {
                     evictions: task.evictions,
                 };
                 ctx.log("task_evicted", &log);
-                let Some(stage) = self.slots.as_mut() else {
+                if self.slots.is_none() {
                     return self.handle_killed(task, src, ctx);
-                };
+                }
                 if self.slot_placer
                     && let Some((pool, busy_s)) = self.core.forget(task.id, src, ctx.now())
                 {
                     self.admission.record_busy(pool, busy_s);
                 }
+                self.core.release_flow(task.id, ctx)?;
+                self.energy_release(task.id, src, ctx)?;
+                let Some(stage) = self.slots.as_mut() else {
+                    return Ok(());
+                };
                 let returned = if self.slot_admission {
                     stage.evicted_out(task, src)
                 } else {
@@ -689,6 +834,7 @@ impl Scheduler {
                 );
                 self.core.profiles.remove(&task);
                 self.core.release_flow(task, ctx)?;
+                self.energy_release(task, src, ctx)?;
                 self.drain(ctx)
             }
             Body::Report(report) => {
@@ -702,6 +848,11 @@ impl Scheduler {
                 }
                 if let Some(i) = i {
                     let core = &mut self.core;
+                    if let Some(energy) = self.energy.as_mut()
+                        && core.cluster.primary_aware()
+                    {
+                        energy.set_room(i, core.cluster.servers()[i as usize].primary_room);
+                    }
                     core.placement
                         .observe(i, &core.cluster, ctx.now(), ctx.rng());
                     for (kind, fields) in core.placement.take_logs() {
@@ -760,7 +911,7 @@ impl Scheduler {
         ctx: &mut Ctx<'_, Msg>,
     ) -> Result<(), ModelError> {
         self.core.killed += 1;
-        if self.energy.is_some() {
+        if self.energy_queues {
             self.energy_release(task.id, src, ctx)?;
             ctx.timer(self.core.resubmit_delay, Msg::Requeue(task))?;
             return self.arm_slot_tick(ctx);
@@ -772,12 +923,15 @@ impl Scheduler {
             {
                 self.admission.record_busy(pool, busy_s);
             }
+            self.core.release_flow(task.id, ctx)?;
+            self.energy_release(task.id, src, ctx)?;
             ctx.timer(self.core.resubmit_delay, Msg::Requeue(task))?;
             return self.arm_slot_tick(ctx);
         }
         let (pool, busy_s) = self.core.leave(task.id, src, task.cores, ctx)?;
         self.admission.record_busy(pool, busy_s);
         self.core.release_flow(task.id, ctx)?;
+        self.energy_release(task.id, src, ctx)?;
         ctx.timer(self.core.resubmit_delay, Msg::Requeue(task))?;
         self.drain(ctx)
     }
@@ -814,7 +968,7 @@ impl Scheduler {
         if let Some(a) = &self.annealing {
             return a.queued();
         }
-        if let Some(e) = &self.energy {
+        if let Some(e) = self.energy.as_ref().filter(|_| self.energy_queues) {
             return e.queued();
         }
         self.admission.len() + self.slots.as_ref().map_or(0, SlotStage::queued)
@@ -844,6 +998,8 @@ impl Scheduler {
         let mut actions = if self.slot_placer {
             let mut placer = CorePlacer {
                 core: &mut self.core,
+                energy: self.energy.as_mut(),
+                chosen: None,
                 violation: 0.0,
                 strict: false,
                 pool: 0,
@@ -855,6 +1011,7 @@ impl Scheduler {
         if self.slot_admission {
             let pools = self.core.pool_state();
             let core = &mut self.core;
+            let mut energy = self.energy.as_mut();
             let mut place = |task: &Task, _: SimTime, scope: Scope<'_>| {
                 let allow: Option<Vec<bool>> = scope
                     .pools
@@ -862,6 +1019,8 @@ impl Scheduler {
                 let admits = |i: u32| allow.as_ref().is_none_or(|a| a[i as usize]);
                 let mut placer = CorePlacer {
                     core: &mut *core,
+                    energy: energy.as_deref_mut(),
+                    chosen: None,
                     violation: 0.0,
                     strict: scope.strict,
                     pool: 0,
@@ -877,6 +1036,7 @@ impl Scheduler {
             };
             self.admission.schedule(now, &pools, &mut place)?;
         }
+        self.core.tell(ctx)?;
         let world = Arc::clone(&self.core.world);
         for action in actions {
             let (id, submitted_at, server, body) = match action {
@@ -907,6 +1067,56 @@ impl Scheduler {
                 .send_dispatch(ctx, id, submitted_at, server, body)?;
         }
         Ok(())
+    }
+
+    /// One time slot of an energy-aware placement behind ARQ (no slot
+    /// stage): ARQ offers its queue in its order with its scopes (its
+    /// pools; an appropriate server only while a task is in its own queue,
+    /// ARQ §3.1), and the energy stage places each task among the servers
+    /// in scope with a slot per thread free, by its own criterion and with
+    /// its path (thesis §4.3, batched per time slot as §4.2.5). What finds
+    /// no room waits for ARQ's next offer.
+    fn energy_admission_pass(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let now = ctx.now();
+        let pools = self.core.pool_state();
+        let core = &mut self.core;
+        let mut energy = self.energy.as_mut();
+        let mut starts: Vec<(Task, u32)> = Vec::new();
+        let mut place = |task: &Task, _: SimTime, scope: Scope<'_>| {
+            let allow: Option<Vec<bool>> = scope
+                .pools
+                .map(|ps| core.pool.iter().map(|p| ps.contains(p)).collect());
+            let cluster = &core.cluster;
+            let room = |i: u32| {
+                allow.as_ref().is_none_or(|a| a[i as usize])
+                    && cluster.servers()[i as usize].fits(task, false)
+            };
+            let room: Vec<bool> = (0..cluster.servers().len() as u32).map(room).collect();
+            let mut placer = CorePlacer {
+                core: &mut *core,
+                energy: energy.as_deref_mut(),
+                chosen: None,
+                violation: 0.0,
+                strict: scope.strict,
+                pool: 0,
+            };
+            let Some(server) = placer.choose(task, &|i| room[i as usize], ctx.rng()) else {
+                return Ok(Attempt::NoRoom);
+            };
+            placer.started(task, server, None, now, ctx.rng());
+            let pool = placer.pool;
+            starts.push((task.clone(), server));
+            Ok(Attempt::Placed { pool })
+        };
+        self.admission.schedule(now, &pools, &mut place)?;
+        self.core.tell(ctx)?;
+        for (task, i) in starts {
+            let server = self.core.cluster.servers()[i as usize].id;
+            let (id, submitted_at) = (task.id, task.submitted_at);
+            self.core
+                .send_dispatch(ctx, id, submitted_at, server, Body::Dispatch(task))?;
+        }
+        self.arm_slot_tick(ctx)
     }
 
     /// One time slot of an energy-aware placement (thesis Figures 3.3, 3.4,
@@ -1021,8 +1231,9 @@ impl Scheduler {
     /// Lets the admission stage place waiting tasks until none more fits,
     /// then arms a tick for its next switching time.
     fn drain(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
-        if self.slots.is_some() {
-            // a slot stage places at the start of its time slots only
+        if self.slots.is_some() || self.energy_admission {
+            // a slot stage, and an energy-aware placement, place at the
+            // start of their time slots only
             return self.arm_slot_tick(ctx);
         }
         let now = ctx.now();
@@ -1258,6 +1469,47 @@ impl Core {
         Ok(Attempt::Placed { pool })
     }
 
+    /// Whether a server a primary tenant owns leaves a core for one more
+    /// task, by its latest report: its primary's use and reserve plus the
+    /// tasks the scheduler has there below its cores (the server kills
+    /// secondary tasks beyond that, harvesting §5.3). The energy-aware
+    /// placements prefer servers already on, which a primary tenant keeps
+    /// on; without this they would start tasks there only to see them
+    /// killed. Servers without a primary tenant (or a report) always do.
+    fn primary_leaves_room(&self, i: u32) -> bool {
+        let Some(r) = self.cluster.report(i) else {
+            return true;
+        };
+        let s = &self.cluster.servers()[i as usize];
+        let primary = r.primary_cores + r.reserve_cores;
+        primary == 0 || primary + (s.slots - s.free) < r.cores
+    }
+
+    /// [`Core::appropriate`] for `task` on server `i`, with the violation
+    /// its profile (if any) would see there: for a placement that does not
+    /// weigh interference itself (the energy-aware ones).
+    fn appropriate_on(&self, task: &Task, i: u32) -> bool {
+        let profile = self.profiles.get(&task.id);
+        let violation = profile.map_or(0.0, |p| {
+            self.cluster
+                .interference(i)
+                .violation(&p.tolerated, &p.caused)
+        });
+        let req = Request {
+            task,
+            profile,
+            allowed: None,
+            exclude: None,
+        };
+        self.appropriate(
+            &req,
+            &Choice {
+                server: i,
+                violation,
+            },
+        )
+    }
+
     /// ARQ's appropriate server (ARQ §3.1): no interference constraint
     /// violated and, on its configuration, at least the QoS share of the
     /// speed the task's profile predicts (`scheduler.arq_speed`).
@@ -1354,6 +1606,75 @@ impl Core {
                 .ok_or_else(bad)?;
         }
         Ok((p.pool, (ctx.now() - p.since) as f64 / 1e9))
+    }
+
+    /// Under a slot stage: reserves the flow of `task`, which starts on
+    /// server `i`, on the first path with its bandwidth ([`FlowTable`]);
+    /// the switches hear of it when the pass is over ([`Core::tell`]).
+    /// The stage only offered servers with such a path, so a refusal here
+    /// is logged and counted but cannot happen.
+    fn reserve_flow_later(&mut self, task: &Task, i: u32) {
+        if task.flow_bps == 0 {
+            return;
+        }
+        let server = self.cluster.servers()[i as usize].id;
+        let bandwidth = Bandwidth::from_bps(task.flow_bps);
+        let notice = match self
+            .flows
+            .reserve(&self.world.network, task.id, server, bandwidth)
+        {
+            Some(route) => Notice::Flow(
+                Flow {
+                    task: task.id,
+                    route,
+                    bandwidth,
+                },
+                true,
+            ),
+            None => Notice::Refused {
+                task: task.id,
+                server,
+                bps: task.flow_bps,
+            },
+        };
+        self.notices.push(notice);
+    }
+
+    /// Under a slot stage: releases the flow of a preempted `task` now (its
+    /// evictor may need the bandwidth); the switches hear of it when the
+    /// pass is over.
+    fn release_flow_later(&mut self, task: TaskId) {
+        if let Some((route, bandwidth)) = self.flows.release(&self.world.network, task) {
+            self.notices.push(Notice::Flow(
+                Flow {
+                    task,
+                    route,
+                    bandwidth,
+                },
+                false,
+            ));
+        }
+    }
+
+    /// Logs the reservations a pass decided and tells their switches.
+    fn tell(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        for notice in std::mem::take(&mut self.notices) {
+            match notice {
+                Notice::Flow(f, reserve) => self.flow_notice(ctx, &f, reserve)?,
+                Notice::Refused { task, server, bps } => {
+                    let world = Arc::clone(&self.world);
+                    ctx.log(
+                        "flow_refused",
+                        &FlowRefusedLog {
+                            task,
+                            server: world.name(server),
+                            bps,
+                        },
+                    );
+                }
+            }
+        }
+        Ok(())
     }
 
     fn release_flow(&mut self, task: TaskId, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
@@ -1721,7 +2042,15 @@ impl Core {
                     bps: bandwidth.bps(),
                     reserve,
                 };
-                self.nic.send(&world, ctx, ActorId(pair[0]), body)?;
+                // under a slot stage a reservation may be released one
+                // time slot after it was made (its task evicted): the
+                // release must not overtake it
+                if self.in_order {
+                    self.nic
+                        .send_in_order(&world, ctx, ActorId(pair[0]), body)?;
+                } else {
+                    self.nic.send(&world, ctx, ActorId(pair[0]), body)?;
+                }
             }
         }
         Ok(())

@@ -9,7 +9,7 @@ use crate::kernel::ActorRng;
 use crate::task::TaskId;
 
 use super::wasp::Wasp;
-use super::{Admits, Preemption, Slots};
+use super::{Admits, Preemption, Scope, Slots};
 
 /// `hybrid`: a pool of sticky slots, then WASP.
 #[derive(Clone, Copy, Debug)]
@@ -38,10 +38,10 @@ impl Preemption for Hybrid {
         &self,
         priority: u8,
         slots: &Slots,
-        admits: Admits<'_>,
+        scope: Scope<'_>,
         rng: &mut ActorRng,
     ) -> Option<TaskId> {
-        self.wasp.victim(priority, slots, admits, rng)
+        self.wasp.victim(priority, slots, scope, rng)
     }
 }
 

@@ -39,6 +39,7 @@ mod wasp;
 
 pub use registry::build;
 
+use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -54,6 +55,23 @@ use fenwick::Fenwick;
 /// The servers a start may use (an admission stage's scope, ARQ's pools);
 /// `None`: all of them.
 pub type Admits<'a> = Option<&'a dyn Fn(u32) -> bool>;
+
+/// Where a victim may run: on a server the admission stage's scope holds,
+/// and, for a task that needs more than a slot (a flow's bandwidth, an
+/// energy-aware placement's room, [`SlotPlacer::gates_victims`]), where its
+/// eviction makes that room (server, victim). The default: anywhere.
+#[derive(Clone, Copy, Default)]
+pub struct Scope<'a> {
+    pub servers: Admits<'a>,
+    pub victims: Option<&'a dyn Fn(u32, TaskId) -> bool>,
+}
+
+impl Scope<'_> {
+    /// Whether any running task may be a victim.
+    fn is_all(&self) -> bool {
+        self.servers.is_none() && self.victims.is_none()
+    }
+}
 
 /// What one slot policy decides; the rest (queue, slots, time slots,
 /// thresholds) is the stage's. Each policy is one file of this folder;
@@ -87,14 +105,13 @@ pub trait Preemption: Send {
     }
 
     /// The running task a task of `priority` that found no free slot
-    /// evicts, among those on servers `admits` holds; `None`: it waits.
-    /// Only an evictable task of strictly lower priority may be chosen
-    /// (§6.2.3.3).
+    /// evicts, among those `scope` holds; `None`: it waits. Only an
+    /// evictable task of strictly lower priority may be chosen (§6.2.3.3).
     fn victim(
         &self,
         priority: u8,
         slots: &Slots,
-        admits: Admits<'_>,
+        scope: Scope<'_>,
         rng: &mut ActorRng,
     ) -> Option<TaskId>;
 }
@@ -115,8 +132,29 @@ pub trait SlotPlacer {
         rng: &mut ActorRng,
     ) -> Option<u32>;
 
-    /// `task` starts on `server`, in the slot of `victim` if it preempts one.
-    fn started(&mut self, task: &Task, server: u32, victim: Option<TaskId>, now: SimTime);
+    /// `task` starts on `server`, in the slot of `victim` if it preempts one
+    /// (`rng`: for a placement that still draws its path there).
+    fn started(
+        &mut self,
+        task: &Task,
+        server: u32,
+        victim: Option<TaskId>,
+        now: SimTime,
+        rng: &mut ActorRng,
+    );
+
+    /// Whether a start of `task` needs more than a slot where the placement
+    /// is concerned (bandwidth on a path for its flow, an energy-aware
+    /// placement's CPU, memory and path): then a victim is one whose
+    /// eviction makes that room ([`SlotPlacer::victim_fits`]).
+    fn gates_victims(&self, _task: &Task) -> bool {
+        false
+    }
+
+    /// Whether `task` would fit on `server` once `victim` left it.
+    fn victim_fits(&mut self, _task: &Task, _server: u32, _victim: TaskId) -> bool {
+        true
+    }
 }
 
 /// One server as the slot stage sees it.
@@ -268,14 +306,20 @@ impl Slots {
         found.map(|l| l as u16)
     }
 
-    /// Whether running task `id` runs on a server `admits` holds.
-    fn admitted(&self, id: TaskId, admits: Admits<'_>) -> bool {
-        admits.is_none_or(|ok| self.running.get(&id).is_some_and(|r| ok(r.server)))
+    /// Whether running task `id` may be a victim within `scope`.
+    fn admitted(&self, id: TaskId, scope: Scope<'_>) -> bool {
+        if scope.is_all() {
+            return true;
+        }
+        self.running.get(&id).is_some_and(|r| {
+            scope.servers.is_none_or(|ok| ok(r.server))
+                && scope.victims.is_none_or(|fits| fits(r.server, id))
+        })
     }
 
     /// The lowest priority of an evictable task running on a server
     /// `admits` holds, if it is strictly below `below`.
-    fn lowest_evictable(&self, below: u8, admits: Admits<'_>) -> Option<u8> {
+    fn lowest_evictable(&self, below: u8, admits: Scope<'_>) -> Option<u8> {
         self.by_start
             .iter()
             .take_while(|k| k.0 < below)
@@ -288,7 +332,7 @@ impl Slots {
     fn by_start(
         &self,
         class: u8,
-        admits: Admits<'_>,
+        admits: Scope<'_>,
     ) -> impl DoubleEndedIterator<Item = TaskId> + Clone {
         self.by_start
             .range((class, 0, 0)..=(class, SimTime::MAX, TaskId::MAX))
@@ -297,16 +341,16 @@ impl Slots {
     }
 
     /// How many [`Slots::by_start`] lists.
-    fn evictable_count(&self, class: u8, admits: Admits<'_>) -> u32 {
-        match admits {
-            None => self.evictable_at[class as usize],
-            Some(_) => self.by_start(class, admits).count() as u32,
+    fn evictable_count(&self, class: u8, admits: Scope<'_>) -> u32 {
+        match admits.is_all() {
+            true => self.evictable_at[class as usize],
+            false => self.by_start(class, admits).count() as u32,
         }
     }
 
     /// The most powerful level an evictable task of priority `class` runs
     /// on, among the servers `admits` holds.
-    fn most_powerful_running(&self, class: u8, admits: Admits<'_>) -> Option<u16> {
+    fn most_powerful_running(&self, class: u8, admits: Scope<'_>) -> Option<u16> {
         self.by_power
             .range((class, 0, 0, 0)..=(class, u16::MAX, SimTime::MAX, TaskId::MAX))
             .find(|k| self.admitted(k.3, admits))
@@ -319,7 +363,7 @@ impl Slots {
         &self,
         class: u8,
         level: u16,
-        admits: Admits<'_>,
+        admits: Scope<'_>,
     ) -> impl DoubleEndedIterator<Item = TaskId> + Clone {
         self.by_power
             .range((class, level, 0, 0)..=(class, level, SimTime::MAX, TaskId::MAX))
@@ -711,14 +755,21 @@ impl SlotStage {
                 self.policy.level(task.priority, &self.slots, allowed)
             };
             if let Some(server) = self.slots.place(placer, task, allowed, level, rng) {
-                placer.started(task, server, None, now);
+                placer.started(task, server, None, now, rng);
                 return Some(self.start(task.clone(), server, now, sticky));
             }
         }
-        let victim = self
-            .policy
-            .victim(task.priority, &self.slots, allowed, rng)?;
-        self.preempt(task.clone(), victim, now, Some(placer))
+        let victim = {
+            let gated = placer.gates_victims(task);
+            let cell = RefCell::new(&mut *placer);
+            let fits = |server: u32, v: TaskId| cell.borrow_mut().victim_fits(task, server, v);
+            let scope = Scope {
+                servers: allowed,
+                victims: gated.then_some(&fits as &dyn Fn(u32, TaskId) -> bool),
+            };
+            self.policy.victim(task.priority, &self.slots, scope, rng)
+        }?;
+        self.preempt(task.clone(), victim, now, Some(placer), rng)
     }
 
     /// One time slot's pass over the queue (thesis §6.2.3.2, §9.2), free
@@ -752,7 +803,7 @@ impl SlotStage {
             let Some(task) = self.take(id) else { break };
             let server = server.unwrap_or_else(|| self.slots.random_free(None, rng));
             if let Some(p) = placer.as_deref_mut() {
-                p.started(&task, server, None, now);
+                p.started(&task, server, None, now, rng);
             }
             out.push(self.start(task, server, now, true));
         }
@@ -774,17 +825,39 @@ impl SlotStage {
                 if let Some(server) = server {
                     let Some(task) = self.take(id) else { break };
                     if let Some(p) = placer.as_deref_mut() {
-                        p.started(&task, server, None, now);
+                        p.started(&task, server, None, now, rng);
                     }
                     out.push(self.start(task, server, now, false));
                     continue;
                 }
             }
-            let Some(victim) = self.policy.victim(class, &self.slots, None, rng) else {
+            let gated = match (placer.as_deref(), self.tasks.get(&id)) {
+                (Some(p), Some(t)) => p.gates_victims(t),
+                _ => false,
+            };
+            let victim = match placer.as_deref_mut() {
+                Some(p) if gated => {
+                    let Some(task) = self.tasks.get(&id) else {
+                        break;
+                    };
+                    let cell = RefCell::new(p);
+                    let fits =
+                        |server: u32, v: TaskId| cell.borrow_mut().victim_fits(task, server, v);
+                    let scope = Scope {
+                        servers: None,
+                        victims: Some(&fits),
+                    };
+                    self.policy.victim(class, &self.slots, scope, rng)
+                }
+                _ => self
+                    .policy
+                    .victim(class, &self.slots, Scope::default(), rng),
+            };
+            let Some(victim) = victim else {
                 break;
             };
             let Some(task) = self.take(id) else { break };
-            let Some(action) = self.preempt(task, victim, now, placer.as_deref_mut()) else {
+            let Some(action) = self.preempt(task, victim, now, placer.as_deref_mut(), rng) else {
                 break;
             };
             out.push(action);
@@ -843,6 +916,7 @@ impl SlotStage {
         victim: TaskId,
         now: SimTime,
         placer: Option<&mut (dyn SlotPlacer + '_)>,
+        rng: &mut ActorRng,
     ) -> Option<SlotAction> {
         let v = self.slots.evict(victim)?;
         self.preempted.insert(victim);
@@ -851,7 +925,7 @@ impl SlotStage {
             self.preemptions_class0 += 1;
         }
         if let Some(p) = placer {
-            p.started(&task, v.server, Some(victim), now);
+            p.started(&task, v.server, Some(victim), now, rng);
         }
         let mode = Run {
             take: false,
@@ -937,7 +1011,7 @@ mod tests {
             (0..64).find(|&i| candidates(i))
         }
 
-        fn started(&mut self, _: &Task, _: u32, _: Option<TaskId>, _: SimTime) {}
+        fn started(&mut self, _: &Task, _: u32, _: Option<TaskId>, _: SimTime, _: &mut ActorRng) {}
     }
 
     pub(super) fn victim_of(actions: &[SlotAction]) -> Option<TaskId> {
@@ -1005,6 +1079,67 @@ mod tests {
         s.release(1, from);
         assert!(s.has_free(0) && s.has_free(1));
         assert_eq!(s.slots.free_total, 2, "slots conserved");
+    }
+
+    /// A placement that needs more than a slot (as with flows or an
+    /// energy-aware placement): no victim on server `refused` makes room.
+    struct Gate {
+        refused: u32,
+        started: Vec<(TaskId, u32, Option<TaskId>)>,
+    }
+
+    impl SlotPlacer for Gate {
+        fn choose(&mut self, _: &Task, ok: &dyn Fn(u32) -> bool, _: &mut ActorRng) -> Option<u32> {
+            (0..2).find(|&i| ok(i) && i != self.refused)
+        }
+
+        fn started(&mut self, t: &Task, at: u32, v: Option<TaskId>, _: SimTime, _: &mut ActorRng) {
+            self.started.push((t.id, at, v));
+        }
+
+        fn gates_victims(&self, _: &Task) -> bool {
+            true
+        }
+
+        fn victim_fits(&mut self, _: &Task, server: u32, _: TaskId) -> bool {
+            server != self.refused
+        }
+    }
+
+    #[test]
+    fn a_placement_that_needs_room_evicts_only_where_the_eviction_makes_it() {
+        let mut rng = actor_rng(7, "t");
+        let mut s = stage(
+            SlotPolicy::Priority,
+            EvictionPolicy::Mrs,
+            &[(2, 0.5), (2, 0.5)],
+        );
+        fill(&mut s, 4, &mut rng);
+        let server: BTreeMap<TaskId, u32> = s
+            .slots
+            .running
+            .iter()
+            .map(|(&t, r)| (t, r.server))
+            .collect();
+        let refused = server[&3];
+        // MRS would evict task 3, the youngest; its server makes no room
+        let expected = (0..4).rev().find(|t| server[t] != refused);
+        let mut gate = Gate {
+            refused,
+            started: Vec::new(),
+        };
+        s.enqueue(task(100, 4, 50));
+        let out = s.schedule_placed(60, &mut rng, Some(&mut gate));
+        assert_eq!(victim_of(&out), expected);
+        assert_eq!(gate.started, vec![(100, 1 - refused, expected)]);
+        // through an admission stage's scope, only the refused server: none
+        let only = |i: u32| i == refused;
+        let late = task(101, 4, 51);
+        assert_eq!(
+            s.try_start(&late, Some(&only), 70, &mut rng, &mut gate),
+            None
+        );
+        assert_eq!(s.preemptions, 1);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::kernel::ActorRng;
 use crate::task::TaskId;
 
 use super::eviction::pick;
-use super::{Admits, Preemption, Slots};
+use super::{Preemption, Scope, Slots};
 
 /// `priority`: the lowest running priority, then `eviction`'s preference.
 /// WASP reuses it for its non-production tasks.
@@ -23,14 +23,14 @@ impl Preemption for Priority {
         &self,
         priority: u8,
         slots: &Slots,
-        admits: Admits<'_>,
+        scope: Scope<'_>,
         rng: &mut ActorRng,
     ) -> Option<TaskId> {
-        let lowest = slots.lowest_evictable(priority, admits)?;
+        let lowest = slots.lowest_evictable(priority, scope)?;
         pick(
             self.eviction,
-            slots.by_start(lowest, admits),
-            || slots.evictable_count(lowest, admits),
+            slots.by_start(lowest, scope),
+            || slots.evictable_count(lowest, scope),
             rng,
         )
     }

@@ -12,7 +12,7 @@ use crate::task::TaskId;
 
 use super::eviction::pick;
 use super::priority::Priority;
-use super::{Admits, Preemption, Slots};
+use super::{Admits, Preemption, Scope, Slots};
 
 /// `wasp`: `priority` with the most powerful slots for production.
 /// HYBRID's phase II is this.
@@ -44,15 +44,15 @@ impl Preemption for Wasp {
         &self,
         priority: u8,
         slots: &Slots,
-        admits: Admits<'_>,
+        scope: Scope<'_>,
         rng: &mut ActorRng,
     ) -> Option<TaskId> {
         if !self.production(priority) {
-            return self.base.victim(priority, slots, admits, rng);
+            return self.base.victim(priority, slots, scope, rng);
         }
-        let lowest = slots.lowest_evictable(priority, admits)?;
-        let level = slots.most_powerful_running(lowest, admits)?;
-        let candidates = slots.by_power(lowest, level, admits);
+        let lowest = slots.lowest_evictable(priority, scope)?;
+        let level = slots.most_powerful_running(lowest, scope)?;
+        let candidates = slots.by_power(lowest, level, scope);
         pick(
             self.base.eviction,
             candidates.clone(),
