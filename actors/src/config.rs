@@ -972,15 +972,6 @@ impl SchedulerConfig {
             // they batch per time slot (thesis §4.2.5), behind any stage
             push("slot_interval", "must be longer than 0s".into());
         }
-        if self.placement.reads_primary_use() && self.report_interval.as_nanos() == 0 {
-            push(
-                "report_interval",
-                format!(
-                    "placement = \"{}\" reads the primary tenants' use from the servers' reports: set report_interval (e.g. \"3s\", YARN's heartbeat)",
-                    self.placement.name()
-                ),
-            );
-        }
         if self.cluster_every.as_nanos() == 0 {
             push("cluster_every", "must be longer than 0s".into());
         }
@@ -1010,9 +1001,6 @@ impl SchedulerConfig {
                     self.production_priority, self.middle_priority
                 ),
             );
-        }
-        if self.sticky_slots > 0 && self.slots != SlotPolicy::Hybrid {
-            push("sticky_slots", "only for slots = \"hybrid\"".into());
         }
         out
     }

@@ -224,11 +224,8 @@ impl Scenario {
         for (field, p) in distributed::problems(self) {
             push(field, p);
         }
-        if self.scheduler.placement.energy_aware() && self.topology.kind == TopologyKind::Flat {
-            push(
-                "scheduler.placement".into(),
-                "energy-aware placements choose paths through switches: they need topology.kind = \"three-tier\"".into(),
-            );
+        for (field, p) in refusals::problems(self) {
+            push(field, p);
         }
         for (i, s) in self.server_types.iter().enumerate() {
             for (field, p) in s.problems() {
@@ -248,12 +245,7 @@ impl Scenario {
             if let Some(bw) = t.flow_bandwidth {
                 let t3 = &self.topology;
                 let narrowest = t3.core_link.min(t3.aggregation_link).min(t3.access_link);
-                if t3.kind == TopologyKind::Flat {
-                    push(
-                        format!("tenants[{i}].flow_bandwidth"),
-                        "flows reserve bandwidth on switch links: they need topology.kind = \"three-tier\"".into(),
-                    );
-                } else if bw > narrowest {
+                if t3.kind != TopologyKind::Flat && bw > narrowest {
                     push(
                         format!("tenants[{i}].flow_bandwidth"),
                         format!(
@@ -827,5 +819,6 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
 }
 
 mod distributed;
+pub mod refusals;
 #[cfg(test)]
 mod tests;

@@ -48,34 +48,8 @@ pub fn problems(s: &Scenario) -> Vec<(String, String)> {
                 "a distributed tenant submits the [workload] mix: remove `service`, `applications` and the generators".into(),
             ));
         }
-        if s.scheduler.placement == PlacementKind::Annealing && !t.distributed {
-            out.push((
-                format!("tenants[{i}]"),
-                "`annealing` places distributed applications only: set `distributed = true`".into(),
-            ));
-        }
-        if distributed && t.distributed && s.scheduler.placement != PlacementKind::Annealing {
-            out.push((
-                "scheduler.placement".into(),
-                "distributed applications need `annealing` (the only placement that knows them)"
-                    .into(),
-            ));
-        }
     }
     if s.scheduler.placement == PlacementKind::Annealing {
-        if !s.primary_tenants.is_empty() {
-            out.push((
-                "primary_tenants".into(),
-                "`annealing` does not take primary tenants (a killed unit would stall its run)"
-                    .into(),
-            ));
-        }
-        if s.scheduler.slots.slotted() {
-            out.push((
-                "scheduler.slots".into(),
-                "`annealing` places every unit itself: use slots = \"none\"".into(),
-            ));
-        }
         let n = s.scheduler.dist_profile_noise;
         if !(0.0..=0.5).contains(&n) {
             out.push((

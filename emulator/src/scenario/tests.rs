@@ -743,3 +743,47 @@ fn bad_primary_scaling_is_refused_with_its_field() {
     assert_eq!(e[0].field.as_deref(), Some("primary_scaling"));
     assert!(e[0].problem.contains("no [[primary_tenants]]"), "{e:?}");
 }
+
+#[test]
+fn the_refusal_table_is_the_one_docs_scheduler_md_shows() {
+    let docs =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scheduler.md"))
+            .unwrap();
+    let section = docs
+        .split("## What is refused, and why")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .unwrap();
+    let rows: Vec<&str> = section
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| combination"))
+        .collect();
+    assert_eq!(rows.len(), super::refusals::REFUSALS.len(), "{rows:#?}");
+    for r in super::refusals::REFUSALS {
+        assert!(
+            rows.iter()
+                .any(|row| row.starts_with(&format!("| {} |", r.combination))),
+            "docs/scheduler.md has no row for {}",
+            r.combination
+        );
+    }
+}
+
+#[test]
+fn a_refused_combination_names_its_field_and_the_tables_reason() {
+    let e = errors(MINIMAL, &[set("scheduler.placement=gems")]);
+    let row = &super::refusals::REFUSALS[0];
+    assert!(
+        e.iter()
+            .any(|e| e.field.as_deref() == Some("scheduler.placement")
+                && e.problem.contains(row.reason)),
+        "{e:?}"
+    );
+    let e = errors(MINIMAL, &[set("scheduler.sticky_slots=4")]);
+    assert!(
+        e.iter()
+            .any(|e| e.field.as_deref() == Some("scheduler.sticky_slots")
+                && e.problem.contains("only HYBRID")),
+        "{e:?}"
+    );
+}

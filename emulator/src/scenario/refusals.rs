@@ -1,0 +1,123 @@
+//! The combinations a scenario may not ask for, and why: the table of
+//! docs/scheduler.md ("What is refused, and why"), defined once. Each row
+//! names its combination as the table does, the reason its errors give, and
+//! which fields of a scenario meet it. Every combination of stages,
+//! topology and tenant kinds not listed here runs (issue 22).
+
+use dcemu_actors::config::{PlacementKind, SlotPolicy};
+use dcemu_topology::TopologyKind;
+
+use super::Scenario;
+
+/// One row of the table.
+pub struct Refusal {
+    /// The combination, as docs/scheduler.md's table writes it.
+    pub combination: &'static str,
+    /// Why, as the error says it.
+    pub reason: &'static str,
+    /// The fields of a scenario that meet the combination (none: it does
+    /// not apply).
+    pub fields: fn(&Scenario) -> Vec<String>,
+}
+
+/// The table. Rows that are settings of one stage (a `slot_interval` of 0,
+/// a rate out of range) stay with that stage's own validation.
+pub const REFUSALS: &[Refusal] = &[
+    Refusal {
+        combination: "energy-aware `placement` on `topology.kind = \"flat\"`",
+        reason: "energy-aware placements choose paths through switches: they need topology.kind = \"three-tier\"",
+        fields: |s| {
+            let flat = s.topology.kind == TopologyKind::Flat;
+            field_if(
+                flat && s.scheduler.placement.energy_aware(),
+                "scheduler.placement",
+            )
+        },
+    },
+    Refusal {
+        combination: "`tenants[].flow_bandwidth` on `topology.kind = \"flat\"`",
+        reason: "flows reserve bandwidth on switch links: they need topology.kind = \"three-tier\"",
+        fields: |s| match s.topology.kind {
+            TopologyKind::Flat => (0..s.tenants.len())
+                .filter(|&i| s.tenants[i].flow_bandwidth.is_some())
+                .map(|i| format!("tenants[{i}].flow_bandwidth"))
+                .collect(),
+            _ => Vec::new(),
+        },
+    },
+    Refusal {
+        combination: "`annealing` with tenants that are not `distributed`",
+        reason: "`annealing` places distributed applications only: set `distributed = true`",
+        fields: |s| match s.scheduler.placement {
+            PlacementKind::Annealing => (0..s.tenants.len())
+                .filter(|&i| !s.tenants[i].distributed)
+                .map(|i| format!("tenants[{i}]"))
+                .collect(),
+            _ => Vec::new(),
+        },
+    },
+    Refusal {
+        combination: "`distributed` tenants with another `placement`",
+        reason: "distributed applications need `annealing` (the only placement that knows them)",
+        fields: |s| {
+            let distributed = s.tenants.iter().any(|t| t.distributed);
+            let other = s.scheduler.placement != PlacementKind::Annealing;
+            field_if(distributed && other, "scheduler.placement")
+        },
+    },
+    Refusal {
+        combination: "`annealing` with `[[primary_tenants]]`",
+        reason: "`annealing` does not take primary tenants (a killed unit would stall its run)",
+        fields: |s| {
+            let annealing = s.scheduler.placement == PlacementKind::Annealing;
+            field_if(
+                annealing && !s.primary_tenants.is_empty(),
+                "primary_tenants",
+            )
+        },
+    },
+    Refusal {
+        combination: "`annealing` with `slots` ≠ `none`",
+        reason: "`annealing` places every unit itself: use slots = \"none\"",
+        fields: |s| {
+            let annealing = s.scheduler.placement == PlacementKind::Annealing;
+            field_if(annealing && s.scheduler.slots.slotted(), "scheduler.slots")
+        },
+    },
+    Refusal {
+        combination: "`yarn-pt`, `yarn-h` without `report_interval`",
+        reason: "`yarn-pt` and `yarn-h` read the primary tenants' use from the servers' reports: set report_interval (e.g. \"3s\", YARN's heartbeat)",
+        fields: |s| {
+            let blind = s.scheduler.report_interval.as_nanos() == 0;
+            let reads = s.scheduler.placement.reads_primary_use();
+            field_if(reads && blind, "scheduler.report_interval")
+        },
+    },
+    Refusal {
+        combination: "`sticky_slots` without `slots = \"hybrid\"`",
+        reason: "only HYBRID has sticky slots (thesis §9.2): set slots = \"hybrid\" or sticky_slots = 0",
+        fields: |s| {
+            let hybrid = s.scheduler.slots == SlotPolicy::Hybrid;
+            field_if(
+                s.scheduler.sticky_slots > 0 && !hybrid,
+                "scheduler.sticky_slots",
+            )
+        },
+    },
+];
+
+fn field_if(refused: bool, field: &str) -> Vec<String> {
+    if refused {
+        vec![field.to_string()]
+    } else {
+        Vec::new()
+    }
+}
+
+/// The rows `s` meets, as (field, reason), in the table's order.
+pub fn problems(s: &Scenario) -> Vec<(String, String)> {
+    REFUSALS
+        .iter()
+        .flat_map(|r| (r.fields)(s).into_iter().map(|f| (f, r.reason.to_string())))
+        .collect()
+}
