@@ -416,33 +416,24 @@ fn blind_placements_see_the_room_primary_tenants_leave() {
     // each server by what its primary's use and reserve leave (reports),
     // so tasks are not sent to servers that kill them at once. Without
     // reports the scheduler cannot see the primaries and they do.
-    let with_reports = run(
-        &load(
+    let random_fifo = |reports: &str| {
+        let overrides = [
+            "run.end=1h".parse().unwrap(),
+            "scheduler.placement=random".parse().unwrap(),
+            "scheduler.admission=fifo".parse().unwrap(),
+            format!("scheduler.report_interval={reports}")
+                .parse()
+                .unwrap(),
+        ];
+        let scenario = load(
             dcemu::scenario::QUICKSTART_LABEL,
             dcemu::scenario::QUICKSTART,
-            &[
-                "run.end=1h".parse().unwrap(),
-                "scheduler.placement=random".parse().unwrap(),
-                "scheduler.admission=fifo".parse().unwrap(),
-            ],
+            &overrides,
         )
-        .unwrap_or_else(|e| panic!("{e}")),
-        1,
-    );
-    let blind = run(
-        &load(
-            dcemu::scenario::QUICKSTART_LABEL,
-            dcemu::scenario::QUICKSTART,
-            &[
-                "run.end=1h".parse().unwrap(),
-                "scheduler.placement=random".parse().unwrap(),
-                "scheduler.admission=fifo".parse().unwrap(),
-                "scheduler.report_interval=0s".parse().unwrap(),
-            ],
-        )
-        .unwrap_or_else(|e| panic!("{e}")),
-        1,
-    );
+        .unwrap_or_else(|e| panic!("{e}"));
+        run(&scenario, 1)
+    };
+    let (with_reports, blind) = (random_fifo("10s"), random_fifo("0s"));
     for (o, label) in [(&with_reports, "reports"), (&blind, "blind")] {
         assert_no_task_lost(o, label);
     }

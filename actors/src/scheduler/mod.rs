@@ -136,6 +136,21 @@ struct CorePlacer<'a> {
     pool: usize,
 }
 
+impl<'a> CorePlacer<'a> {
+    /// The placement stage (and the energy stage, if any) over `core`;
+    /// `strict`: only servers ARQ counts as appropriate.
+    fn new(core: &'a mut Core, energy: Option<&'a mut EnergyStage>, strict: bool) -> Self {
+        CorePlacer {
+            core,
+            energy,
+            chosen: None,
+            violation: 0.0,
+            strict,
+            pool: 0,
+        }
+    }
+}
+
 impl SlotPlacer for CorePlacer<'_> {
     fn choose(
         &mut self,
@@ -996,14 +1011,7 @@ impl Scheduler {
             return Ok(());
         };
         let mut actions = if self.slot_placer {
-            let mut placer = CorePlacer {
-                core: &mut self.core,
-                energy: self.energy.as_mut(),
-                chosen: None,
-                violation: 0.0,
-                strict: false,
-                pool: 0,
-            };
+            let mut placer = CorePlacer::new(&mut self.core, self.energy.as_mut(), false);
             stage.schedule_placed(now, ctx.rng(), Some(&mut placer))
         } else {
             stage.schedule(now, ctx.rng())
@@ -1017,14 +1025,7 @@ impl Scheduler {
                     .pools
                     .map(|ps| core.pool.iter().map(|p| ps.contains(p)).collect());
                 let admits = |i: u32| allow.as_ref().is_none_or(|a| a[i as usize]);
-                let mut placer = CorePlacer {
-                    core: &mut *core,
-                    energy: energy.as_deref_mut(),
-                    chosen: None,
-                    violation: 0.0,
-                    strict: scope.strict,
-                    pool: 0,
-                };
+                let mut placer = CorePlacer::new(&mut *core, energy.as_deref_mut(), scope.strict);
                 let allowed = allow.is_some().then_some(&admits as &dyn Fn(u32) -> bool);
                 let Some(action) = stage.try_start(task, allowed, now, ctx.rng(), &mut placer)
                 else {
@@ -1092,14 +1093,7 @@ impl Scheduler {
                     && cluster.servers()[i as usize].fits(task, false)
             };
             let room: Vec<bool> = (0..cluster.servers().len() as u32).map(room).collect();
-            let mut placer = CorePlacer {
-                core: &mut *core,
-                energy: energy.as_deref_mut(),
-                chosen: None,
-                violation: 0.0,
-                strict: scope.strict,
-                pool: 0,
-            };
+            let mut placer = CorePlacer::new(&mut *core, energy.as_deref_mut(), scope.strict);
             let Some(server) = placer.choose(task, &|i| room[i as usize], ctx.rng()) else {
                 return Ok(Attempt::NoRoom);
             };

@@ -1021,24 +1021,27 @@ mod tests {
         })
     }
 
-    #[test]
-    fn a_migrating_task_holds_both_slots_until_it_leaves_and_is_no_victim_until_it_arrives() {
-        let mut rng = actor_rng(6, "t");
+    /// A priority stage over two one-slot servers running task 1: the
+    /// stage, the server it runs on and the index of the other.
+    fn one_task_on_two_servers(rng: &mut ActorRng) -> (SlotStage, ActorId, u32) {
         let mut s = stage(
             SlotPolicy::Priority,
             EvictionPolicy::Mrs,
             &[(1, 1.0), (1, 1.0)],
         );
         s.enqueue(task(1, 0, 0));
-        let started = s.schedule(1, &mut rng);
+        let started = s.schedule(1, rng);
         let Some(SlotAction::Dispatch { server, .. }) = started.first() else {
             panic!("{started:?}");
         };
-        let (from, to) = if *server == ActorId(10) {
-            (ActorId(10), 1)
-        } else {
-            (ActorId(11), 0)
-        };
+        let from = *server;
+        (s, from, if from == ActorId(10) { 1 } else { 0 })
+    }
+
+    #[test]
+    fn a_migrating_task_holds_both_slots_until_it_leaves_and_is_no_victim_until_it_arrives() {
+        let mut rng = actor_rng(6, "t");
+        let (mut s, from, to) = one_task_on_two_servers(&mut rng);
         assert!(s.begin_move(1, to));
         assert!(!s.has_free(0) && !s.has_free(1), "both slots held");
         assert!(!s.begin_move(1, to), "already moving");
@@ -1063,18 +1066,7 @@ mod tests {
     #[test]
     fn a_task_that_ends_while_migrating_frees_both_slots() {
         let mut rng = actor_rng(7, "t");
-        let mut s = stage(
-            SlotPolicy::Priority,
-            EvictionPolicy::Mrs,
-            &[(1, 1.0), (1, 1.0)],
-        );
-        s.enqueue(task(1, 0, 0));
-        let started = s.schedule(1, &mut rng);
-        let Some(SlotAction::Dispatch { server, .. }) = started.first() else {
-            panic!("{started:?}");
-        };
-        let from = *server;
-        let to = if from == ActorId(10) { 1 } else { 0 };
+        let (mut s, from, to) = one_task_on_two_servers(&mut rng);
         assert!(s.begin_move(1, to));
         s.release(1, from);
         assert!(s.has_free(0) && s.has_free(1));
