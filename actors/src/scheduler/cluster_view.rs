@@ -79,8 +79,14 @@ impl ServerSlots {
     /// leaves, and its free memory if `memory`.
     pub fn fits(&self, task: &Task, memory: bool) -> bool {
         self.free >= task.cores
-            && (self.slots - self.free).saturating_add(task.cores) <= self.primary_room
+            && self.primary_leaves(task.cores)
             && (!memory || self.memory_free_mb >= task.memory_mb)
+    }
+
+    /// Whether its primary tenant's room ([`ServerSlots::primary_room`])
+    /// takes `slots` more beside what the scheduler has there.
+    pub fn primary_leaves(&self, slots: u32) -> bool {
+        (self.slots - self.free).saturating_add(slots) <= self.primary_room
     }
 }
 

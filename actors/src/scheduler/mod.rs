@@ -1464,19 +1464,12 @@ impl Core {
     }
 
     /// Whether a server a primary tenant owns leaves a core for one more
-    /// task, by its latest report: its primary's use and reserve plus the
-    /// tasks the scheduler has there below its cores (the server kills
-    /// secondary tasks beyond that, harvesting §5.3). The energy-aware
-    /// placements prefer servers already on, which a primary tenant keeps
-    /// on; without this they would start tasks there only to see them
-    /// killed. Servers without a primary tenant (or a report) always do.
+    /// task, by its latest report (the view's primary room, harvesting
+    /// §5.3). The energy-aware placements prefer servers already on, which
+    /// a primary tenant keeps on; without this they would start tasks
+    /// there only to see them killed.
     fn primary_leaves_room(&self, i: u32) -> bool {
-        let Some(r) = self.cluster.report(i) else {
-            return true;
-        };
-        let s = &self.cluster.servers()[i as usize];
-        let primary = r.primary_cores + r.reserve_cores;
-        primary == 0 || primary + (s.slots - s.free) < r.cores
+        self.cluster.servers()[i as usize].primary_leaves(1)
     }
 
     /// [`Core::appropriate`] for `task` on server `i`, with the violation

@@ -404,7 +404,7 @@ impl Slots {
         rng: &mut ActorRng,
     ) -> Option<u32> {
         let candidates = |i: u32| {
-            self.free.get(i as usize).is_some_and(|&f| f > 0)
+            self.has_free(i)
                 && admits.is_none_or(|ok| ok(i))
                 && level.is_none_or(|l| self.level_of[i as usize] == l)
         };
@@ -449,10 +449,15 @@ impl Slots {
         }
     }
 
+    /// Whether server `i` has a free slot.
+    fn has_free(&self, i: u32) -> bool {
+        self.free.get(i as usize).is_some_and(|&f| f > 0)
+    }
+
     /// Running task `id` is to migrate to a free slot of `to`, held from
     /// now on; it is out of the eviction indexes until [`Slots::arrived`].
     fn begin_move(&mut self, id: TaskId, to: u32) -> bool {
-        let free = self.free.get(to as usize).is_some_and(|&f| f > 0);
+        let free = self.has_free(to);
         let Some(r) = self.running.get(&id).cloned() else {
             return false;
         };
@@ -640,7 +645,7 @@ impl SlotStage {
 
     /// Whether server `i` has a free slot.
     pub fn has_free(&self, i: u32) -> bool {
-        self.slots.free.get(i as usize).is_some_and(|&f| f > 0)
+        self.slots.has_free(i)
     }
 
     /// Paragon's migration (§3.4) under a slot stage: running `task` is to
