@@ -88,6 +88,18 @@ pub struct GoogleTask {
     pub memory_gb: f64,
 }
 
+impl GoogleTask {
+    /// The same task with its CPU demand, and so its work, times `factor`
+    /// (`google_demand_scale`). An exponential draw scales with its mean, so
+    /// this is the draw the class's mean times `factor` would have given
+    /// from the same random numbers.
+    pub fn with_demand_scaled(mut self, factor: f64) -> Self {
+        self.cpu_demand *= factor;
+        self.work_s *= factor;
+        self
+    }
+}
+
 /// Mean work of a class on one reference core, in seconds: its mean CPU
 /// demand times the reference machine's cores (123 s for class 0 on 8).
 pub fn mean_work_s(row: &Row, reference_cores: u32) -> f64 {
@@ -517,6 +529,19 @@ mod tests {
         assert!((share(0) - 23.29).abs() < 0.5, "{}", share(0));
         assert!((share(1) - 12.78).abs() < 0.4, "{}", share(1));
         assert_eq!(counts[7], 0, "class 7 has no demand figures");
+    }
+
+    #[test]
+    fn a_demand_scale_multiplies_demand_and_work_and_keeps_class_and_memory() {
+        let mut a = actor_rng(4, "google");
+        let mut b = actor_rng(4, "google");
+        for _ in 0..1_000 {
+            let t = draw(&mut a, 64.0, 8);
+            let s = draw(&mut b, 64.0, 8).with_demand_scaled(1.3);
+            assert_eq!((s.priority, s.memory_gb), (t.priority, t.memory_gb));
+            assert!((s.cpu_demand - 1.3 * t.cpu_demand).abs() <= 1e-12 * s.cpu_demand);
+            assert!((s.work_s - 8.0 * s.cpu_demand).abs() <= 1e-9 * s.work_s.max(1.0));
+        }
     }
 
     #[test]

@@ -190,6 +190,7 @@ fn work(cfg: &TenantConfig, trace: Option<Arc<Vec<TraceTask>>>) -> Work {
                 .google_reference_cores
                 .unwrap_or(google::REFERENCE_CORES),
             mix: cfg.google_class_mix.unwrap_or_default(),
+            demand_scale: cfg.google_demand_scale.unwrap_or(1.0),
         };
     }
     if let Some(g) = &cfg.synthetic {
@@ -273,6 +274,7 @@ enum Work {
         memory_gb: f64,
         reference_cores: u32,
         mix: google::ClassMix,
+        demand_scale: f64,
     },
     /// A task from the synthetic Google-like generator (thesis Table 9.4).
     Synthetic(google::Synthetic),
@@ -552,8 +554,10 @@ impl WorkloadTenant {
                 memory_gb,
                 reference_cores,
                 mix,
+                demand_scale,
             } => {
-                let t = google::draw_in(ctx.rng(), memory_gb, reference_cores, mix);
+                let t = google::draw_in(ctx.rng(), memory_gb, reference_cores, mix)
+                    .with_demand_scaled(demand_scale);
                 if let Some(d) = &mut self.drawn {
                     d.record(ctx.now(), &t);
                 }
