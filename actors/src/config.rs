@@ -679,6 +679,10 @@ pub struct SchedulerConfig {
     /// HYBRID: size of the pool of sticky slots (thesis §9.2.1).
     #[serde(default)]
     pub sticky_slots: u32,
+    /// HYBRID: which queued tasks phase I may put on a sticky slot
+    /// (thesis §9.2.1, read two ways; [`StickyPhase`]).
+    #[serde(default)]
+    pub sticky_phase: StickyPhase,
     /// Slot stages: the servers' slot counts (thesis Table 8.1).
     #[serde(default)]
     pub slot_config: SlotConfig,
@@ -865,6 +869,7 @@ impl Default for SchedulerConfig {
             eviction: EvictionPolicy::default(),
             eviction_threshold: 0,
             sticky_slots: 0,
+            sticky_phase: StickyPhase::default(),
             slot_config: SlotConfig::default(),
             slot_interval: default_slot_interval(),
             production_priority: default_production_priority(),
@@ -1084,6 +1089,25 @@ impl SlotPolicy {
     pub fn slotted(self) -> bool {
         self != SlotPolicy::None
     }
+}
+
+/// `scheduler.sticky_phase`: which queued tasks HYBRID's phase I takes
+/// onto its sticky slots, in first-arrival order (thesis §9.2.1). The
+/// section says both that phase I sorts "the waiting tasks" by arrival and
+/// that it serves "mainly long waited and/or evicted low priorities"; the
+/// two readings differ only for a task that arrived in the current time
+/// slot and was never evicted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StickyPhase {
+    /// Every queued task, new arrivals included: between bursts the
+    /// sticky slots go to whatever arrives.
+    #[default]
+    FirstArrival,
+    /// Only tasks that were already queued at the previous time slot
+    /// (waited at least `slot_interval`) or were evicted before; new
+    /// arrivals go to phase II.
+    Waited,
 }
 
 /// `scheduler.eviction`: which task of the lowest running priority a

@@ -4,7 +4,7 @@
 //! which fields of a scenario meet it. Every combination of stages,
 //! topology and tenant kinds not listed here runs (issue 22).
 
-use dcemu_actors::config::{PlacementKind, SlotPolicy};
+use dcemu_actors::config::{PlacementKind, SlotPolicy, StickyPhase};
 use dcemu_topology::TopologyKind;
 
 use super::Scenario;
@@ -94,14 +94,19 @@ pub const REFUSALS: &[Refusal] = &[
         },
     },
     Refusal {
-        combination: "`sticky_slots` without `slots = \"hybrid\"`",
-        reason: "only HYBRID has sticky slots (thesis §9.2): set slots = \"hybrid\" or sticky_slots = 0",
+        combination: "`sticky_slots`, `sticky_phase` without `slots = \"hybrid\"`",
+        reason: "only HYBRID has sticky slots (thesis §9.2): set slots = \"hybrid\", or remove sticky_slots and sticky_phase",
         fields: |s| {
             let hybrid = s.scheduler.slots == SlotPolicy::Hybrid;
-            field_if(
+            let mut fields = field_if(
                 s.scheduler.sticky_slots > 0 && !hybrid,
                 "scheduler.sticky_slots",
-            )
+            );
+            fields.extend(field_if(
+                s.scheduler.sticky_phase != StickyPhase::default() && !hybrid,
+                "scheduler.sticky_phase",
+            ));
+            fields
         },
     },
 ];

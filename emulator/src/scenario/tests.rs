@@ -814,4 +814,18 @@ fn a_refused_combination_names_its_field_and_the_tables_reason() {
                 && e.problem.contains("only HYBRID")),
         "{e:?}"
     );
+    let e = errors(MINIMAL, &[set("scheduler.sticky_phase=waited")]);
+    assert!(
+        e.iter()
+            .any(|e| e.field.as_deref() == Some("scheduler.sticky_phase")
+                && e.problem.contains("only HYBRID")),
+        "{e:?}"
+    );
+    let e = errors(MINIMAL, &[set("scheduler.sticky_phase=later")]);
+    assert!(
+        e.iter()
+            .any(|e| e.field.as_deref() == Some("scheduler.sticky_phase")
+                && e.problem.contains("`first-arrival` or `waited`")),
+        "{e:?}"
+    );
 }

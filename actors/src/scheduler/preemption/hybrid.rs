@@ -3,10 +3,14 @@
 //! still takes a free slot somewhere), non-preemptively, and those tasks
 //! can never be priority-evicted; phase II is WASP (`wasp.rs`) on the
 //! other slots. With no sticky slots, phase I does nothing and HYBRID is
-//! WASP decision for decision.
+//! WASP decision for decision. `sticky_phase` chooses between the two
+//! readings of which queued tasks phase I serves ([`StickyPhase`]).
 
+use dcemu_topology::SimTime;
+
+use crate::config::StickyPhase;
 use crate::kernel::ActorRng;
-use crate::task::TaskId;
+use crate::task::{Task, TaskId};
 
 use super::wasp::Wasp;
 use super::{Admits, Preemption, Scope, Slots};
@@ -17,11 +21,27 @@ pub(super) struct Hybrid {
     pub(super) wasp: Wasp,
     /// The pool's size (`sticky_slots`, §9.2.1).
     pub(super) sticky: u32,
+    /// Which queued tasks phase I takes (`sticky_phase`).
+    pub(super) phase: StickyPhase,
+    /// The scheduler's time slot, ns (`slot_interval`): under
+    /// [`StickyPhase::Waited`] a task must have been queued this long.
+    pub(super) slot_ns: SimTime,
 }
 
 impl Preemption for Hybrid {
     fn sticky_slots(&self) -> u32 {
         self.sticky
+    }
+
+    /// §9.2.1: every queued task, or only those queued at the previous
+    /// time slot (arrived at least a slot ago) or evicted before.
+    fn sticky_admits(&self, task: &Task, now: SimTime) -> bool {
+        match self.phase {
+            StickyPhase::FirstArrival => true,
+            StickyPhase::Waited => {
+                task.evictions > 0 || task.submitted_at.saturating_add(self.slot_ns) <= now
+            }
+        }
     }
 
     /// Sticky tasks are never priority-evicted (§9.2.1): phase I is meant
@@ -47,7 +67,7 @@ impl Preemption for Hybrid {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::{EvictionPolicy, SchedulerConfig, SlotPolicy};
+    use crate::config::{EvictionPolicy, SchedulerConfig, SlotPolicy, StickyPhase};
     use crate::kernel::{ActorId, Metrics, actor_rng};
     use crate::task::TaskId;
 
@@ -102,6 +122,64 @@ mod tests {
         s.finish(&mut m);
         assert_eq!(m.counter("preemptions_class0_victim"), 1);
         assert_eq!(m.counter("sticky_starts_evicted"), 1);
+    }
+
+    #[test]
+    fn waited_phase_one_leaves_new_arrivals_to_phase_two() {
+        let mut rng = actor_rng(8, "t");
+        let second = 1_000_000_000;
+        let cfg = SchedulerConfig {
+            slots: SlotPolicy::Hybrid,
+            sticky_slots: 2,
+            sticky_phase: StickyPhase::Waited,
+            ..SchedulerConfig::default()
+        };
+        let mut s = SlotStage::new(
+            &cfg,
+            vec![SlotServer {
+                id: ActorId(3),
+                slots: 6,
+                cpu_per_slot: 0.5,
+            }],
+        );
+        // At 10 s: task 1 has waited since 8 s, task 2 was evicted before,
+        // tasks 3 and 4 arrived within this slot.
+        s.enqueue(task(1, 0, 8 * second));
+        let mut evicted = task(2, 0, 9 * second + 500_000_000);
+        evicted.evictions = 1;
+        s.enqueue(evicted);
+        s.enqueue(task(3, 0, 9 * second + 600_000_000));
+        s.enqueue(task(4, 0, 10 * second));
+        let out = s.schedule(10 * second, &mut rng);
+        assert_eq!(out.len(), 4);
+        assert_eq!((s.sticky_starts, s.sticky_starts_evicted), (2, 1));
+        let sticky: Vec<TaskId> = s
+            .slots
+            .running
+            .iter()
+            .filter(|(_, r)| r.sticky)
+            .map(|(id, _)| *id)
+            .collect();
+        assert_eq!(sticky, vec![1, 2]);
+        // The first-arrival reading takes the two earliest arrivals, new
+        // or not: tasks 1 and 2 here too, so give it a new arrival first.
+        let mut f = stage(SlotPolicy::Hybrid, EvictionPolicy::Mrs, &[(6, 0.5)]);
+        f.enqueue(task(5, 0, 10 * second));
+        f.enqueue(task(6, 0, 10 * second));
+        f.schedule(10 * second, &mut rng);
+        assert_eq!(f.sticky_starts, 2, "first-arrival: new arrivals go sticky");
+        let mut w = SlotStage::new(
+            &cfg,
+            vec![SlotServer {
+                id: ActorId(3),
+                slots: 6,
+                cpu_per_slot: 0.5,
+            }],
+        );
+        w.enqueue(task(5, 0, 10 * second));
+        w.enqueue(task(6, 0, 10 * second));
+        assert_eq!(w.schedule(10 * second, &mut rng).len(), 2);
+        assert_eq!(w.sticky_starts, 0, "waited: new arrivals start in phase II");
     }
 
     #[test]

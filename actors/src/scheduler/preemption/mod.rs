@@ -89,6 +89,13 @@ pub trait Preemption: Send {
         0
     }
 
+    /// Whether phase I may put `task`, queued, on a sticky slot at `now`
+    /// (HYBRID, §9.2.1, [`crate::config::StickyPhase`]); only asked while
+    /// [`Preemption::sticky_slots`] has one free.
+    fn sticky_admits(&self, _task: &Task, _now: SimTime) -> bool {
+        true
+    }
+
     /// Whether a task that starts now (in a sticky slot or not) may ever be
     /// priority-evicted. Every running task may (§6.2.3.3), except where
     /// a policy protects some (HYBRID's sticky tasks, §9.2.1).
@@ -752,7 +759,7 @@ impl SlotStage {
         rng: &mut ActorRng,
         placer: &mut dyn SlotPlacer,
     ) -> Option<SlotAction> {
-        let sticky = self.sticky_free();
+        let sticky = self.sticky_free() && self.policy.sticky_admits(task, now);
         if sticky || self.regular_free() {
             let level = if sticky {
                 None
@@ -795,7 +802,13 @@ impl SlotStage {
         // Sticky phase (HYBRID phase I, §9.2.1): first arrivals first,
         // whatever their priority, while a sticky slot is left.
         while self.sticky_free() && self.slots.free_total > 0 {
-            let Some(&(_, id)) = self.by_arrival.first() else {
+            let policy = &self.policy;
+            let tasks = &self.tasks;
+            let Some(&(_, id)) = self.by_arrival.iter().find(|(_, id)| {
+                tasks
+                    .get(id)
+                    .is_some_and(|task| policy.sticky_admits(task, now))
+            }) else {
                 break;
             };
             let server = match placer.as_deref_mut() {

@@ -31,6 +31,8 @@ pub fn build(cfg: &SchedulerConfig) -> Box<dyn Preemption> {
         SlotPolicy::Hybrid => Box::new(Hybrid {
             wasp,
             sticky: cfg.sticky_slots,
+            phase: cfg.sticky_phase,
+            slot_ns: cfg.slot_interval.as_nanos().max(1),
         }),
     }
 }
