@@ -680,8 +680,10 @@ pub struct SchedulerConfig {
     #[serde(default)]
     pub sticky_slots: u32,
     /// HYBRID: which queued tasks phase I may put on a sticky slot
-    /// (thesis §9.2.1, read two ways; [`StickyPhase`]).
-    #[serde(default)]
+    /// (thesis §9.2.1, read two ways; [`StickyPhase`]). Left out of the
+    /// scenario as run when it is the default, so that runs recorded
+    /// before the setting existed keep their digests.
+    #[serde(default, skip_serializing_if = "StickyPhase::is_default")]
     pub sticky_phase: StickyPhase,
     /// Slot stages: the servers' slot counts (thesis Table 8.1).
     #[serde(default)]
@@ -1108,6 +1110,12 @@ pub enum StickyPhase {
     /// (waited at least `slot_interval`) or were evicted before; new
     /// arrivals go to phase II.
     Waited,
+}
+
+impl StickyPhase {
+    fn is_default(&self) -> bool {
+        *self == StickyPhase::default()
+    }
 }
 
 /// `scheduler.eviction`: which task of the lowest running priority a

@@ -134,14 +134,17 @@ mod tests {
             sticky_phase: StickyPhase::Waited,
             ..SchedulerConfig::default()
         };
-        let mut s = SlotStage::new(
-            &cfg,
-            vec![SlotServer {
-                id: ActorId(3),
-                slots: 6,
-                cpu_per_slot: 0.5,
-            }],
-        );
+        let six_slots = || {
+            SlotStage::new(
+                &cfg,
+                vec![SlotServer {
+                    id: ActorId(3),
+                    slots: 6,
+                    cpu_per_slot: 0.5,
+                }],
+            )
+        };
+        let mut s = six_slots();
         // At 10 s: task 1 has waited since 8 s, task 2 was evicted before,
         // tasks 3 and 4 arrived within this slot.
         s.enqueue(task(1, 0, 8 * second));
@@ -168,14 +171,7 @@ mod tests {
         f.enqueue(task(6, 0, 10 * second));
         f.schedule(10 * second, &mut rng);
         assert_eq!(f.sticky_starts, 2, "first-arrival: new arrivals go sticky");
-        let mut w = SlotStage::new(
-            &cfg,
-            vec![SlotServer {
-                id: ActorId(3),
-                slots: 6,
-                cpu_per_slot: 0.5,
-            }],
-        );
+        let mut w = six_slots();
         w.enqueue(task(5, 0, 10 * second));
         w.enqueue(task(6, 0, 10 * second));
         assert_eq!(w.schedule(10 * second, &mut rng).len(), 2);
