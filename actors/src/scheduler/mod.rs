@@ -45,6 +45,7 @@ pub use cluster_view::{ClusterView, ServerSlots, ServerSpec};
 pub use flows::FlowTable;
 pub use placement::{
     Awareness, Choice, LeastLoaded, ParagonPlacement, Placement, RandomPlacement, Request,
+    VictimOption,
 };
 
 use std::collections::BTreeMap;
@@ -259,6 +260,38 @@ impl SlotPlacer for CorePlacer<'_> {
 
     fn gates_victims(&self, task: &Task) -> bool {
         task.flow_bps > 0 || self.energy.is_some()
+    }
+
+    /// The placement stage scores the servers holding admissible victims
+    /// when it has a criterion for them (`paragon*`, `least-loaded`,
+    /// `best-fit`); the energy-aware placements keep the preemption
+    /// stage's choice (they gate victims by the room they need instead).
+    fn scores_victims(&self, _: &Task) -> bool {
+        self.energy.is_none() && self.core.placement.scores_victims()
+    }
+
+    fn choose_victim(
+        &mut self,
+        task: &Task,
+        options: &[(u32, TaskId)],
+        _: &mut ActorRng,
+    ) -> Option<usize> {
+        let core = &mut *self.core;
+        let options: Vec<VictimOption> = options
+            .iter()
+            .map(|&(server, victim)| VictimOption {
+                server,
+                victim,
+                victim_memory_mb: core.placed.get(&victim).map_or(0, |p| p.memory_mb),
+            })
+            .collect();
+        let req = Request {
+            task,
+            profile: core.profiles.get(&task.id),
+            allowed: None,
+            exclude: None,
+        };
+        core.placement.choose_victim(&req, &core.cluster, &options)
     }
 
     /// With a flow, a victim's eviction must leave the evictor's bandwidth

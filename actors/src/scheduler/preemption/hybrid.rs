@@ -5,6 +5,7 @@
 //! other slots. With no sticky slots, phase I does nothing and HYBRID is
 //! WASP decision for decision.
 
+use crate::config::EvictionPolicy;
 use crate::kernel::ActorRng;
 use crate::task::TaskId;
 
@@ -42,6 +43,14 @@ impl Preemption for Hybrid {
         rng: &mut ActorRng,
     ) -> Option<TaskId> {
         self.wasp.victim(priority, slots, scope, rng)
+    }
+
+    fn admissible(&self, priority: u8, slots: &Slots, scope: Scope<'_>) -> Vec<TaskId> {
+        self.wasp.admissible(priority, slots, scope)
+    }
+
+    fn eviction(&self) -> EvictionPolicy {
+        self.wasp.eviction()
     }
 }
 
