@@ -21,6 +21,7 @@ use rand::RngCore;
 use crate::ground_truth::{AppProfile, SOURCES};
 use crate::kernel::Metrics;
 use crate::sampling::{index, normal};
+use crate::task::Kind;
 use crate::world::World;
 
 /// What the scheduler believes about one application once classified:
@@ -71,6 +72,17 @@ pub struct Lab {
     /// Column means of the training set's scores: the naive predictor the
     /// classification is compared with.
     column_mean: [[f64; SOURCES]; 2],
+    /// Grades of the catalog applications' classifications, and of the
+    /// kinds of tasks without a catalog entry (kept apart, so that Tables
+    /// I and III's validation stays over the catalog).
+    apps: Grades,
+    kinds: Grades,
+}
+
+/// The validation of classifications against the truth (Paragon Tables I
+/// and III).
+#[derive(Default)]
+struct Grades {
     classified: u64,
     best_hits: u64,
     within_5pct: u64,
@@ -90,111 +102,16 @@ pub struct Lab {
     naive_errors: Vec<f64>,
 }
 
-impl Lab {
-    pub fn new(world: Arc<World>, classes: usize, noise: f64) -> Self {
-        Lab {
-            world,
-            noise,
-            classes,
-            column_mean: [[50.0; SOURCES]; 2],
-            classified: 0,
-            best_hits: 0,
-            within_5pct: 0,
-            rank_exact: 0,
-            rank_almost: 0,
-            speed_errors: Vec::new(),
-            rank_50pct: 0,
-            chance_hits: 0.0,
-            errors: Vec::new(),
-            naive_errors: Vec::new(),
-        }
-    }
-
-    fn app(&self, app: u32) -> Option<&AppProfile> {
-        self.world.catalog.get(app as usize)
-    }
-
-    /// ln of what a profiling run measures on configuration `class`: the
-    /// application's IPS there. Its absolute level differs per application
-    /// (instructions per unit of work are unknown to the scheduler), so
-    /// only ratios between configurations carry information.
-    fn ln_ips(&self, app: &AppProfile, class: usize, rng: &mut impl RngCore) -> f64 {
-        let speed = app.speed.get(class).copied().unwrap_or(1.0).max(1e-9);
-        libm::log(speed) + app_level(app.id) + self.noise * normal(rng)
-    }
-
-    fn score(&self, truth: f64, rng: &mut impl RngCore) -> f64 {
-        (truth + 100.0 * self.noise * normal(rng)).clamp(0.0, 100.0)
-    }
-
-    /// The offline training set: `n` distinct applications (at most the
-    /// catalog), profiled on every configuration and source (§2.2).
-    pub fn training_set(&mut self, n: u32, rng: &mut impl RngCore) -> Vec<TrainingRow> {
-        let apps = self.world.catalog.len() as u32;
-        let mut ids: Vec<u32> = (0..apps).collect();
-        let n = n.min(apps) as usize;
-        for i in 0..n {
-            let j = i + index(rng, apps - i as u32) as usize;
-            ids.swap(i, j);
-        }
-        let mut rows = Vec::with_capacity(n);
-        for &id in &ids[..n] {
-            let Some(app) = self.app(id) else { continue };
-            let ln_ips = (0..self.classes)
-                .map(|c| self.ln_ips(app, c, rng))
-                .collect();
-            let tolerated = std::array::from_fn(|s| self.score(app.tolerated[s], rng));
-            let caused = std::array::from_fn(|s| self.score(app.caused[s], rng));
-            rows.push(TrainingRow {
-                ln_ips,
-                tolerated,
-                caused,
-            });
-        }
-        if !rows.is_empty() {
-            let n = rows.len() as f64;
-            for s in 0..SOURCES {
-                self.column_mean[0][s] = rows.iter().map(|r| r.tolerated[s]).sum::<f64>() / n;
-                self.column_mean[1][s] = rows.iter().map(|r| r.caused[s]).sum::<f64>() / n;
-            }
-        }
-        rows
-    }
-
-    /// One online profiling run of catalog application `app` (§2.4): two
-    /// random configurations for heterogeneity, two random microbenchmarks on
-    /// a high-end configuration for interference. `None` for an application
-    /// outside the catalog.
-    pub fn profile(&self, app: u32, rng: &mut impl RngCore) -> Option<Measurement> {
-        let app = self.app(app)?;
-        let classes = distinct(rng, self.classes, PROFILED_CLASSES);
-        let sources = distinct(rng, SOURCES, PROFILED_SOURCES);
-        let ln_ips = classes
-            .iter()
-            .map(|&c| (c, self.ln_ips(app, c, rng)))
-            .collect();
-        let tolerated = sources
-            .iter()
-            .map(|&s| (s, self.score(app.tolerated[s], rng)))
-            .collect();
-        let caused = sources
-            .iter()
-            .map(|&s| (s, self.score(app.caused[s], rng)))
-            .collect();
-        Some(Measurement {
-            ln_ips,
-            tolerated,
-            caused,
-        })
-    }
-
-    /// Scores a classification against the truth, as Paragon Tables I and
-    /// III validate theirs: best configuration chosen, one within 5 % of the
-    /// best, and the absolute error of every sensitivity score.
-    pub fn grade(&mut self, app: u32, predicted: &Profile) {
-        let Some(truth) = self.world.catalog.get(app as usize) else {
-            return;
-        };
+impl Grades {
+    /// Scores `predicted` against `truth`: best configuration chosen, one
+    /// within 5 % of the best, the ranking, and the absolute error of every
+    /// sensitivity score (and of the naive `column_mean` predictor).
+    fn grade(
+        &mut self,
+        truth: &AppProfile,
+        predicted: &Profile,
+        column_mean: &[[f64; SOURCES]; 2],
+    ) {
         self.classified += 1;
         let chosen = truth
             .speed
@@ -215,37 +132,183 @@ impl Lab {
         }
         let best = truth.speed.iter().filter(|&&s| s >= 1.0 - 1e-12).count();
         self.chance_hits += best as f64 / truth.speed.len().max(1) as f64;
+        let [mean_tolerated, mean_caused] = column_mean;
         for s in 0..SOURCES {
             self.errors
                 .push((predicted.tolerated[s] - truth.tolerated[s]).abs());
             self.errors
                 .push((predicted.caused[s] - truth.caused[s]).abs());
             self.naive_errors
-                .push((self.column_mean[0][s] - truth.tolerated[s]).abs());
+                .push((mean_tolerated[s] - truth.tolerated[s]).abs());
             self.naive_errors
-                .push((self.column_mean[1][s] - truth.caused[s]).abs());
+                .push((mean_caused[s] - truth.caused[s]).abs());
+        }
+    }
+}
+
+impl Lab {
+    pub fn new(world: Arc<World>, classes: usize, noise: f64) -> Self {
+        Lab {
+            world,
+            noise,
+            classes,
+            column_mean: [[50.0; SOURCES]; 2],
+            apps: Grades::default(),
+            kinds: Grades::default(),
+        }
+    }
+
+    fn app(&self, app: u32) -> Option<&AppProfile> {
+        self.world.catalog.get(app as usize)
+    }
+
+    /// ln of what a profiling run measures on configuration `class`: the
+    /// application's IPS there. Its absolute level differs per application
+    /// (instructions per unit of work are unknown to the scheduler), so
+    /// only ratios between configurations carry information.
+    fn ln_ips(&self, app: &AppProfile, level: f64, class: usize, rng: &mut impl RngCore) -> f64 {
+        let speed = app.speed.get(class).copied().unwrap_or(1.0).max(1e-9);
+        libm::log(speed) + level + self.noise * normal(rng)
+    }
+
+    fn score(&self, truth: f64, rng: &mut impl RngCore) -> f64 {
+        (truth + 100.0 * self.noise * normal(rng)).clamp(0.0, 100.0)
+    }
+
+    /// The offline training set: `n` distinct applications (at most the
+    /// catalog), profiled on every configuration and source (§2.2).
+    pub fn training_set(&mut self, n: u32, rng: &mut impl RngCore) -> Vec<TrainingRow> {
+        let apps = self.world.catalog.len() as u32;
+        let mut ids: Vec<u32> = (0..apps).collect();
+        let n = n.min(apps) as usize;
+        for i in 0..n {
+            let j = i + index(rng, apps - i as u32) as usize;
+            ids.swap(i, j);
+        }
+        let mut rows = Vec::with_capacity(n);
+        for &id in &ids[..n] {
+            let Some(app) = self.app(id) else { continue };
+            let ln_ips = (0..self.classes)
+                .map(|c| self.ln_ips(app, app_level(app.id), c, rng))
+                .collect();
+            let tolerated = std::array::from_fn(|s| self.score(app.tolerated[s], rng));
+            let caused = std::array::from_fn(|s| self.score(app.caused[s], rng));
+            rows.push(TrainingRow {
+                ln_ips,
+                tolerated,
+                caused,
+            });
+        }
+        if !rows.is_empty() {
+            let n = rows.len() as f64;
+            for s in 0..SOURCES {
+                self.column_mean[0][s] = rows.iter().map(|r| r.tolerated[s]).sum::<f64>() / n;
+                self.column_mean[1][s] = rows.iter().map(|r| r.caused[s]).sum::<f64>() / n;
+            }
+        }
+        rows
+    }
+
+    /// Whether the lab can run tasks without a catalog entry: their kinds
+    /// are workloads with a profile (`non_catalog = "workloads"`), not the
+    /// model's plain units of work.
+    pub fn profiles_kinds(&self) -> bool {
+        self.world.kinds.is_some()
+    }
+
+    /// One online profiling run of catalog application `app` (§2.4): two
+    /// random configurations for heterogeneity, two random microbenchmarks on
+    /// a high-end configuration for interference. `None` for an application
+    /// outside the catalog.
+    pub fn profile(&self, app: u32, rng: &mut impl RngCore) -> Option<Measurement> {
+        let app = self.app(app)?;
+        Some(self.measure(app, app_level(app.id), rng))
+    }
+
+    /// The same profiling run of a task without a catalog entry (§2.4: an
+    /// unknown workload is profiled like any other), against its kind's
+    /// hidden profile; its absolute IPS level is fixed per kind. `None`
+    /// when the run's tasks without a catalog entry have no profile
+    /// (`non_catalog = "plain"`).
+    pub fn profile_kind(&self, kind: Kind, rng: &mut impl RngCore) -> Option<Measurement> {
+        let truth = self.world.kind_truth(kind)?;
+        let level = name_level(&self.world.kind_name(kind));
+        Some(self.measure(&truth, level, rng))
+    }
+
+    fn measure(&self, app: &AppProfile, level: f64, rng: &mut impl RngCore) -> Measurement {
+        let classes = distinct(rng, self.classes, PROFILED_CLASSES);
+        let sources = distinct(rng, SOURCES, PROFILED_SOURCES);
+        let ln_ips = classes
+            .iter()
+            .map(|&c| (c, self.ln_ips(app, level, c, rng)))
+            .collect();
+        let tolerated = sources
+            .iter()
+            .map(|&s| (s, self.score(app.tolerated[s], rng)))
+            .collect();
+        let caused = sources
+            .iter()
+            .map(|&s| (s, self.score(app.caused[s], rng)))
+            .collect();
+        Measurement {
+            ln_ips,
+            tolerated,
+            caused,
+        }
+    }
+
+    /// Scores a classification against the truth, as Paragon Tables I and
+    /// III validate theirs: best configuration chosen, one within 5 % of the
+    /// best, and the absolute error of every sensitivity score.
+    pub fn grade(&mut self, app: u32, predicted: &Profile) {
+        let Some(truth) = self.world.catalog.get(app as usize) else {
+            return;
+        };
+        self.apps.grade(truth, predicted, &self.column_mean);
+    }
+
+    /// The same for a kind of tasks without a catalog entry; its grades
+    /// reach metrics of their own (`kinds_classified`, `kind_class_*`).
+    pub fn grade_kind(&mut self, kind: Kind, predicted: &Profile) {
+        if let Some(truth) = self.world.kind_truth(kind) {
+            self.kinds.grade(&truth, predicted, &self.column_mean);
         }
     }
 
     pub fn finish(&self, out: &mut Metrics) {
-        out.add("apps_classified", self.classified);
-        out.add("class_best_config_hits", self.best_hits);
-        out.add("class_within_5pct_hits", self.within_5pct);
-        out.add("class_rank_exact_hits", self.rank_exact);
-        out.add("class_rank_almost_hits", self.rank_almost);
-        out.add("class_rank_50pct_hits", self.rank_50pct);
-        out.add_f64("class_best_config_chance_hits", self.chance_hits);
+        let g = &self.apps;
+        out.add("apps_classified", g.classified);
+        out.add("class_best_config_hits", g.best_hits);
+        out.add("class_within_5pct_hits", g.within_5pct);
+        out.add("class_rank_exact_hits", g.rank_exact);
+        out.add("class_rank_almost_hits", g.rank_almost);
+        out.add("class_rank_50pct_hits", g.rank_50pct);
+        out.add_f64("class_best_config_chance_hits", g.chance_hits);
         out.declare_samples("class_sensitivity_error");
         out.declare_samples("class_sensitivity_error_colmean");
         out.declare_samples("class_speed_error");
-        for &e in &self.speed_errors {
+        for &e in &g.speed_errors {
             out.sample("class_speed_error", e);
         }
-        for &e in &self.errors {
+        for &e in &g.errors {
             out.sample("class_sensitivity_error", e);
         }
-        for &e in &self.naive_errors {
+        for &e in &g.naive_errors {
             out.sample("class_sensitivity_error_colmean", e);
+        }
+        // only runs that classified a kind have these
+        let k = &self.kinds;
+        if k.classified > 0 {
+            out.add("kinds_classified", k.classified);
+            out.add("kind_class_best_config_hits", k.best_hits);
+            out.add("kind_class_within_5pct_hits", k.within_5pct);
+            for &e in &k.speed_errors {
+                out.sample("kind_class_speed_error", e);
+            }
+            for &e in &k.errors {
+                out.sample("kind_class_sensitivity_error", e);
+            }
         }
     }
 }
@@ -273,7 +336,21 @@ pub fn ranking_positions_right(truth: &[f64], predicted: &[f64]) -> usize {
 /// id): the absolute level a profiling run sees and a scheduler cannot
 /// know in advance.
 fn app_level(id: u32) -> f64 {
-    let mut z = u64::from(id).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    level(u64::from(id))
+}
+
+/// The same offset for a kind of tasks without a catalog entry, from its
+/// name (FNV-1a, then splitmix64).
+fn name_level(name: &str) -> f64 {
+    let hash = name.bytes().fold(0xCBF2_9CE4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01B3)
+    });
+    level(hash)
+}
+
+/// splitmix64 of `key`, mapped to [−1, 1].
+fn level(key: u64) -> f64 {
+    let mut z = key.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^= z >> 31;

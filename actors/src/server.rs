@@ -25,13 +25,13 @@ use crate::config::MemoryEviction;
 use crate::config::ServerTypeConfig;
 use crate::device::{DevState, Device, Powered};
 use crate::disk::Disk;
-use crate::ground_truth::{SOURCES, Source, interference_factor};
+use crate::ground_truth::{AppProfile, SOURCES, Source, interference_factor};
 use crate::kernel::{Ctx, Metrics, ModelError};
 use crate::net::{AppRate, Body, EvictionCause, Inbox, Nic, ServerReport};
 use crate::net::{Msg, unexpected};
 use crate::sampling::{normal, to_nanos, uniform_open0};
 use crate::sharing::CpuShare;
-use crate::task::{Task, TaskId};
+use crate::task::{Kind, Task, TaskId};
 use crate::world::World;
 
 /// Buckets of [`PE_METRICS`]: 1, 2, 3, 4 and 5 or more priority evictions.
@@ -56,6 +56,9 @@ pub struct Server {
     slots: u32,
     power: ServerPower,
     running: BTreeMap<TaskId, (Task, SimTime)>,
+    /// The hidden profiles of the kinds of tasks without a catalog entry
+    /// running here ([`World::kind_truth`]), kept while one of them runs.
+    kinds: BTreeMap<Kind, AppProfile>,
     cpu: CpuShare,
     core_speed: f64,
     /// Index of this server's configuration in the ground truth.
@@ -204,6 +207,20 @@ pub fn pressure_weights(cores: u32, threads: usize) -> [f64; SOURCES] {
     })
 }
 
+/// The ground truth `task` runs by: its catalog application's, or its
+/// kind's (`kinds`, the profiles of the kinds running on the server);
+/// `None` for a plain task.
+fn truth<'a>(
+    world: &'a World,
+    kinds: &'a BTreeMap<Kind, AppProfile>,
+    task: &Task,
+) -> Option<&'a AppProfile> {
+    match task.app {
+        Some(a) => world.catalog.get(a as usize),
+        None => kinds.get(&task.kind()?),
+    }
+}
+
 /// Width of a bin of the performance-over-time series (`perf_over_time.csv`).
 pub const PERF_BIN: SimTime = 60_000_000_000;
 
@@ -236,6 +253,7 @@ impl Server {
             slots,
             power,
             running: BTreeMap::new(),
+            kinds: BTreeMap::new(),
             cpu: CpuShare::new(cfg.cores()),
             core_speed: cfg.core_speed,
             class,
@@ -363,9 +381,10 @@ impl Server {
     /// monitor of its IPS would tell the scheduler (Paragon §3.4).
     fn rates(&mut self, now: SimTime) -> Vec<AppRate> {
         self.cpu.advance_to(now);
+        let (world, kinds) = (&*self.world, &self.kinds);
         self.running
             .iter()
-            .filter(|(_, (task, _))| task.app.is_some())
+            .filter(|(_, (task, _))| truth(world, kinds, task).is_some())
             .filter_map(|(&id, _)| {
                 let rate = self.cpu.rate(id)?;
                 Some(AppRate {
@@ -385,7 +404,7 @@ impl Server {
         let Some((task, _)) = self.running.get(&id) else {
             return Ok(());
         };
-        let Some(app) = task.app.and_then(|a| self.world.catalog.get(a as usize)) else {
+        let Some(app) = truth(&self.world, &self.kinds, task) else {
             return Ok(());
         };
         self.cpu.advance_to(ctx.now());
@@ -709,6 +728,7 @@ impl Server {
         let Some((mut task, started_at)) = self.running.remove(&id) else {
             return Ok(());
         };
+        self.forget_kind(&task);
         let done = (task.service_ns as f64 - left).max(0.0);
         let keep_progress = why == Eviction::Migration
             || (matches!(why, Eviction::Memory | Eviction::Priority) && self.world.resume);
@@ -843,6 +863,12 @@ impl Server {
         let since = self.held_since.remove(&id).unwrap_or(ctx.now());
         self.wake_wait_s.push((ctx.now() - since) as f64 / 1e9);
         task.first_start.get_or_insert(ctx.now());
+        if let Some(kind) = task.kind()
+            && !self.kinds.contains_key(&kind)
+            && let Some(profile) = self.world.kind_truth(kind)
+        {
+            self.kinds.insert(kind, profile);
+        }
         self.allocate(&task, ctx)?;
         // a distributed unit holds its cores until its coordinator ends
         // the run (`crate::distributed::runtime`)
@@ -877,18 +903,23 @@ impl Server {
     /// Recomputes the rate multiplier of every running application from the
     /// ground truth: its speed on this configuration, slowed by the pressure
     /// its co-runners' current phases put on each source of interference.
-    /// Plain tasks run at the core speed and put no pressure on anyone.
+    /// A task without a catalog entry runs by its kind's hidden profile
+    /// ([`World::kind_truth`]): its work is time on one core of speed 1, so
+    /// on its best configuration it runs at the fastest core speed of the
+    /// datacenter, elsewhere at its relative speed there. Plain tasks (no
+    /// profile: `non_catalog = "plain"`) run at the core speed and put no
+    /// pressure on anyone.
     fn refresh_rates(&mut self, now: SimTime) {
-        let catalog = &self.world.catalog;
-        if catalog.is_empty() {
+        let (world, kinds) = (&*self.world, &self.kinds);
+        if world.catalog.is_empty() {
             return;
         }
         self.cpu.advance_to(now);
-        let apps: Vec<(TaskId, usize, usize)> = self
+        let apps: Vec<(TaskId, &AppProfile, usize, bool)> = self
             .running
             .iter()
             .filter_map(|(&id, (task, _))| {
-                let app = catalog.get(task.app? as usize)?;
+                let app = truth(world, kinds, task)?;
                 let left = self.cpu.left(id)?;
                 let done = 1.0 - left / task.total_ns.max(task.service_ns).max(1) as f64;
                 let phase = app
@@ -896,27 +927,30 @@ impl Server {
                     .iter()
                     .rposition(|p| p.from <= done + 1e-12)
                     .unwrap_or(0);
-                Some((id, task.app? as usize, phase))
+                Some((id, app, phase, task.app.is_some()))
             })
             .collect();
         let caused: Vec<[f64; SOURCES]> = apps
             .iter()
-            .map(|&(_, a, p)| catalog[a].caused_in(&catalog[a].phases[p]))
+            .map(|&(_, app, p, _)| app.caused_in(&app.phases[p]))
             .collect();
         let total: [f64; SOURCES] =
             std::array::from_fn(|s| caused.iter().map(|c| c[s]).sum::<f64>());
         let weights = pressure_weights(self.cpu.cores(), self.cpu.threads() as usize);
-        for (i, &(id, a, p)) in apps.iter().enumerate() {
-            let app = &catalog[a];
+        for (i, &(id, app, p, catalog)) in apps.iter().enumerate() {
             let pressure: [f64; SOURCES] =
                 std::array::from_fn(|s| (total[s] - caused[i][s]) * weights[s]);
             let factor = interference_factor(app, &app.phases[p], &pressure);
             let speed = app.speed.get(self.class).copied().unwrap_or(1.0);
-            // an application given fewer threads than it has runs slower
-            let threads = self.running.get(&id).map_or(app.cores, |(t, _)| t.cores);
-            let width = f64::from(threads) / f64::from(app.cores.max(1));
-            self.cpu
-                .set_multiplier(now, id, speed * factor * width.min(1.0));
+            let multiplier = if catalog {
+                // an application given fewer threads than it has runs slower
+                let threads = self.running.get(&id).map_or(app.cores, |(t, _)| t.cores);
+                let width = f64::from(threads) / f64::from(app.cores.max(1));
+                speed * factor * width.min(1.0)
+            } else {
+                world.max_core_speed * speed * factor
+            };
+            self.cpu.set_multiplier(now, id, multiplier);
         }
     }
 
@@ -929,13 +963,22 @@ impl Server {
             .unwrap_or(1.0)
     }
 
+    /// Drops the hidden profile of `task`'s kind once no task of it runs
+    /// here any more.
+    fn forget_kind(&mut self, task: &Task) {
+        if let Some(kind) = task.kind()
+            && !self.running.values().any(|(t, _)| t.kind() == Some(kind))
+        {
+            self.kinds.remove(&kind);
+        }
+    }
+
     /// When the next running application enters its next phase, if any.
     fn next_phase_change(&self) -> Option<SimTime> {
-        let catalog = &self.world.catalog;
         self.running
             .iter()
             .filter_map(|(&id, (task, _))| {
-                let app = catalog.get(task.app? as usize)?;
+                let app = truth(&self.world, &self.kinds, task)?;
                 let work = task.total_ns.max(task.service_ns) as f64;
                 let done = 1.0 - self.cpu.left(id)? / work.max(1.0);
                 let next = app.phases.iter().find(|p| p.from > done + 1e-12)?;
@@ -972,6 +1015,7 @@ impl Server {
                 self.world.name(ctx.me())
             )));
         };
+        self.forget_kind(&task);
         let now = ctx.now();
         self.allocated.remove(&id);
         self.completed += 1;

@@ -90,6 +90,64 @@ impl Task {
     }
 }
 
+/// The workload of a task that is not a catalog application, as a
+/// scheduler tells it from what the task carries (its tenant, job, DAG
+/// stage): tasks of one kind run the same program, so they share one hidden
+/// profile (`World::kind_truth`), and a kind that recurs (a job's tasks, a
+/// query template's stage) is known to Paragon once it has classified one
+/// of its tasks, as a real cluster manager recognises a job's tasks. A task
+/// with neither job nor DAG is a program of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// A task with no job: a Google-like task (thesis Table 5.2), a
+    /// generated or trace task without an application. The trace gives
+    /// only a priority class, and a class is many programs (one kind per
+    /// class would let one draw decide the behaviour of most of the
+    /// workload: docs/ground-truth.md), so it is its own workload.
+    Task { tenant: ActorId, task: TaskId },
+    /// The tasks of one MapReduce-like job (thesis §4.2.2): one program
+    /// over different input splits.
+    Job { tenant: ActorId, job: TaskId },
+    /// The tasks of one stage (Tez vertex) of a DAG job template, a
+    /// TPC-DS-like query that recurs (harvesting §4.1).
+    Stage {
+        tenant: ActorId,
+        template: u32,
+        stage: u32,
+    },
+}
+
+impl Task {
+    /// The recurring workload this task is an instance of, if it is not a
+    /// catalog application (nor a unit of a distributed run, whose truth
+    /// is `crate::distributed`'s).
+    pub fn kind(&self) -> Option<Kind> {
+        if self.app.is_some() || self.dist.is_some() {
+            return None;
+        }
+        let tenant = self.tenant;
+        Some(match (&self.job, &self.dag) {
+            (Some(j), _) => Kind::Job { tenant, job: j.id },
+            (None, Some(d)) => Kind::Stage {
+                tenant,
+                template: d.template,
+                stage: d.stage,
+            },
+            (None, None) => Kind::Task {
+                tenant,
+                task: self.id,
+            },
+        })
+    }
+}
+
+impl Kind {
+    /// Whether more tasks of the kind may follow (a job's, a stage's).
+    pub fn recurs(self) -> bool {
+        !matches!(self, Kind::Task { .. })
+    }
+}
+
 /// A task's place in a MapReduce-like job (thesis §4.2.2): the job's tasks
 /// arrive together, one of them is the master, and each task talks to the
 /// outside world (from a core switch) and to its master while it runs.
@@ -118,4 +176,48 @@ pub struct DistRef {
     pub qos_ppm: u32,
     /// The server that coordinates the run (set by the scheduler).
     pub coordinator: Option<ActorId>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_follow_what_recurs() {
+        let plain = Task {
+            priority: 4,
+            ..Task::new(7, ActorId(3), 0, 1)
+        };
+        assert_eq!(
+            plain.kind(),
+            Some(Kind::Task {
+                tenant: ActorId(3),
+                task: 7
+            })
+        );
+        assert!(!plain.kind().unwrap().recurs(), "a program of its own");
+        let job = JobRef {
+            id: 5,
+            master: false,
+            external_bytes: 0,
+            internal_bytes: 0,
+        };
+        let worker = Task {
+            job: Some(job),
+            ..plain.clone()
+        };
+        assert_eq!(
+            worker.kind(),
+            Some(Kind::Job {
+                tenant: ActorId(3),
+                job: 5
+            })
+        );
+        assert!(worker.kind().unwrap().recurs());
+        let app = Task {
+            app: Some(2),
+            ..plain.clone()
+        };
+        assert_eq!(app.kind(), None, "a catalog application has its own truth");
+    }
 }

@@ -4,8 +4,9 @@
 use dcemu_topology::{Network, PowerConfig, SimTime};
 
 use crate::config::MemoryEviction;
-use crate::ground_truth::AppProfile;
-use crate::kernel::ActorId;
+use crate::ground_truth::{AppProfile, CatalogSpec, Family, Latent};
+use crate::kernel::{ActorId, actor_rng};
+use crate::task::Kind;
 
 /// What every actor knows about the run it is part of (immutable, shared).
 #[derive(Debug)]
@@ -20,6 +21,11 @@ pub struct World {
     /// The applications' ground truth (empty without `[applications]`);
     /// only servers and tenants read it, never the scheduler.
     pub catalog: Vec<AppProfile>,
+    /// The hidden truth of tasks without a catalog entry, when the scenario
+    /// has `[applications]` and `non_catalog = "workloads"` (the default):
+    /// read through [`World::kind_truth`], only by servers and the
+    /// profiling lab, never the scheduler.
+    pub kinds: Option<KindTruth>,
     /// What a server does when a task's memory cannot be satisfied.
     pub memory_eviction: MemoryEviction,
     /// Evicted tasks keep their progress (resume) or lose it (non-resume).
@@ -61,6 +67,54 @@ impl World {
     pub fn name(&self, id: ActorId) -> &str {
         self.names.get(id.index()).map_or("?", String::as_str)
     }
+
+    /// The stable name of a kind: its tenant's name and what it is
+    /// (`kind/<tenant>/task/<id>`, `kind/<tenant>/job/<id>`,
+    /// `kind/<tenant>/stage/<template>.<stage>`). It names the kind's own
+    /// random stream, and the logs.
+    pub fn kind_name(&self, kind: Kind) -> String {
+        match kind {
+            Kind::Task { tenant, task } => format!("kind/{}/task/{task}", self.name(tenant)),
+            Kind::Job { tenant, job } => format!("kind/{}/job/{job}", self.name(tenant)),
+            Kind::Stage {
+                tenant,
+                template,
+                stage,
+            } => format!("kind/{}/stage/{template}.{stage}", self.name(tenant)),
+        }
+    }
+
+    /// The hidden profile of `kind` (MODEL.md §4: every application has
+    /// one), `None` without [`World::kinds`]. It is one more application of
+    /// the catalog's family model ([`Latent::app`], over the same class
+    /// traits and interference concepts, so collaborative filtering against
+    /// the catalog's training set can find it), drawn from the kind's own
+    /// stream (seed, [`World::kind_name`]): every task of the kind, on every
+    /// server and partition, has the same truth, and no other stream is
+    /// touched. Its family follows what the tasks are: a MapReduce job's
+    /// or a DAG stage's tasks are single-node data mining, Paragon §5's
+    /// I/O-bound family ("Hadoop", and §3.5's "Hadoop analytics jobs"); a
+    /// task without a job takes one core (thesis §6.2.3.1), so it is
+    /// single-threaded. docs/ground-truth.md "Tasks without a
+    /// catalog entry".
+    pub fn kind_truth(&self, kind: Kind) -> Option<AppProfile> {
+        let truth = self.kinds.as_ref()?;
+        let family = match kind {
+            Kind::Task { .. } => Family::SingleThreaded,
+            Kind::Job { .. } | Kind::Stage { .. } => Family::IoBound,
+        };
+        let mut rng = actor_rng(truth.seed, &self.kind_name(kind));
+        Some(truth.latent.app(u32::MAX, family, &truth.spec, &mut rng))
+    }
+}
+
+/// What [`World::kind_truth`] draws from: the catalog's latent structure
+/// and spec (noise, phases), and the run's seed.
+#[derive(Debug)]
+pub struct KindTruth {
+    pub latent: Latent,
+    pub spec: CatalogSpec,
+    pub seed: u64,
 }
 
 /// What a server needs to know to act as a data node of the run's storage.

@@ -397,6 +397,17 @@ fn print_summary(label: &str, s: &Scenario, o: &Outcome, partitions: usize, out:
             n("migrations")
         );
     }
+    if o.metrics.contains_key("kinds_profiled") {
+        println!(
+            "  unknown tasks  {} kinds profiled and classified ({} of {} on their best configuration); {} tasks took a known kind's profile, {} waited for their kind's, {} short ones went unprofiled",
+            n("kinds_profiled"),
+            n("kind_class_best_config_hits"),
+            n("kinds_classified"),
+            n("kind_tasks_known"),
+            n("kind_tasks_waited"),
+            n("kind_tasks_short")
+        );
+    }
     if n("evictions_total") > 0 || n("preemptions") > 0 {
         println!(
             "  evictions      {} ({} priority, {} memory) of {} tasks, at most {} per task; {:.0} CPU·s wasted; {} dropped; V {}",

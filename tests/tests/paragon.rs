@@ -230,3 +230,90 @@ fn paragon_keeps_qos_for_more_applications_than_its_interference_oblivious_ablat
         );
     }
 }
+
+/// Issue 22: tasks without a catalog entry (the quickstart's Google-like
+/// tasks and MapReduce jobs) are workloads Paragon has never seen: a
+/// Google-like task, and the first task of each MapReduce job, is profiled
+/// and classified (§2.4), the job's other tasks wait for its
+/// classification; short ones of an unclassified kind go unprofiled
+/// (§3.5); `non_catalog = "plain"` is the model without their hidden
+/// profiles.
+#[test]
+fn tasks_without_a_catalog_entry_are_profiled_like_unknown_workloads() {
+    let quickstart = |sets: &[&str]| {
+        let mut all = vec!["run.end=1h"];
+        all.extend_from_slice(sets);
+        run_with(
+            &scenario(
+                dcemu::scenario::QUICKSTART_LABEL,
+                dcemu::scenario::QUICKSTART,
+                &all,
+            ),
+            1,
+        )
+    };
+    let o = quickstart(&[]);
+    assert_no_task_lost(&o, "workloads");
+    let profiled = metric(&o, "kinds_profiled");
+    assert!(profiled > 0.0, "the first task of each kind is profiled");
+    let classified_kinds = metric(&o, "kinds_classified");
+    assert!(
+        classified_kinds > 0.0 && classified_kinds <= profiled,
+        "classified once profiled (the last runs may end with the run)"
+    );
+    assert!(
+        metric(&o, "kind_tasks_waited") > 0.0,
+        "a MapReduce job's tasks share its kind"
+    );
+    assert_eq!(metric(&o, "kind_tasks_short"), 0.0, "short_job is 0");
+    let lines = log(&o, "scheduler");
+    let classified = kind(&lines, "classify_kind");
+    assert_eq!(classified.len() as f64, classified_kinds);
+    let waited: f64 = classified
+        .iter()
+        .map(|l| l["waiting"].as_f64().unwrap())
+        .sum();
+    assert!(
+        waited > 0.0 && waited <= metric(&o, "kind_tasks_waited"),
+        "a MapReduce job's tasks arrive together and wait for its first"
+    );
+    assert!(
+        classified
+            .iter()
+            .any(|l| l["workload"].as_str().unwrap().contains("/job/"))
+            && classified
+                .iter()
+                .any(|l| l["workload"].as_str().unwrap().contains("/task/")),
+        "a MapReduce job is a kind, a Google-like task one of its own"
+    );
+    // the kinds lie on the catalog's structure: classification finds
+    // their best configuration far more often than a random pick would
+    // (three configurations)
+    let best = metric(&o, "kind_class_best_config_hits") / classified_kinds;
+    assert!(best > 0.6, "best configuration for {best:.2} of the kinds");
+    // catalog applications are graded and counted as before, apart
+    assert_eq!(
+        metric(&o, "apps_classified"),
+        kind(&lines, "classify").len() as f64
+    );
+
+    let short = quickstart(&["scheduler.short_job=5m"]);
+    assert_no_task_lost(&short, "short");
+    assert!(
+        metric(&short, "kind_tasks_short") > 0.0,
+        "tasks under 5 min of an unclassified kind skip profiling (§3.5)"
+    );
+    assert!(metric(&short, "placements_short_job") >= metric(&short, "kind_tasks_short"));
+
+    let plain = quickstart(&["applications.non_catalog=plain"]);
+    assert_no_task_lost(&plain, "plain");
+    assert!(
+        !plain.metrics.contains_key("kinds_profiled"),
+        "plain tasks are not profiled"
+    );
+    assert!(kind(&log(&plain, "scheduler"), "classify_kind").is_empty());
+    assert!(
+        metric(&plain, "placements_short_job") > metric(&o, "placements_short_job"),
+        "plain tasks go Paragon's unprofiled way (§3.5)"
+    );
+}

@@ -257,6 +257,34 @@ pub struct CatalogSpec {
     /// (Paragon §5: "minutes to hours").
     #[serde(default = "default_ideal_max")]
     pub ideal_max: Duration,
+    /// The hidden truth of the run's tasks that are not catalog
+    /// applications (Google-like priority classes, MapReduce and DAG jobs,
+    /// trace rows without an application). Default `"workloads"`: each
+    /// recurring kind of such tasks is an unknown workload with a hidden
+    /// profile drawn over the catalog's latent structure, which Paragon
+    /// profiles like any other (§2, §3.5). `"plain"`: they run at the
+    /// server's core speed and neither suffer nor cause interference.
+    #[serde(default, skip_serializing_if = "NonCatalog::is_default")]
+    pub non_catalog: NonCatalog,
+}
+
+/// `[applications] non_catalog`: what tasks without a catalog entry are.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NonCatalog {
+    /// Unknown workloads with a hidden profile per recurring kind
+    /// (docs/ground-truth.md "Tasks without a catalog entry").
+    #[default]
+    Workloads,
+    /// Plain work at the core speed, no interference (the model before
+    /// issue 22's item).
+    Plain,
+}
+
+impl NonCatalog {
+    fn is_default(&self) -> bool {
+        *self == NonCatalog::default()
+    }
 }
 
 fn default_rank() -> u32 {
@@ -287,6 +315,7 @@ impl CatalogSpec {
             phase_high: default_phase_high(),
             ideal_min: default_ideal_min(),
             ideal_max: default_ideal_max(),
+            non_catalog: NonCatalog::default(),
         }
     }
 
@@ -422,6 +451,22 @@ pub fn generate(
     classes: &[ServerClass],
     rng: &mut impl RngCore,
 ) -> Result<Vec<AppProfile>, Vec<Problem>> {
+    generate_with_latent(spec, classes, rng).map(|(apps, _)| apps)
+}
+
+/// [`generate`], and the latent structure the catalog was drawn over, from
+/// which more applications of the same run can be drawn
+/// ([`Latent::app`]: the workloads of tasks without a catalog entry,
+/// docs/ground-truth.md "Tasks without a catalog entry").
+///
+/// # Errors
+///
+/// As [`generate`].
+pub fn generate_with_latent(
+    spec: &CatalogSpec,
+    classes: &[ServerClass],
+    rng: &mut impl RngCore,
+) -> Result<(Vec<AppProfile>, Latent), Vec<Problem>> {
     let problems: Vec<Problem> = spec
         .problems()
         .into_iter()
@@ -430,7 +475,6 @@ pub fn generate(
     if !problems.is_empty() {
         return Err(problems);
     }
-    let rank = spec.rank as usize;
 
     // Families, in the exact proportions of the mix, randomly interleaved.
     let mut families = Vec::with_capacity(spec.apps as usize);
@@ -441,51 +485,93 @@ pub fn generate(
         let j = index(rng, (i + 1) as u32) as usize;
         families.swap(i, j);
     }
+    let latent = Latent::draw(spec.rank as usize, classes, rng);
+    let apps = families
+        .iter()
+        .enumerate()
+        .map(|(id, &family)| latent.app(id as u32, family, spec, rng))
+        .collect();
+    Ok((apps, latent))
+}
 
-    // Class trait vectors f_c (Paragon §2.2: the columns of the utility
-    // matrix), truncated to `rank`.
-    // Hidden traits belong to the processor (microarchitecture, memory
-    // technology), not to the instance type cut from it: classes with the
-    // same clock and LLC run on the same host processor and share them
-    // (scenarios/paragon/ec2-*.toml name six host processors for Table VI's
-    // fourteen types). They are drawn once per processor, in the order of
-    // its first class; where every class has its own processor (Table V)
-    // this is one draw per class, as before.
-    let mut traits: Vec<Vec<f64>> = Vec::with_capacity(classes.len());
-    for (i, c) in classes.iter().enumerate() {
-        let named = [
-            libm::log(c.core_ghz),
-            libm::log(f64::from(c.cores)),
-            libm::log(c.llc_mb),
-            libm::log(c.memory_gb),
-        ];
-        let mut f: Vec<f64> = named.iter().copied().take(rank).collect();
-        match classes[..i].iter().position(|o| same_processor(o, c)) {
-            Some(j) => f.extend_from_slice(&traits[j][f.len()..]),
-            None => {
-                for _ in TRAITS..rank {
-                    f.push(HIDDEN_TRAIT_SD * normal(rng));
+/// What every application of a run shares: the classes' trait vectors
+/// `f_c` (the columns of the heterogeneity utility matrix, Paragon §2.2)
+/// and the interference concepts' loadings `L_k` (the columns of the two
+/// interference matrices, §2.3). An application is a draw of its own
+/// factors over them ([`Latent::app`]), so any two applications of a run,
+/// catalog or not, have the low-rank structure collaborative filtering
+/// finds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Latent {
+    traits: Vec<Vec<f64>>,
+    loadings: Vec<[f64; SOURCES]>,
+    classes: Vec<ServerClass>,
+}
+
+impl Latent {
+    /// Draws the hidden class traits (per class, per rank above 4) and the
+    /// random concept loadings (per rank above 4, per source), in that
+    /// order; with `rank` ≤ 4 nothing is drawn.
+    fn draw(rank: usize, classes: &[ServerClass], rng: &mut impl RngCore) -> Self {
+        // Class trait vectors f_c (Paragon §2.2: the columns of the utility
+        // matrix), truncated to `rank`.
+        // Hidden traits belong to the processor (microarchitecture, memory
+        // technology), not to the instance type cut from it: classes with the
+        // same clock and LLC run on the same host processor and share them
+        // (scenarios/paragon/ec2-*.toml name six host processors for Table VI's
+        // fourteen types). They are drawn once per processor, in the order of
+        // its first class; where every class has its own processor (Table V)
+        // this is one draw per class, as before.
+        let mut traits: Vec<Vec<f64>> = Vec::with_capacity(classes.len());
+        for (i, c) in classes.iter().enumerate() {
+            let named = [
+                libm::log(c.core_ghz),
+                libm::log(f64::from(c.cores)),
+                libm::log(c.llc_mb),
+                libm::log(c.memory_gb),
+            ];
+            let mut f: Vec<f64> = named.iter().copied().take(rank).collect();
+            match classes[..i].iter().position(|o| same_processor(o, c)) {
+                Some(j) => f.extend_from_slice(&traits[j][f.len()..]),
+                None => {
+                    for _ in TRAITS..rank {
+                        f.push(HIDDEN_TRAIT_SD * normal(rng));
+                    }
                 }
             }
+            traits.push(f);
         }
-        traits.push(f);
+
+        // Concept loadings L_k over the ten sources (Paragon §2.3: the columns of
+        // the two interference utility matrices), truncated to `rank`.
+        let mut loadings: Vec<[f64; SOURCES]> = LOADINGS.iter().copied().take(rank).collect();
+        for _ in CONCEPTS..rank {
+            let mut l = [0.0; SOURCES];
+            for x in &mut l {
+                *x = uniform_open0(rng);
+            }
+            loadings.push(l);
+        }
+        Latent {
+            traits,
+            loadings,
+            classes: classes.to_vec(),
+        }
     }
 
-    // Concept loadings L_k over the ten sources (Paragon §2.3: the columns of
-    // the two interference utility matrices), truncated to `rank`.
-    let mut loadings: Vec<[f64; SOURCES]> = LOADINGS.iter().copied().take(rank).collect();
-    for _ in CONCEPTS..rank {
-        let mut l = [0.0; SOURCES];
-        for x in &mut l {
-            *x = uniform_open0(rng);
-        }
-        loadings.push(l);
-    }
-
-    let ideal = (spec.ideal_min.as_secs_f64(), spec.ideal_max.as_secs_f64());
-    let widest = classes.iter().map(|c| c.cores).max().unwrap_or(1);
-    let mut apps = Vec::with_capacity(families.len());
-    for (id, &family) in families.iter().enumerate() {
+    /// One application `id` of `family` over this structure (the draw order
+    /// of [`generate`]'s per-application step).
+    pub fn app(
+        &self,
+        id: u32,
+        family: Family,
+        spec: &CatalogSpec,
+        rng: &mut impl RngCore,
+    ) -> AppProfile {
+        let (traits, loadings, classes) = (&self.traits, &self.loadings, &self.classes[..]);
+        let rank = loadings.len();
+        let ideal = (spec.ideal_min.as_secs_f64(), spec.ideal_max.as_secs_f64());
+        let widest = classes.iter().map(|c| c.cores).max().unwrap_or(1);
         let fp = prior(family);
 
         // Heterogeneity: x_ac = u_a · f_ac + noise · ε, speed = exp(x − max),
@@ -517,12 +603,12 @@ pub fn generate(
             .collect();
         let mut caused = [0.0; SOURCES];
         for (s, out) in caused.iter_mut().enumerate() {
-            let v = combine(&z, &loadings, s) + spec.noise * normal(rng);
+            let v = combine(&z, loadings, s) + spec.noise * normal(rng);
             *out = 100.0 * v.clamp(0.0, 1.0);
         }
         let mut tolerated = [0.0; SOURCES];
         for (s, out) in tolerated.iter_mut().enumerate() {
-            let v = 1.0 - combine(&sens, &loadings, s) + spec.noise * normal(rng);
+            let v = 1.0 - combine(&sens, loadings, s) + spec.noise * normal(rng);
             *out = 100.0 * v.clamp(0.0, 1.0);
         }
 
@@ -578,8 +664,8 @@ pub fn generate(
         };
         let memory_gb = memory_draw.min(MEMORY_FIT * class.memory_gb / peak_scale);
 
-        apps.push(AppProfile {
-            id: id as u32,
+        AppProfile {
+            id,
             family,
             speed,
             tolerated,
@@ -588,9 +674,8 @@ pub fn generate(
             memory_gb,
             ideal_s,
             phases,
-        });
+        }
     }
-    Ok(apps)
 }
 
 /// Whether two classes run on the same host processor: same clock and the

@@ -716,6 +716,7 @@ fn problems_name_every_bad_field() {
         phase_high: 0.5,
         ideal_min: dcemu_topology::Duration::ZERO,
         ideal_max: dcemu_topology::Duration::ZERO,
+        non_catalog: Default::default(),
     };
     let fields: Vec<String> = bad.problems().into_iter().map(|(f, _)| f).collect();
     assert_eq!(
@@ -830,4 +831,34 @@ fn heterogeneity_benefit_matches_paragon_2_2() {
             "some applications differ 2x between configurations (§2.2)"
         );
     }
+}
+
+// ---------------------------------------------------------------- kinds
+
+#[test]
+fn more_applications_drawn_over_the_catalogs_latent_structure() {
+    let classes = paragon_local_cluster();
+    let s = CatalogSpec {
+        rank: 6,
+        ..CatalogSpec::new(50)
+    };
+    let (apps, latent) = generate_with_latent(&s, &classes, &mut actor_rng(3, "catalog")).unwrap();
+    assert_eq!(
+        apps,
+        catalog(&s, &classes, 3),
+        "the same catalog as generate"
+    );
+    let draw = |name: &str, family| latent.app(u32::MAX, family, &s, &mut actor_rng(3, name));
+    let a = draw("kind/a", Family::IoBound);
+    assert_eq!(a, draw("kind/a", Family::IoBound), "one stream, one truth");
+    assert_ne!(a, draw("kind/b", Family::IoBound));
+    assert_eq!(a.family, Family::IoBound);
+    assert_eq!(a.speed.len(), classes.len());
+    assert_eq!(a.speed.iter().copied().fold(0.0, f64::max), 1.0);
+    assert!(
+        a.tolerated
+            .iter()
+            .chain(&a.caused)
+            .all(|v| (0.0..=100.0).contains(v))
+    );
 }

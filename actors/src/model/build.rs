@@ -11,7 +11,7 @@ use dcemu_topology::{Attach, Network, PowerPolicy, SimTime};
 
 use super::{BuildError, Model, ModelSpec, Node, host_attachments};
 use crate::config::{PlacementKind, ServerTypeConfig};
-use crate::ground_truth::{AppProfile, generate, stats};
+use crate::ground_truth::{AppProfile, Latent, NonCatalog, generate_with_latent, stats};
 use crate::kernel::{ActorId, actor_rng};
 use crate::namenode::{self, NameNode};
 use crate::primary::PrimaryTenant;
@@ -20,7 +20,7 @@ use crate::server::Server;
 use crate::slot_plan::{self, Slots as SlotPlan};
 use crate::switch::Switch;
 use crate::tenant::WorkloadTenant;
-use crate::world::{StorageLink, World};
+use crate::world::{KindTruth, StorageLink, World};
 
 /// Builds every actor of the scenario, in id order: the scheduler, the
 /// tenants in file order, the primary tenants, the servers in file order,
@@ -33,7 +33,8 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
     let types: Vec<&ServerTypeConfig> = layout.servers.iter().map(|(_, st)| *st).collect();
     let slots = slot_plan::plan(spec.scheduler, &types, spec.tenants, spec.traces)
         .map_err(BuildError::SlotConfig)?;
-    let world = Arc::new(world(spec, &layout, network, catalog(spec)?, &slots));
+    let (catalog, latent) = catalog(spec)?;
+    let world = Arc::new(world(spec, &layout, network, catalog, latent, &slots));
 
     let mut nodes = Vec::with_capacity(world.names.len());
     nodes.push(scheduler(spec, &world, &layout, &slots));
@@ -121,20 +122,22 @@ impl<'a> Layout<'a> {
 }
 
 /// The applications' ground truth, drawn from the `"catalog"` stream
-/// (empty without `[applications]`).
-fn catalog(spec: &ModelSpec<'_>) -> Result<Vec<AppProfile>, BuildError> {
+/// (empty without `[applications]`), and its latent structure.
+fn catalog(spec: &ModelSpec<'_>) -> Result<(Vec<AppProfile>, Option<Latent>), BuildError> {
     let Some(catalog) = spec.applications else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     };
     let classes: Vec<_> = spec
         .server_types
         .iter()
         .map(ServerTypeConfig::class)
         .collect();
-    generate(catalog, &classes, &mut actor_rng(spec.seed, "catalog")).map_err(|problems| {
-        let text: Vec<String> = problems.iter().map(|(f, p)| format!("{f}: {p}")).collect();
-        BuildError::Catalog(text.join("; "))
-    })
+    generate_with_latent(catalog, &classes, &mut actor_rng(spec.seed, "catalog"))
+        .map(|(apps, latent)| (apps, Some(latent)))
+        .map_err(|problems| {
+            let text: Vec<String> = problems.iter().map(|(f, p)| format!("{f}: {p}")).collect();
+            BuildError::Catalog(text.join("; "))
+        })
 }
 
 fn world(
@@ -142,8 +145,20 @@ fn world(
     layout: &Layout<'_>,
     network: Network,
     catalog: Vec<AppProfile>,
+    latent: Option<Latent>,
     slots: &SlotPlan,
 ) -> World {
+    // tasks without a catalog entry are unknown workloads over the
+    // catalog's latent structure (`World::kind_truth`)
+    let kinds = spec
+        .applications
+        .filter(|a| a.non_catalog == NonCatalog::Workloads)
+        .zip(latent)
+        .map(|(a, latent)| KindTruth {
+            latent,
+            spec: a.clone(),
+            seed: spec.seed,
+        });
     let truth_inputs = stats::metrics(
         &catalog,
         &spec
@@ -169,6 +184,7 @@ fn world(
         power,
         packet_logs: spec.packet_logs,
         catalog,
+        kinds,
         memory_eviction: spec.scheduler.memory_eviction,
         resume: spec.scheduler.resume,
         max_core_speed: spec

@@ -45,6 +45,7 @@ pub use cluster_view::{ClusterView, ServerSlots, ServerSpec};
 pub use flows::FlowTable;
 pub use placement::{
     Awareness, Choice, LeastLoaded, ParagonPlacement, Placement, RandomPlacement, Request,
+    VictimOption,
 };
 
 use std::collections::BTreeMap;
@@ -63,7 +64,7 @@ use crate::net::{AppRate, Body, EvictionCause, Inbox, Nic};
 use crate::net::{Msg, unexpected};
 use crate::profiling::{Lab, Profile};
 use crate::server::QOS_PERF_NORM;
-use crate::task::{Task, TaskId};
+use crate::task::{Kind, Task, TaskId};
 use crate::world::World;
 
 use admission::arq::server_quality;
@@ -261,6 +262,38 @@ impl SlotPlacer for CorePlacer<'_> {
         task.flow_bps > 0 || self.energy.is_some()
     }
 
+    /// The placement stage scores the servers holding admissible victims
+    /// when it has a criterion for them (`paragon*`, `least-loaded`,
+    /// `best-fit`); the energy-aware placements keep the preemption
+    /// stage's choice (they gate victims by the room they need instead).
+    fn scores_victims(&self, _: &Task) -> bool {
+        self.energy.is_none() && self.core.placement.scores_victims()
+    }
+
+    fn choose_victim(
+        &mut self,
+        task: &Task,
+        options: &[(u32, TaskId)],
+        _: &mut ActorRng,
+    ) -> Option<usize> {
+        let core = &mut *self.core;
+        let options: Vec<VictimOption> = options
+            .iter()
+            .map(|&(server, victim)| VictimOption {
+                server,
+                victim,
+                victim_memory_mb: core.placed.get(&victim).map_or(0, |p| p.memory_mb),
+            })
+            .collect();
+        let req = Request {
+            task,
+            profile: core.profiles.get(&task.id),
+            allowed: None,
+            exclude: None,
+        };
+        core.placement.choose_victim(&req, &core.cluster, &options)
+    }
+
     /// With a flow, a victim's eviction must leave the evictor's bandwidth
     /// free on some path to the server (the victim's own flow counting as
     /// freed); under an energy-aware placement, its CPU, memory and path.
@@ -309,6 +342,13 @@ struct Core {
     counted: Vec<(bool, bool)>,
     classification: Option<Classification>,
     profiles: BTreeMap<TaskId, Profile>,
+    /// Tasks without a catalog entry, by kind ([`Kind`]: what a scheduler
+    /// tells from the task itself): the classification of each kind
+    /// profiled so far, and the tasks that wait for their kind's profiling
+    /// run to end, with their arrival.
+    kinds: BTreeMap<Kind, Profile>,
+    kind_waiting: BTreeMap<Kind, Vec<(Task, SimTime)>>,
+    kind_stats: KindStats,
     placed: BTreeMap<TaskId, Placed>,
     flows: FlowTable,
     /// Reservations decided in the current slot pass ([`Notice`]).
@@ -351,6 +391,20 @@ struct Classification {
     classifier: Classifier,
     profile_time: u64,
     short_job: u64,
+}
+
+/// What happened to tasks without a catalog entry under classification.
+#[derive(Default)]
+struct KindStats {
+    /// Tasks that went through the profiling runs: the first of a job's or
+    /// a stage's (not short), and every task that is a kind of its own.
+    profiled: u64,
+    /// Tasks of a kind already classified: they took its profile at once.
+    known: u64,
+    /// Tasks that waited for the profiling run of their kind's first task.
+    waited: u64,
+    /// Short tasks of a kind not classified yet, placed unprofiled (§3.5).
+    short: u64,
 }
 
 /// A task on a server, as the scheduler tracks it.
@@ -437,6 +491,16 @@ struct ClassifyLog {
     app: u32,
     best_class: usize,
     demand: f64,
+}
+
+#[derive(Serialize)]
+struct ClassifyKindLog {
+    task: u64,
+    workload: String,
+    best_class: usize,
+    demand: f64,
+    /// Tasks of the kind that waited for this classification.
+    waiting: usize,
 }
 
 #[derive(Serialize)]
@@ -548,6 +612,9 @@ impl Scheduler {
             core: Core {
                 classification: None,
                 profiles: BTreeMap::new(),
+                kinds: BTreeMap::new(),
+                kind_waiting: BTreeMap::new(),
+                kind_stats: KindStats::default(),
                 placed: BTreeMap::new(),
                 nic: Nic::default(),
                 inbox: Inbox::default(),
@@ -723,6 +790,12 @@ impl Scheduler {
                         ctx.timer(at - now, Msg::DistPlace)?;
                     }
                     return Ok(());
+                }
+                if let Some(kind) = task.kind()
+                    && let Some(c) = &self.core.classification
+                    && c.lab.profiles_kinds()
+                {
+                    return self.submit_kind(task, kind, ctx);
                 }
                 if let Some(c) = &self.core.classification
                     && task.app.is_some()
@@ -1149,8 +1222,99 @@ impl Scheduler {
         Ok(())
     }
 
+    /// A task without a catalog entry arrives under classification: a
+    /// workload Paragon has never seen, profiled and classified like any
+    /// other (§2.4), unless its kind is known (a job's or a stage's later
+    /// task: it takes the kind's classification at once, as Paragon reuses
+    /// what it has seen, §2) or it is short (§3.5: it goes on unprofiled,
+    /// to a random server among those with the most free slots and the
+    /// least caused interference). A task whose kind's first task is being
+    /// profiled waits for that run rather than start another.
+    fn submit_kind(
+        &mut self,
+        task: Task,
+        kind: Kind,
+        ctx: &mut Ctx<'_, Msg>,
+    ) -> Result<(), ModelError> {
+        let core = &mut self.core;
+        if let Some(profile) = core.kinds.get(&kind) {
+            core.kind_stats.known += 1;
+            core.profiles.insert(task.id, profile.clone());
+            return self.admit(task, 0, ctx);
+        }
+        let Some(c) = &core.classification else {
+            return self.admit(task, 0, ctx);
+        };
+        if task.service_ns < c.short_job {
+            core.kind_stats.short += 1;
+            return self.admit(task, 0, ctx);
+        }
+        if let Some(waiting) = core.kind_waiting.get_mut(&kind) {
+            core.kind_stats.waited += 1;
+            waiting.push((task, ctx.now()));
+            return Ok(());
+        }
+        if kind.recurs() {
+            core.kind_waiting.insert(kind, Vec::new());
+        }
+        core.kind_stats.profiled += 1;
+        ctx.log(
+            "profile_start",
+            &serde_json::json!({ "task": task.id, "workload": core.world.kind_name(kind) }),
+        );
+        ctx.timer(c.profile_time, Msg::Profiled(task))
+    }
+
+    /// The profiling run of a kind's first task (or of a task that is a
+    /// kind of its own) is done (§2.4): classify the kind, admit the task
+    /// and those of its kind that waited for it.
+    fn profiled_kind(
+        &mut self,
+        task: Task,
+        kind: Kind,
+        ctx: &mut Ctx<'_, Msg>,
+    ) -> Result<(), ModelError> {
+        let waiting = self.core.kind_waiting.remove(&kind).unwrap_or_default();
+        let Some(c) = self.core.classification.as_mut() else {
+            return self.admit(task, 0, ctx);
+        };
+        let overhead = c.profile_time;
+        if let Some(measurement) = c.lab.profile_kind(kind, ctx.rng()) {
+            let profile = c.classifier.classify(&measurement);
+            c.lab.grade_kind(kind, &profile);
+            ctx.log(
+                "classify_kind",
+                &ClassifyKindLog {
+                    task: task.id,
+                    workload: self.core.world.kind_name(kind),
+                    best_class: profile.best_class(),
+                    demand: admission::arq::app_demand(&profile.tolerated, &profile.caused),
+                    waiting: waiting.len(),
+                },
+            );
+            for (t, _) in &waiting {
+                self.core.profiles.insert(t.id, profile.clone());
+            }
+            if kind.recurs() {
+                self.core.kinds.insert(kind, profile.clone());
+            }
+            self.core.profiles.insert(task.id, profile);
+        }
+        self.admit(task, overhead, ctx)?;
+        let now = ctx.now();
+        for (t, arrived) in waiting {
+            self.admit(t, now - arrived, ctx)?;
+        }
+        Ok(())
+    }
+
     /// Profiling is done (§2.4): classify the application and admit it.
     fn profiled(&mut self, task: Task, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        if let Some(kind) = task.kind()
+            && (self.core.kind_waiting.contains_key(&kind) || !kind.recurs())
+        {
+            return self.profiled_kind(task, kind, ctx);
+        }
         let Some(c) = self.core.classification.as_mut() else {
             return self.admit(task, 0, ctx);
         };
@@ -1262,7 +1426,8 @@ impl Scheduler {
                 )
             })
             .count() as u64;
-        out.add("tasks_queued_end", queued + waiting);
+        let kind_waiting: usize = core.kind_waiting.values().map(Vec::len).sum();
+        out.add("tasks_queued_end", queued + waiting + kind_waiting as u64);
         let migrating = undelivered
             .iter()
             .filter(|e| matches!(e.payload, Msg::Migrated { .. }))
@@ -1282,6 +1447,15 @@ impl Scheduler {
         out.add("tasks_dispatched", core.dispatched);
         out.add("apps_profiled", core.profiled);
         out.add("apps_short_jobs", core.short_jobs);
+        // only runs with tasks without a catalog entry under
+        // classification have these
+        let k = &core.kind_stats;
+        if k.profiled + k.known + k.waited + k.short > 0 {
+            out.add("kinds_profiled", k.profiled);
+            out.add("kind_tasks_known", k.known);
+            out.add("kind_tasks_waited", k.waited);
+            out.add("kind_tasks_short", k.short);
+        }
         out.add("reclassifications", core.reclassifications);
         out.add("migrations", core.migrations);
         out.add("migrations_declined", core.migrations_declined);

@@ -9,7 +9,7 @@
 
 use crate::kernel::ActorRng;
 
-use super::{Choice, ClusterView, Placement, Request};
+use super::{Choice, ClusterView, Placement, Request, VictimOption};
 
 pub struct BestFit;
 
@@ -24,6 +24,33 @@ impl Placement for BestFit {
         req.fitting(cluster, true)
             .min_by_key(|&i| (servers[i as usize].free - req.task.cores, i))
             .map(Choice::clean)
+    }
+
+    fn scores_victims(&self) -> bool {
+        true
+    }
+
+    /// Every server holding a victim is as full before the swap as after
+    /// it, so the free slots it packs by tie; it packs by the other thing
+    /// it checks, memory: the server left with the least memory free once
+    /// the victim's is freed and the task's taken, among those where it
+    /// fits; the preemption stage's own choice among equals.
+    fn choose_victim(
+        &mut self,
+        req: &Request<'_>,
+        cluster: &ClusterView,
+        options: &[VictimOption],
+    ) -> Option<usize> {
+        let servers = cluster.servers();
+        options
+            .iter()
+            .enumerate()
+            .filter_map(|(k, o)| {
+                let free = servers[o.server as usize].memory_free_mb + o.victim_memory_mb;
+                free.checked_sub(req.task.memory_mb).map(|left| (left, k))
+            })
+            .min()
+            .map(|(_, k)| k)
     }
 }
 
@@ -90,5 +117,34 @@ mod tests {
             used.push(i);
         }
         assert_eq!(used, [0, 0, 0, 0, 1, 1, 1, 1]);
+    }
+
+    #[test]
+    fn among_victims_the_tightest_memory_that_fits_wins() {
+        let mut view = cluster(&[2, 2, 2]);
+        for (i, mb) in [(0, 8_000), (1, 14_000), (2, 15_500)] {
+            view.take(i, 2, mb);
+        }
+        let t = Task {
+            memory_mb: 2_000,
+            ..task(9, 1)
+        };
+        let req = Request {
+            task: &t,
+            profile: None,
+            allowed: None,
+            exclude: None,
+        };
+        let option = |server, victim_memory_mb| VictimOption {
+            server,
+            victim: 5,
+            victim_memory_mb,
+        };
+        // free after the swap: 8,000 + 1,000 - 2,000 on 0; 2,000 + 1,000 -
+        // 2,000 on 1; 500 + 1,000 < 2,000 on 2 (does not fit)
+        let options = [option(0, 1_000), option(1, 1_000), option(2, 1_000)];
+        assert_eq!(BestFit.choose_victim(&req, &view, &options), Some(1));
+        let options = [option(2, 1_000)];
+        assert_eq!(BestFit.choose_victim(&req, &view, &options), None);
     }
 }

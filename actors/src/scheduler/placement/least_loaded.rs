@@ -2,7 +2,7 @@
 
 use crate::kernel::ActorRng;
 
-use super::{Choice, ClusterView, Placement, Request};
+use super::{Choice, ClusterView, Placement, Request, VictimOption};
 
 /// `least-loaded` (Paragon §5's LL baseline): among the servers with the
 /// task's cores and memory free, the one with the lowest CPU utilisation
@@ -41,6 +41,30 @@ impl Placement for LeastLoaded {
             .map(|i| (Self::load(cluster, i), i))
             .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
             .map(|(_, i)| Choice::clean(i))
+    }
+
+    fn scores_victims(&self) -> bool {
+        true
+    }
+
+    /// The least loaded server holding a victim (its load as for a free
+    /// slot; the eviction then frees one task's worth on any of them),
+    /// the preemption stage's own choice among equals.
+    fn choose_victim(
+        &mut self,
+        _: &Request<'_>,
+        cluster: &ClusterView,
+        options: &[VictimOption],
+    ) -> Option<usize> {
+        options
+            .iter()
+            .enumerate()
+            .min_by(|a, b| {
+                Self::load(cluster, a.1.server)
+                    .total_cmp(&Self::load(cluster, b.1.server))
+                    .then(a.0.cmp(&b.0))
+            })
+            .map(|(k, _)| k)
     }
 }
 
@@ -96,5 +120,16 @@ mod least_loaded_tests {
             LeastLoaded.place(&req, &view, &mut rng),
             Some(Choice::clean(2))
         );
+        // among servers holding victims: the least loaded (server 0, a
+        // quarter busy, before server 2, half), the first among equals
+        let option = |server| VictimOption {
+            server,
+            victim: 7,
+            victim_memory_mb: 0,
+        };
+        let options = [option(2), option(0)];
+        assert_eq!(LeastLoaded.choose_victim(&req, &view, &options), Some(1));
+        let options = [option(2), option(2)];
+        assert_eq!(LeastLoaded.choose_victim(&req, &view, &options), Some(0));
     }
 }

@@ -20,7 +20,7 @@ pub use registry::build;
 
 use crate::kernel::ActorRng;
 use crate::profiling::Profile;
-use crate::task::Task;
+use crate::task::{Task, TaskId};
 
 pub use super::cluster_view::ClusterView;
 
@@ -76,6 +76,17 @@ impl Choice {
     }
 }
 
+/// A server where a task may start by evicting `victim`, a running task
+/// the preemption stage admits as a victim for it (docs/scheduler.md, "Slot
+/// stages and placement").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VictimOption {
+    pub server: u32,
+    pub victim: TaskId,
+    /// Memory the victim holds there (the scheduler's own count), MB.
+    pub victim_memory_mb: u64,
+}
+
 /// A placement policy.
 pub trait Placement: Send {
     /// The server that should run `req.task`, or `None` to leave it queued.
@@ -106,6 +117,27 @@ pub trait Placement: Send {
     /// found no room is tried again.
     fn reads_reports(&self) -> bool {
         false
+    }
+
+    /// Whether the policy has a criterion of its own among servers whose
+    /// free slot comes from evicting a victim ([`Placement::choose_victim`]).
+    fn scores_victims(&self) -> bool {
+        false
+    }
+
+    /// Among `options` (one per server holding victims the preemption
+    /// stage admits for `req.task`; the first is that stage's own choice:
+    /// the thesis's MRS / RND / LRS over the whole cluster, §6.2.3.3), the
+    /// one to evict, by the policy's criterion: an index into `options`,
+    /// or `None` to keep the first. Policies with a criterion keep the
+    /// first among equals.
+    fn choose_victim(
+        &mut self,
+        _req: &Request<'_>,
+        _cluster: &ClusterView,
+        _options: &[VictimOption],
+    ) -> Option<usize> {
+        None
     }
 
     /// Log entries (`kind`, fields) the policy made since the last call;

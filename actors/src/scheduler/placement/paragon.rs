@@ -13,7 +13,7 @@ use crate::kernel::{ActorRng, Metrics};
 use crate::sampling::index;
 
 use super::greedy::{Candidate, GreedyParams, select, statistical_select};
-use super::{Choice, ClusterView, Placement, Request};
+use super::{Choice, ClusterView, Placement, Request, VictimOption};
 
 /// Which of Paragon's two kinds of knowledge the placement uses (§5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,6 +152,68 @@ impl Placement for ParagonPlacement {
                 chosen.violation
             },
         })
+    }
+
+    fn scores_victims(&self) -> bool {
+        true
+    }
+
+    /// A classified task evicts where its interference constraints hold:
+    /// the greedy search of §3.2 over the servers holding a victim, each
+    /// with the interference state it will have once its victim left (the
+    /// victim's scores taken out, as when it finishes), configurations
+    /// looking alike, so the first server whose D1/D2 constraints hold
+    /// wins (the preemption stage's own choice first), else the least
+    /// violating. Heterogeneity is left out here: ranking those servers by
+    /// the evictor's speed sends evictors to the fastest servers, whose
+    /// victims are the applications Paragon put there for their own speed
+    /// (with it, on docs/scheduler.md's test cluster of Table V and a
+    /// Google-like tenant under HYBRID, Paragon's applications fell below
+    /// `random`'s on seed 3: 0.127 against 0.142 of ideal). So `paragon-ni`,
+    /// blind to interference, keeps the stage's choice, as does an
+    /// unprofiled task (§3.5).
+    fn choose_victim(
+        &mut self,
+        req: &Request<'_>,
+        cluster: &ClusterView,
+        options: &[VictimOption],
+    ) -> Option<usize> {
+        let profile = req.profile?;
+        if self.awareness == Awareness::HeterogeneityOnly {
+            return None;
+        }
+        let servers = cluster.servers();
+        let states: Vec<_> = options
+            .iter()
+            .map(|o| {
+                let mut state = cluster.interference(o.server).clone();
+                state.remove(o.victim);
+                state
+            })
+            .collect();
+        let candidates: Vec<Candidate<'_>> = options
+            .iter()
+            .zip(&states)
+            .enumerate()
+            .map(|(k, (o, state))| Candidate {
+                index: k as u32,
+                class: servers[o.server as usize].class,
+                state,
+            })
+            .collect();
+        let params = GreedyParams {
+            interference: true,
+            heterogeneity: false,
+            max_steps: self.max_steps,
+        };
+        let chosen = select(
+            &profile.tolerated,
+            &profile.caused,
+            &profile.speed,
+            &candidates,
+            &params,
+        )?;
+        Some(chosen.index as usize)
     }
 
     fn finish(&self, out: &mut Metrics) {

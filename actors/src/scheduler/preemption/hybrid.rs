@@ -8,7 +8,7 @@
 
 use dcemu_topology::SimTime;
 
-use crate::config::StickyPhase;
+use crate::config::{EvictionPolicy, StickyPhase};
 use crate::kernel::ActorRng;
 use crate::task::{Task, TaskId};
 
@@ -62,6 +62,14 @@ impl Preemption for Hybrid {
         rng: &mut ActorRng,
     ) -> Option<TaskId> {
         self.wasp.victim(priority, slots, scope, rng)
+    }
+
+    fn admissible(&self, priority: u8, slots: &Slots, scope: Scope<'_>) -> Vec<TaskId> {
+        self.wasp.admissible(priority, slots, scope)
+    }
+
+    fn eviction(&self) -> EvictionPolicy {
+        self.wasp.eviction()
     }
 }
 

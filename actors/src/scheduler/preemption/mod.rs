@@ -46,6 +46,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use dcemu_topology::SimTime;
 use rand::RngCore;
 
+use crate::config::EvictionPolicy;
 use crate::kernel::{ActorId, ActorRng, Metrics};
 use crate::sampling::index;
 use crate::task::{Task, TaskId};
@@ -121,6 +122,16 @@ pub trait Preemption: Send {
         scope: Scope<'_>,
         rng: &mut ActorRng,
     ) -> Option<TaskId>;
+
+    /// Every running task that [`Preemption::victim`] chooses from (the
+    /// admissible victims: its class, WASP's level, within `scope`), least
+    /// recently started first, so that the placement may choose among
+    /// them by its own criterion. Draws nothing.
+    fn admissible(&self, priority: u8, slots: &Slots, scope: Scope<'_>) -> Vec<TaskId>;
+
+    /// The rule `victim` applies among the admissible victims
+    /// (`scheduler.eviction`, §6.2.3.3).
+    fn eviction(&self) -> EvictionPolicy;
 }
 
 /// The placement stage, as the slot stage consults it when the scenario's
@@ -161,6 +172,27 @@ pub trait SlotPlacer {
     /// Whether `task` would fit on `server` once `victim` left it.
     fn victim_fits(&mut self, _task: &Task, _server: u32, _victim: TaskId) -> bool {
         true
+    }
+
+    /// Whether the placement has a criterion of its own among the servers
+    /// holding admissible victims for `task` ([`SlotPlacer::choose_victim`]).
+    /// The default, `false`, leaves the preemption stage's choice alone
+    /// (and draws nothing more).
+    fn scores_victims(&self, _task: &Task) -> bool {
+        false
+    }
+
+    /// Where `task` starts by evicting: an index into `options`, one
+    /// (server, victim) per server holding admissible victims, the victim
+    /// the eviction rule picks there, the preemption stage's own choice
+    /// first; `None` keeps that choice.
+    fn choose_victim(
+        &mut self,
+        _task: &Task,
+        _options: &[(u32, TaskId)],
+        _rng: &mut ActorRng,
+    ) -> Option<usize> {
+        None
     }
 }
 
@@ -580,6 +612,9 @@ pub struct SlotStage {
     /// Preemptions whose victim was of class 0: §8.2.1 and §9.3.1 report
     /// that on SC3, SC4 and WASC every priority eviction hits class 0.
     preemptions_class0: u64,
+    /// Preemptions whose victim the placement chose instead of the
+    /// eviction rule's own pick ([`SlotStage::placed_victim`]).
+    victims_placed: u64,
     sticky_starts: u64,
     /// Sticky starts of tasks evicted before: phase I is meant for the
     /// long-waited and evicted tasks (§9.2.1).
@@ -640,6 +675,7 @@ impl SlotStage {
             preempted: BTreeSet::new(),
             preemptions: 0,
             preemptions_class0: 0,
+            victims_placed: 0,
             sticky_starts: 0,
             sticky_starts_evicted: 0,
             dropped: 0,
@@ -771,7 +807,8 @@ impl SlotStage {
                 return Some(self.start(task.clone(), server, now, sticky));
             }
         }
-        let victim = {
+        let scores = placer.scores_victims(task);
+        let (victim, admissible) = {
             let gated = placer.gates_victims(task);
             let cell = RefCell::new(&mut *placer);
             let fits = |server: u32, v: TaskId| cell.borrow_mut().victim_fits(task, server, v);
@@ -779,8 +816,9 @@ impl SlotStage {
                 servers: allowed,
                 victims: gated.then_some(&fits as &dyn Fn(u32, TaskId) -> bool),
             };
-            self.policy.victim(task.priority, &self.slots, scope, rng)
+            self.victims(task.priority, scope, scores, rng)
         }?;
+        let victim = self.placed_victim(task, victim, &admissible, placer, rng);
         self.preempt(task.clone(), victim, now, Some(placer), rng)
     }
 
@@ -849,11 +887,11 @@ impl SlotStage {
                     continue;
                 }
             }
-            let gated = match (placer.as_deref(), self.tasks.get(&id)) {
-                (Some(p), Some(t)) => p.gates_victims(t),
-                _ => false,
+            let (gated, scores) = match (placer.as_deref(), self.tasks.get(&id)) {
+                (Some(p), Some(t)) => (p.gates_victims(t), p.scores_victims(t)),
+                _ => (false, false),
             };
-            let victim = match placer.as_deref_mut() {
+            let victims = match placer.as_deref_mut() {
                 Some(p) if gated => {
                     let Some(task) = self.tasks.get(&id) else {
                         break;
@@ -865,15 +903,18 @@ impl SlotStage {
                         servers: None,
                         victims: Some(&fits),
                     };
-                    self.policy.victim(class, &self.slots, scope, rng)
+                    self.victims(class, scope, scores, rng)
                 }
-                _ => self
-                    .policy
-                    .victim(class, &self.slots, Scope::default(), rng),
+                _ => self.victims(class, Scope::default(), scores, rng),
             };
-            let Some(victim) = victim else {
+            let Some((mut victim, admissible)) = victims else {
                 break;
             };
+            if scores
+                && let (Some(p), Some(task)) = (placer.as_deref_mut(), self.tasks.get(&id).cloned())
+            {
+                victim = self.placed_victim(&task, victim, &admissible, p, rng);
+            }
             let Some(task) = self.take(id) else { break };
             let Some(action) = self.preempt(task, victim, now, placer.as_deref_mut(), rng) else {
                 break;
@@ -881,6 +922,76 @@ impl SlotStage {
             out.push(action);
         }
         out
+    }
+
+    /// The victim the policy picks for a task of `class` within `scope`
+    /// (the thesis's cluster-wide choice), and with `all` every admissible
+    /// one ([`Preemption::admissible`]).
+    fn victims(
+        &self,
+        class: u8,
+        scope: Scope<'_>,
+        all: bool,
+        rng: &mut ActorRng,
+    ) -> Option<(TaskId, Vec<TaskId>)> {
+        let victim = self.policy.victim(class, &self.slots, scope, rng)?;
+        let admissible = match all {
+            true => self.policy.admissible(class, &self.slots, scope),
+            false => Vec::new(),
+        };
+        Some((victim, admissible))
+    }
+
+    /// The preemption stage decides which running tasks `task` may evict
+    /// (`admissible`: its class, WASP's level, sticky and migrating tasks
+    /// left out) and its eviction rule ranks them (§6.2.3.3: `mrs` by
+    /// latest start, the least work lost; `lrs` by earliest; `rnd` not at
+    /// all); the placement chooses where among the victims the rule ranks
+    /// equal, by its own criterion ([`SlotPlacer::choose_victim`]). Under
+    /// `rnd` that is every admissible victim; under `mrs` and `lrs` those
+    /// that started with the rule's own pick (a time slot starts its tasks
+    /// together, §6.2.3.2), so the work an eviction loses stays the rule's.
+    /// One option per server: the rule's own pick on its server first (a
+    /// placement indifferent between servers keeps it), and on each other
+    /// server the victim the rule picks among its equals there (`rnd`: one
+    /// drawn uniformly). Placements without a criterion are not asked.
+    fn placed_victim(
+        &mut self,
+        task: &Task,
+        victim: TaskId,
+        admissible: &[TaskId],
+        placer: &mut dyn SlotPlacer,
+        rng: &mut ActorRng,
+    ) -> TaskId {
+        let at = |id: TaskId| self.slots.running.get(&id).map(|r| (r.server, r.started));
+        let Some((home, started)) = at(victim) else {
+            return victim;
+        };
+        let eviction = self.policy.eviction();
+        let mut on: BTreeMap<u32, Vec<TaskId>> = BTreeMap::new();
+        for &id in admissible {
+            let Some((s, t)) = at(id) else { continue };
+            let equal = eviction == EvictionPolicy::Rnd || t == started;
+            if s != home && equal {
+                on.entry(s).or_default().push(id);
+            }
+        }
+        if on.is_empty() {
+            return victim;
+        }
+        let mut options = vec![(home, victim)];
+        for (server, ids) in on {
+            let n = ids.len() as u32;
+            if let Some(v) = eviction::pick(eviction, ids.into_iter(), || n, rng) {
+                options.push((server, v));
+            }
+        }
+        let chosen = placer
+            .choose_victim(task, &options, rng)
+            .and_then(|i| options.get(i))
+            .map_or(victim, |o| o.1);
+        self.victims_placed += u64::from(chosen != victim);
+        chosen
     }
 
     /// Asks `placer` where queued task `id` goes, among the servers with a
@@ -965,6 +1076,10 @@ impl SlotStage {
         out.add("sticky_starts", self.sticky_starts);
         out.add("sticky_starts_evicted", self.sticky_starts_evicted);
         out.add("dropped_tasks", self.dropped);
+        // only runs whose placement scores victims have it
+        if self.victims_placed > 0 {
+            out.add("victims_placed", self.victims_placed);
+        }
     }
 }
 
@@ -1014,6 +1129,87 @@ mod tests {
             let out = s.schedule(i + 1, rng);
             assert_eq!(out.len(), 1);
         }
+    }
+
+    /// A placement that takes the first free server and, among servers
+    /// holding victims, `server` if offered (`None`: keeps the stage's
+    /// choice); it records the options it was offered.
+    struct Prefer {
+        server: Option<u32>,
+        offered: Vec<(u32, TaskId)>,
+    }
+
+    impl SlotPlacer for Prefer {
+        fn choose(
+            &mut self,
+            task: &Task,
+            candidates: &dyn Fn(u32) -> bool,
+            rng: &mut ActorRng,
+        ) -> Option<u32> {
+            First.choose(task, candidates, rng)
+        }
+
+        fn started(&mut self, _: &Task, _: u32, _: Option<TaskId>, _: SimTime, _: &mut ActorRng) {}
+
+        fn scores_victims(&self, _: &Task) -> bool {
+            true
+        }
+
+        fn choose_victim(
+            &mut self,
+            _: &Task,
+            options: &[(u32, TaskId)],
+            _: &mut ActorRng,
+        ) -> Option<usize> {
+            self.offered = options.to_vec();
+            options.iter().position(|o| Some(o.0) == self.server)
+        }
+    }
+
+    #[test]
+    fn the_placement_chooses_among_the_victims_the_eviction_rule_ranks_equal() {
+        // Two servers of two slots: tasks 0 (started at 1) and 1 (at 2) on
+        // server 0; 2 (at 2) and 3 (class 1, at 2) on server 1.
+        let run = |eviction, prefer: Option<u32>| {
+            let mut rng = actor_rng(7, "t");
+            let mut s = stage(SlotPolicy::Priority, eviction, &[(2, 0.5), (2, 0.5)]);
+            for (id, class, at) in [(0, 0, 1), (1, 0, 2), (2, 0, 2), (3, 1, 2)] {
+                let out = s.try_start(&task(id, class, id), None, at, &mut rng, &mut First);
+                assert!(matches!(out, Some(SlotAction::Dispatch { .. })));
+            }
+            let mut placer = Prefer {
+                server: prefer,
+                offered: Vec::new(),
+            };
+            let out = s.try_start(&task(9, 5, 9), None, 10, &mut rng, &mut placer);
+            let victim = victim_of(&out.into_iter().collect::<Vec<_>>());
+            (victim, placer.offered)
+        };
+        // MRS over the whole cluster: task 2 (class 1's task 3 is not
+        // admissible); task 1 started with it, on the other server.
+        let (victim, offered) = run(EvictionPolicy::Mrs, None);
+        assert_eq!(victim, Some(2), "no preference: the thesis's choice");
+        assert_eq!(offered, vec![(1, 2), (0, 1)], "the rule's own first");
+        assert_eq!(run(EvictionPolicy::Mrs, Some(0)).0, Some(1));
+        // LRS: task 0, which no other task ties: the placement is not asked
+        let (victim, offered) = run(EvictionPolicy::Lrs, Some(1));
+        assert_eq!((victim, offered.len()), (Some(0), 0));
+        // RND is indifferent: every admissible victim's server is offered
+        let (_, offered) = run(EvictionPolicy::Rnd, None);
+        assert_eq!(offered.len(), 2);
+        assert_eq!(run(EvictionPolicy::Rnd, Some(1)).0, Some(2));
+        // a placement without a criterion is not asked
+        let mut rng = actor_rng(7, "t");
+        let mut s = stage(
+            SlotPolicy::Priority,
+            EvictionPolicy::Mrs,
+            &[(2, 0.5), (2, 0.5)],
+        );
+        for (id, class, at) in [(0, 0, 1), (1, 0, 2), (2, 0, 2), (3, 1, 2)] {
+            s.try_start(&task(id, class, id), None, at, &mut rng, &mut First);
+        }
+        let out = s.try_start(&task(9, 5, 9), None, 10, &mut rng, &mut First);
+        assert_eq!(victim_of(&out.into_iter().collect::<Vec<_>>()), Some(2));
     }
 
     /// A placement that takes the first server with a free slot.

@@ -34,6 +34,18 @@ impl Preemption for Priority {
             rng,
         )
     }
+
+    /// Every evictable task of the lowest running priority below
+    /// `priority`.
+    fn admissible(&self, priority: u8, slots: &Slots, scope: Scope<'_>) -> Vec<TaskId> {
+        slots
+            .lowest_evictable(priority, scope)
+            .map_or_else(Vec::new, |lowest| slots.by_start(lowest, scope).collect())
+    }
+
+    fn eviction(&self) -> EvictionPolicy {
+        self.eviction
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! Figure 8.2's pseudo-code swaps the two eviction branches; we follow the
 //! text of §8.1.2 and §9.2.2, which agree with each other.
 
+use crate::config::EvictionPolicy;
 use crate::kernel::ActorRng;
 use crate::task::TaskId;
 
@@ -59,6 +60,26 @@ impl Preemption for Wasp {
             || candidates.count() as u32,
             rng,
         )
+    }
+
+    /// `priority`'s for a non-production task; for a production one, the
+    /// lowest running priority's tasks on the most powerful level it runs on.
+    fn admissible(&self, priority: u8, slots: &Slots, scope: Scope<'_>) -> Vec<TaskId> {
+        if !self.production(priority) {
+            return self.base.admissible(priority, slots, scope);
+        }
+        let Some(lowest) = slots.lowest_evictable(priority, scope) else {
+            return Vec::new();
+        };
+        slots
+            .most_powerful_running(lowest, scope)
+            .map_or_else(Vec::new, |level| {
+                slots.by_power(lowest, level, scope).collect()
+            })
+    }
+
+    fn eviction(&self) -> EvictionPolicy {
+        self.base.eviction
     }
 }
 
