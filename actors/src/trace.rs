@@ -486,7 +486,7 @@ impl Columns {
 
 /// Why a time in seconds was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum SecondsError {
+pub(crate) enum SecondsError {
     /// Below the allowed range (negative, or zero where it must be positive).
     BelowRange,
     Malformed,
@@ -497,7 +497,7 @@ enum SecondsError {
 /// Exact conversion of plain decimal seconds (`12`, `0.25`, `1.000000001`)
 /// to nanoseconds: digits, optionally a `.` and more digits; no sign, no
 /// exponent. Digits past the ninth decimal place must be zeros.
-fn parse_seconds(s: &str) -> Result<SimTime, SecondsError> {
+pub(crate) fn parse_seconds(s: &str) -> Result<SimTime, SecondsError> {
     if s.starts_with('-') {
         return Err(SecondsError::BelowRange);
     }
