@@ -114,6 +114,7 @@ pub fn prepare(scenario: &Scenario, log_dir: Option<PathBuf>) -> Result<Prepared
         packet_logs: scenario.output.packet_logs,
         applications: scenario.applications.as_ref(),
         traces: &traces,
+        streams: &scenario.streams,
         seed: scenario.run.seed,
         end,
         storage: scenario.storage.as_ref(),

@@ -25,6 +25,7 @@ use dcemu_actors::config::{PrimaryTenantConfig, SchedulerConfig, ServerTypeConfi
 use dcemu_actors::ground_truth::{CatalogSpec, ServerClass, class_problems};
 use dcemu_actors::model::host_attachments;
 use dcemu_actors::trace::{AppRef, TraceError, TraceTask, parse_trace_bytes};
+use dcemu_actors::trace_formats::StreamSpec;
 use dcemu_topology::{Duration, Network, PowerConfig, TopologyConfig, TopologyKind};
 use serde::{Deserialize, Serialize};
 
@@ -71,6 +72,10 @@ pub struct Scenario {
     /// directory keeps a copy: `traces/<tenant>.csv`).
     #[serde(skip)]
     pub traces: Vec<Option<LoadedTrace>>,
+    /// Per `[[tenants]]` entry, the public-format trace it streams
+    /// (`arrivals.format`; read by the tenant as the run goes, never copied).
+    #[serde(skip)]
+    pub streams: Vec<Option<StreamSpec>>,
 }
 
 impl Scenario {
@@ -508,6 +513,19 @@ impl fmt::Display for ScenarioErrors {
 
 /// Loads and validates a scenario from its text; `label` names it in errors.
 pub fn load(label: &str, text: &str, overrides: &[Override]) -> Result<Scenario, ScenarioErrors> {
+    load_with(label, text, overrides, None)
+}
+
+/// [`load`], with streamed traces (`arrivals.format`) found relative to
+/// `stream_base` instead of the scenario file's directory: `dcemu replay`
+/// re-runs a results directory whose streamed traces stayed where the
+/// original scenario found them (`run.json`'s `stream_base`).
+pub fn load_with(
+    label: &str,
+    text: &str,
+    overrides: &[Override],
+    stream_base: Option<&Path>,
+) -> Result<Scenario, ScenarioErrors> {
     let file_err = |at: Option<(usize, usize)>, field: Option<String>, problem: String| {
         ScenarioErrors(vec![ScenarioError {
             origin: Origin::File {
@@ -550,7 +568,7 @@ pub fn load(label: &str, text: &str, overrides: &[Override]) -> Result<Scenario,
     };
     let problems = scenario.problems();
     if problems.is_empty() {
-        return load_traces(label, scenario);
+        return load_traces(label, scenario, stream_base);
     }
     let doc = toml_edit::Document::parse(text.to_string()).ok();
     Err(ScenarioErrors(
@@ -579,18 +597,32 @@ pub fn load(label: &str, text: &str, overrides: &[Override]) -> Result<Scenario,
 
 /// Reads the traces of tenants that replay one, relative to the scenario
 /// file (or the working directory for the embedded scenario).
-fn load_traces(label: &str, mut scenario: Scenario) -> Result<Scenario, ScenarioErrors> {
+fn load_traces(
+    label: &str,
+    mut scenario: Scenario,
+    stream_base: Option<&Path>,
+) -> Result<Scenario, ScenarioErrors> {
     let base = Path::new(label)
         .parent()
         .filter(|_| Path::new(label).is_file())
         .unwrap_or(Path::new(""));
     let mut errors = Vec::new();
     scenario.traces = vec![None; scenario.tenants.len()];
+    scenario.streams = vec![None; scenario.tenants.len()];
+    for i in 0..scenario.tenants.len() {
+        let a = &scenario.tenants[i].arrivals;
+        if a.process == ArrivalProcess::Trace && a.format.streamed() {
+            let base = stream_base.unwrap_or(base);
+            if let Err(e) = streams::load_stream(label, base, &mut scenario, i) {
+                errors.push(e);
+            }
+        }
+    }
     for (i, tenant) in scenario.tenants.iter_mut().enumerate() {
         let Some(file) = tenant.arrivals.trace.clone() else {
             continue;
         };
-        if tenant.arrivals.process != ArrivalProcess::Trace {
+        if tenant.arrivals.process != ArrivalProcess::Trace || tenant.arrivals.format.streamed() {
             continue;
         }
         let path = base.join(&file);
@@ -820,5 +852,6 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
 
 mod distributed;
 pub mod refusals;
+pub mod streams;
 #[cfg(test)]
 mod tests;

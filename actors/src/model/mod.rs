@@ -104,6 +104,8 @@ pub struct ModelSpec<'a> {
     pub applications: Option<&'a CatalogSpec>,
     /// Per `[[tenants]]` entry: the trace it replays, if any.
     pub traces: &'a [Option<Arc<Vec<TraceTask>>>],
+    /// Per `[[tenants]]` entry: the public-format trace it streams, if any.
+    pub streams: &'a [Option<crate::trace_formats::StreamSpec>],
     pub seed: u64,
     /// End of the run: tenants without a `stop` submit until then.
     pub end: SimTime,

@@ -27,8 +27,8 @@
 //! `start_time` (field 6) first, e.g. `sort -t, -k6,6n`; an earlier start
 //! after a later one is an error naming both lines.
 
+use super::common::{ImportError, ImportOptions, Tally, TaskReader};
 use super::lines::{Lines, Row, Sep, split};
-use super::{ImportError, ImportOptions, Tally, TaskReader};
 use crate::trace::{AppRef, TraceTask};
 
 pub const TASK_FIELDS: [&str; 9] = [

@@ -20,8 +20,8 @@
 //! `Unknown` → the tenant's `priority`. The published table is not sorted:
 //! sort it by `vmcreated` (field 4) first, e.g. `sort -t, -k4,4n`.
 
+use super::common::{ImportError, ImportOptions, Tally, TaskReader};
 use super::lines::{Lines, Row, Sep, split};
-use super::{ImportError, ImportOptions, Tally, TaskReader};
 use crate::trace::{AppRef, TraceTask};
 
 pub const FIELDS: [&str; 11] = [

@@ -22,9 +22,9 @@
 //!
 //! Events become tasks by the rule of [`super::lifecycle`].
 
+use super::common::{ImportError, ImportOptions, Tally, TaskReader, micros};
 use super::lifecycle::{Event, EventRow, Lifecycle};
 use super::lines::{Lines, Row, Sep, split};
-use super::{ImportError, ImportOptions, Tally, TaskReader, micros};
 use crate::trace::{MAX_PRIORITY, TraceTask};
 
 pub const FIELDS: [&str; 13] = [

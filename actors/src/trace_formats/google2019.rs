@@ -21,9 +21,9 @@
 
 use serde::Deserialize;
 
+use super::common::{ImportError, ImportOptions, Tally, TaskReader, micros};
 use super::lifecycle::{Event, EventRow, Lifecycle};
 use super::lines::Lines;
-use super::{ImportError, ImportOptions, Tally, TaskReader, micros};
 use crate::trace::TraceTask;
 
 /// An integer as the export writes it: a number or a string of digits.

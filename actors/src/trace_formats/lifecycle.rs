@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 
 use dcemu_topology::SimTime;
 
-use super::{ImportOptions, Tally};
+use super::common::{ImportOptions, Tally};
 use crate::trace::{AppRef, TraceTask};
 
 /// What an event does to a task.
@@ -149,10 +149,10 @@ impl Lifecycle {
             Event::Schedule => task.started = Some(time),
             Event::Evict => task.started = None,
             Event::End => {
-                task.outcome = Some(
-                    task.started
-                        .map(|s| time.saturating_sub(s).max(super::micros(1).unwrap_or(1))),
-                );
+                task.outcome = Some(task.started.map(|s| {
+                    time.saturating_sub(s)
+                        .max(super::common::micros(1).unwrap_or(1))
+                }));
                 self.by_key.remove(&e.key);
             }
         }

@@ -5,7 +5,7 @@ use std::fmt::Display;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use super::ImportError;
+use super::common::ImportError;
 
 /// Longest line accepted, in bytes; a longer one is a row error (and is
 /// skipped without being held in memory).

@@ -28,9 +28,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use super::common::{ImportError, TraceFormat};
 use super::google2019::{Int, Resources, json_error, locate};
 use super::lines::{Lines, Row, Sep, split};
-use super::{ImportError, TraceFormat, swf};
+use super::swf;
 
 /// Servers of one capacity.
 #[derive(Clone, Debug, PartialEq)]

@@ -27,8 +27,8 @@
 
 use dcemu_topology::SimTime;
 
+use super::common::{ImportError, ImportOptions, Tally, TaskReader};
 use super::lines::{Lines, Row, Sep, split};
-use super::{ImportError, ImportOptions, Tally, TaskReader};
 use crate::trace::{AppRef, TraceTask};
 
 pub const FIELDS: [&str; 18] = [

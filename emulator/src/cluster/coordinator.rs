@@ -205,6 +205,18 @@ pub async fn run_coordinator(
             crate::engine::MAX_PARTITIONS
         )));
     }
+    if let Some(t) = scenario
+        .tenants
+        .iter()
+        .zip(&scenario.streams)
+        .find_map(|(t, s)| s.as_ref().map(|_| t))
+    {
+        return Err(input(format!(
+            "tenant {:?} streams a {} trace: multi-process runs ship csv traces to the nodes but              not streamed ones yet; run it with `dcemu run` (docs/traces.md)",
+            t.name,
+            t.arrivals.format.name()
+        )));
+    }
     let prepared = prepare(scenario, None).map_err(|e| input(e.to_string()))?;
     let names: Vec<String> = prepared.actors.iter().map(|(n, _)| n.clone()).collect();
     let slot_table = prepared.slot_table.clone();
