@@ -339,27 +339,34 @@ fn write_big_google_2011(path: &Path, bytes: u64) -> u64 {
     let file = std::fs::File::create(path).expect("create");
     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
     let mut written = 0u64;
-    let mut finishes: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
+    // (time µs, event type, task, finish time or 0), earliest first
+    let mut pending: BinaryHeap<Reverse<(u64, u8, u64, u64)>> = BinaryHeap::new();
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut task = 0u64;
     let mut line = String::new();
+    let mut emit = |line: &str, written: &mut u64| {
+        out.write_all(line.as_bytes()).expect("write");
+        *written += line.len() as u64;
+    };
     while written < bytes {
         let t = 600_000_000 + task * 20_000; // µs: 50 tasks a second
-        while let Some(Reverse((at, id))) = finishes.peek().copied() {
+        while let Some(Reverse((at, kind, id, finish))) = pending.peek().copied() {
             if at > t {
                 break;
             }
-            finishes.pop();
+            pending.pop();
             line.clear();
             line.push_str(&format!(
-                "{at},,{},{},{},4,dXNlcg==,1,{},,,,\n",
+                "{at},,{},{},{},{kind},dXNlcg==,1,{},,,,\n",
                 id / 8,
                 id % 8,
                 id % 4096,
                 id % 12
             ));
-            out.write_all(line.as_bytes()).expect("write");
-            written += line.len() as u64;
+            emit(&line, &mut written);
+            if finish > 0 {
+                pending.push(Reverse((finish, 4, id, 0)));
+            }
         }
         state ^= state << 13;
         state ^= state >> 7;
@@ -368,20 +375,17 @@ fn write_big_google_2011(path: &Path, bytes: u64) -> u64 {
         let cpu = 0.015625 * (1 + state % 8) as f64;
         line.clear();
         line.push_str(&format!(
-            "{t},,{job},{},,0,dXNlcg==,1,{prio},{cpu},0.0159,0.0001,0\n{},,{job},{},{},1,dXNlcg==,1,{prio},{cpu},0.0159,0.0001,0\n",
-            task % 8,
-            t + 1_000_000,
-            task % 8,
-            task % 4096
+            "{t},,{job},{},,0,dXNlcg==,1,{prio},{cpu},0.0159,0.0001,0\n",
+            task % 8
         ));
-        out.write_all(line.as_bytes()).expect("write");
-        written += line.len() as u64;
-        if task % 1000 != 999 {
-            finishes.push(Reverse((
-                t + 1_000_000 + 1_000_000 * (1 + (state >> 8) % 600),
-                task,
-            )));
-        }
+        emit(&line, &mut written);
+        let start = t + 1_000_000;
+        let finish = if task % 1000 == 999 {
+            0
+        } else {
+            start + 1_000_000 * (1 + (state >> 8) % 600)
+        };
+        pending.push(Reverse((start, 1, task, finish)));
         task += 1;
     }
     out.flush().expect("flush");
