@@ -2151,7 +2151,7 @@ fn trace_format_problems(a: &ArrivalConfig) -> Vec<Problem> {
     let mut out = Vec::new();
     let f = a.format;
     let field = |name: &str| format!("arrivals.{name}");
-    if f.streamed() && a.process != ArrivalProcess::Trace {
+    if f.is_public() && a.process != ArrivalProcess::Trace {
         out.push((field("format"), "only for process = \"trace\"".into()));
     }
     let streamed_only = [
@@ -2162,14 +2162,14 @@ fn trace_format_problems(a: &ArrivalConfig) -> Vec<Problem> {
         ("lenient", a.lenient),
     ];
     for (name, set) in streamed_only {
-        if set && !f.streamed() {
+        if set && !f.is_public() {
             out.push((
                 field(name),
-                "only for a streamed trace format (format = \"google-2011\", \"google-2019\", \"alibaba-2018\", \"alibaba-2018-instance\", \"swf\" or \"azure-vm\"); the csv format is read whole and stops at its first bad row".into(),
+                "only for a streamed trace format (format = \"google-2011\", \"google-2019\", \"alibaba-2018\", \"alibaba-2018-instance\", \"swf\" or \"azure-vm\"); the csv format is checked whole when the scenario loads and stops at its first bad row".into(),
             ));
         }
     }
-    if !f.streamed() {
+    if !f.is_public() {
         return out;
     }
     if a.machines.is_some() && !f.has_machines() {

@@ -178,15 +178,15 @@ fn mb(gb: f64) -> u64 {
 /// generator, catalog applications, plain tasks (the scenario's validation
 /// leaves exactly one).
 fn work(cfg: &TenantConfig, trace: TraceInput) -> Work {
-    if let Some(rows) = trace.0 {
-        return Work::Trace { rows, next: 0 };
-    }
     if let Some(spec) = trace.1 {
         return Work::Stream(Box::new(Streamed {
             spec,
             stream: None,
             next: None,
         }));
+    }
+    if let Some(rows) = trace.0 {
+        return Work::Trace { rows, next: 0 };
     }
     if cfg.distributed {
         return Work::Mix { rounds_left: 0 };
@@ -571,9 +571,10 @@ impl WorkloadTenant {
                     ));
                 };
                 s.advance()?;
+                let app = self.trace_app(ctx, &row.app, row.line)?;
                 Ok(Demand {
                     service_ns: row.duration,
-                    app: None,
+                    app,
                     priority: row.priority,
                     memory_mb: mb(row.memory_gb),
                     cores: libm::ceil(row.cpu).max(1.0) as u32,
@@ -1113,7 +1114,11 @@ impl WorkloadTenant {
         if matches!(self.work, Work::MapReduce(_) | Work::Dag(_)) {
             out.add("jobs_submitted", self.jobs);
         }
-        if let Work::Stream(s) = &self.work {
+        // A csv trace, streamed too, reports no counts, as before it was.
+        if let Some(s) = match &self.work {
+            Work::Stream(s) if s.spec.format.is_public() => Some(s),
+            _ => None,
+        } {
             let stats = s.stats();
             out.add("trace_rows_skipped", stats.rows_skipped);
             out.add("trace_tasks_dropped", stats.tasks_dropped);

@@ -293,21 +293,23 @@ fn gz_input_reads_as_the_plain_file() {
 }
 
 #[test]
-fn streamed_traces_refuse_what_they_cannot_do() {
+fn streamed_traces_refuse_what_they_cannot_do_and_feed_wasc() {
     let text =
         std::fs::read_to_string(root().join("scenarios/traces/azure-vm.toml")).expect("read");
     let label = root()
         .join("scenarios/traces/azure-vm.toml")
         .display()
         .to_string();
-    let e = load(
+    // WASC reads every task before the run (the tenant still streams).
+    let s = load(
         &label,
         &text,
         &["scheduler.slot_config=wasc".parse().expect("override")],
     )
-    .expect_err("wasc")
-    .to_string();
-    assert!(e.contains("wasc"), "{e}");
+    .unwrap_or_else(|e| panic!("{e}"));
+    let o = run(&s);
+    assert_no_task_lost(&o, "azure-vm + wasc");
+    assert_eq!(counter(&o, "tasks_submitted"), 5);
     let e = load(
         &label,
         &text,

@@ -12,7 +12,7 @@ use crate::trace::TraceTask;
 /// Which reader a tenant's `arrivals.trace` file needs (`arrivals.format`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum TraceFormat {
-    /// dcemu's own CSV (`docs/traces.md`, [`crate::trace`]); read whole.
+    /// dcemu's own CSV (`docs/traces.md`, [`crate::trace`]).
     #[default]
     #[serde(rename = "csv")]
     Csv,
@@ -61,8 +61,10 @@ impl TraceFormat {
         }
     }
 
-    /// Whether the format is streamed (every one but dcemu's own CSV).
-    pub fn streamed(self) -> bool {
+    /// Whether the format is a public one (every one but dcemu's own csv):
+    /// the options of `docs/traces.md` "Public trace formats" apply, and its
+    /// counts are metrics. Every format, csv included, is read as a stream.
+    pub fn is_public(self) -> bool {
         self != TraceFormat::Csv
     }
 
@@ -153,6 +155,9 @@ pub enum ImportError {
     /// The file as a whole is wrong (no tasks, no machines, a header).
     #[error("{path}: {problem}")]
     File { path: String, problem: String },
+    /// dcemu's own csv format, read as a stream too.
+    #[error(transparent)]
+    Csv(#[from] crate::trace::TraceError),
 }
 
 impl ImportError {

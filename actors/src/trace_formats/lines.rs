@@ -29,22 +29,7 @@ pub struct Lines {
 impl Lines {
     /// Opens `path`; `label` names it in errors.
     pub fn open(path: &Path, label: &str) -> Result<Self, ImportError> {
-        let io = |source| ImportError::Io {
-            path: label.to_string(),
-            source,
-        };
-        let file = std::fs::File::open(path).map_err(io)?;
-        let mut raw = BufReader::with_capacity(BUFFER_BYTES, file);
-        let gz = raw.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
-        let input: Box<dyn BufRead + Send> = if gz {
-            Box::new(BufReader::with_capacity(
-                BUFFER_BYTES,
-                flate2::bufread::MultiGzDecoder::new(raw),
-            ))
-        } else {
-            Box::new(raw)
-        };
-        Ok(Self::new(label, input))
+        Ok(Self::new(label, open_input(path, label)?))
     }
 
     /// Lines of any reader (tests, text in memory).
@@ -110,6 +95,26 @@ impl Lines {
         }
         Ok(true)
     }
+}
+
+/// The bytes of the file at `path`, buffered; gzip input (recognised by its
+/// magic bytes, whatever the name) decompressed as it is read.
+pub fn open_input(path: &Path, label: &str) -> Result<Box<dyn BufRead + Send>, ImportError> {
+    let io = |source| ImportError::Io {
+        path: label.to_string(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut raw = BufReader::with_capacity(BUFFER_BYTES, file);
+    let gz = raw.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
+    Ok(if gz {
+        Box::new(BufReader::with_capacity(
+            BUFFER_BYTES,
+            flate2::bufread::MultiGzDecoder::new(raw),
+        ))
+    } else {
+        Box::new(raw)
+    })
 }
 
 /// How a line's fields are separated.

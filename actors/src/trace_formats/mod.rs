@@ -45,7 +45,17 @@ use dcemu_topology::SimTime;
 pub use common::{ImportError, ImportOptions, ImportStats, StreamSpec, TraceFormat};
 use common::{Tally, TaskReader};
 
-use crate::trace::TraceTask;
+use crate::trace::{CsvTraceReader, TraceTask};
+
+/// dcemu's own csv format ([`crate::trace`]) as a stream: the tenant reads
+/// it as it goes, like the public formats; it has no lenient mode.
+struct CsvReader(CsvTraceReader<Box<dyn std::io::BufRead + Send>>);
+
+impl TaskReader for CsvReader {
+    fn next_task(&mut self, _: &mut Tally) -> Result<Option<TraceTask>, ImportError> {
+        Ok(self.0.next_task()?)
+    }
+}
 
 /// A streamed trace: tasks in non-decreasing arrival order, read as asked.
 pub struct TraceStream {
@@ -57,6 +67,17 @@ pub struct TraceStream {
 impl TraceStream {
     /// Opens the trace `spec` names.
     pub fn open(spec: &StreamSpec) -> Result<Self, ImportError> {
+        if spec.format == TraceFormat::Csv {
+            let input = lines::open_input(&spec.path, &spec.label)?;
+            return Ok(TraceStream {
+                reader: Box::new(CsvReader(CsvTraceReader::new(&spec.label, input)?)),
+                tally: Tally {
+                    lenient: false,
+                    stats: ImportStats::default(),
+                },
+                last_arrival: 0,
+            });
+        }
         let lines = lines::Lines::open(&spec.path, &spec.label)?;
         Self::from_lines(lines, spec.format, &spec.options)
     }
@@ -71,8 +92,7 @@ impl TraceStream {
             TraceFormat::Csv => {
                 return Err(ImportError::File {
                     path: lines.path().to_string(),
-                    problem: "format \"csv\" is read whole by dcemu_actors::trace, not streamed"
-                        .into(),
+                    problem: "format \"csv\" is opened by TraceStream::open, not from lines".into(),
                 });
             }
             TraceFormat::Google2011 => Box::new(google2011::Reader::new(lines, options)),

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use dcemu_actors::config::{DEFAULT_LOOKAHEAD, ServerTypeConfig, SlotConfig};
+use dcemu_actors::config::{DEFAULT_LOOKAHEAD, ServerTypeConfig};
 use dcemu_actors::trace_formats::machines::read_machines;
 use dcemu_actors::trace_formats::{ImportError, ImportOptions, ImportStats, StreamSpec};
 
@@ -26,6 +26,7 @@ pub fn import_error(e: ImportError) -> ScenarioError {
             (path, None, format!("cannot read the trace: {source}"))
         }
         ImportError::File { path, problem } => (path, None, problem),
+        ImportError::Csv(e) => return super::trace_error_of(e),
     };
     ScenarioError {
         origin: Origin::File { path, at },
@@ -55,14 +56,6 @@ pub fn load_stream(
     let Some(file) = a.trace.clone() else {
         return Ok(());
     };
-    if scenario.scheduler.slot_config == SlotConfig::Wasc {
-        return Err(scenario_err(
-            "format",
-            "scheduler.slot_config = \"wasc\" needs statistics over every task of the trace \
-             before the run; a streamed trace is read as the run goes: use a csv trace"
-                .into(),
-        ));
-    }
     let path = base.join(&file);
     let shown = path.display().to_string();
     std::fs::File::open(&path)
@@ -150,7 +143,7 @@ pub fn load_stream(
 pub fn scan(scenario: &Scenario) -> Result<Vec<(String, ImportStats)>, ScenarioError> {
     let mut out = Vec::new();
     for (tenant, spec) in scenario.tenants.iter().zip(&scenario.streams) {
-        if let Some(spec) = spec {
+        if let Some(spec) = spec.as_ref().filter(|s| s.format.is_public()) {
             let stats = dcemu_actors::trace_formats::scan(spec).map_err(import_error)?;
             out.push((tenant.name.clone(), stats));
         }
@@ -164,7 +157,7 @@ pub fn scan(scenario: &Scenario) -> Result<Vec<(String, ImportStats)>, ScenarioE
 pub fn set_lenient(scenario: &mut Scenario) -> usize {
     let mut n = 0;
     for (tenant, spec) in scenario.tenants.iter_mut().zip(&mut scenario.streams) {
-        if let Some(spec) = spec {
+        if let Some(spec) = spec.as_mut().filter(|s| s.format.is_public()) {
             tenant.arrivals.lenient = true;
             spec.options.lenient = true;
             n += 1;
@@ -178,7 +171,12 @@ pub fn set_lenient(scenario: &mut Scenario) -> usize {
 /// finds them again); `None` without streamed traces. Not digested: it
 /// names a place on this machine.
 pub fn stream_base(label: &str, scenario: &Scenario) -> Option<std::path::PathBuf> {
-    if scenario.streams.iter().all(Option::is_none) {
+    if !scenario
+        .streams
+        .iter()
+        .flatten()
+        .any(|s| s.format.is_public())
+    {
         return None;
     }
     let dir = Path::new(label).parent().unwrap_or(Path::new(""));
