@@ -66,13 +66,14 @@ pub struct Scenario {
     /// Distributed applications a `distributed` tenant submits (ASPLOS'16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<dcemu_actors::distributed::WorkloadConfig>,
-    /// Per `[[tenants]]` entry, the trace it replays, read when the scenario
-    /// was loaded (its `arrivals.trace` then names where the results
-    /// directory keeps a copy: `traces/<tenant>.csv`).
+    /// Per `[[tenants]]` entry, the csv trace it replays, checked when the
+    /// scenario was loaded (its `arrivals.trace` then names where the
+    /// results directory keeps a copy: `traces/<tenant>.csv`).
     #[serde(skip)]
     pub traces: Vec<Option<LoadedTrace>>,
-    /// Per `[[tenants]]` entry, the public-format trace it streams
-    /// (`arrivals.format`; read by the tenant as the run goes, never copied).
+    /// Per `[[tenants]]` entry, the trace the tenant streams as the run goes:
+    /// its csv trace, or a public-format one (`arrivals.format`; never
+    /// copied into the results).
     #[serde(skip)]
     pub streams: Vec<Option<StreamSpec>>,
 }

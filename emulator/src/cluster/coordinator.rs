@@ -212,7 +212,7 @@ pub async fn run_coordinator(
         .find_map(|(t, s)| s.as_ref().filter(|s| s.format.is_public()).map(|_| t))
     {
         return Err(input(format!(
-            "tenant {:?} streams a {} trace: multi-process runs ship csv traces to the nodes but              not streamed ones yet; run it with `dcemu run` (docs/traces.md)",
+            "tenant {:?} streams a {} trace: multi-process runs ship csv traces to the nodes, not public-format ones yet; run it with `dcemu run` (docs/traces.md)",
             t.name,
             t.arrivals.format.name()
         )));
