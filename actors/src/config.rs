@@ -6,6 +6,8 @@ use dcemu_topology::{Bandwidth, Duration, ServerPower};
 
 use serde::{Deserialize, Serialize};
 
+use crate::trace_formats::TraceFormat;
+
 /// A field-level problem: dotted path relative to the section, and why.
 pub type Problem = (String, String);
 
@@ -518,11 +520,48 @@ pub struct ArrivalConfig {
     /// Bursty: mean length of a burst.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub burst_length: Option<Duration>,
-    /// CSV trace to replay (`trace` only; docs/traces.md), relative to the
+    /// Trace to replay (`trace` only; docs/traces.md), relative to the
     /// scenario file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
+    /// The trace's format: dcemu's own `csv` (default) or a public format
+    /// read as a stream (docs/traces.md).
+    #[serde(default, skip_serializing_if = "is_csv")]
+    pub format: TraceFormat,
+    /// The trace's machine table, relative to the scenario file: builds the
+    /// server list (`server_types` becomes one type per capacity, from the
+    /// scenario's single server type as template). For `swf`, `"header"`
+    /// reads the trace's own `MaxNodes` / `MaxProcs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machines: Option<String>,
+    /// Cores of one unit of the trace's CPU (default: the largest server
+    /// type's cores for the normalised Google formats, 1 otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores_per_unit: Option<f64>,
+    /// GB of one unit of the trace's memory (default: the largest server
+    /// type's memory for Google and Alibaba, 1 for Azure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gb_per_unit: Option<f64>,
+    /// Google formats: how long a task may stay unresolved after its
+    /// submission before it is released (default 1 h); bounds memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lookahead: Option<Duration>,
+    /// Skip bad rows of a streamed trace and count them
+    /// (`trace_rows_skipped`) instead of stopping; `dcemu run --lenient`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub lenient: bool,
 }
+
+fn is_csv(f: &TraceFormat) -> bool {
+    *f == TraceFormat::Csv
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// Default of `arrivals.lookahead`.
+pub const DEFAULT_LOOKAHEAD: Duration = Duration::from_secs(3_600);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -1453,6 +1492,7 @@ impl TenantConfig {
             )),
             _ => {}
         }
+        out.extend(trace_format_problems(a));
         if let Some(gb) = self.google_memory_gb {
             if !(gb.is_finite() && gb > 0.0) {
                 out.push((
@@ -2154,4 +2194,63 @@ pub enum InterferenceModel {
     /// slowdown of all nodes scaled by the share of interfering nodes
     /// (Figure 2's proportional expectation).
     Naive,
+}
+
+/// The streamed-trace fields of `[tenants.arrivals]` (docs/traces.md).
+fn trace_format_problems(a: &ArrivalConfig) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let f = a.format;
+    let field = |name: &str| format!("arrivals.{name}");
+    if f.is_public() && a.process != ArrivalProcess::Trace {
+        out.push((field("format"), "only for process = \"trace\"".into()));
+    }
+    let streamed_only = [
+        ("machines", a.machines.is_some()),
+        ("cores_per_unit", a.cores_per_unit.is_some()),
+        ("gb_per_unit", a.gb_per_unit.is_some()),
+        ("lookahead", a.lookahead.is_some()),
+        ("lenient", a.lenient),
+    ];
+    for (name, set) in streamed_only {
+        if set && !f.is_public() {
+            out.push((
+                field(name),
+                "only for a streamed trace format (format = \"google-2011\", \"google-2019\", \"alibaba-2018\", \"alibaba-2018-instance\", \"swf\" or \"azure-vm\"); the csv format is checked whole when the scenario loads and stops at its first bad row".into(),
+            ));
+        }
+    }
+    if !f.is_public() {
+        return out;
+    }
+    if a.machines.is_some() && !f.has_machines() {
+        out.push((
+            field("machines"),
+            format!("format {:?} has no machine table", f.name()),
+        ));
+    }
+    if a.machines.as_deref() == Some("header") && f != TraceFormat::Swf {
+        out.push((
+            field("machines"),
+            "\"header\" is for swf only: name the machine table's file".into(),
+        ));
+    }
+    for (name, v) in [
+        ("cores_per_unit", a.cores_per_unit),
+        ("gb_per_unit", a.gb_per_unit),
+    ] {
+        if let Some(v) = v.filter(|v| !(v.is_finite() && *v > 0.0)) {
+            out.push((field(name), format!("must be a positive number, got {v}")));
+        }
+    }
+    match a.lookahead {
+        Some(_) if !f.normalised_cpu() => out.push((
+            field("lookahead"),
+            "only for the Google formats (google-2011, google-2019)".into(),
+        )),
+        Some(d) if d == Duration::ZERO => {
+            out.push((field("lookahead"), "must be greater than 0".into()))
+        }
+        _ => {}
+    }
+    out
 }

@@ -31,4 +31,5 @@ pub mod switch;
 pub mod task;
 pub mod tenant;
 pub mod trace;
+pub mod trace_formats;
 pub mod world;

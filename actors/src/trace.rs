@@ -17,6 +17,7 @@
 //! seconds, got -3`. Nothing read from the file reaches an `unwrap()`.
 
 use std::fmt;
+use std::io::BufRead;
 use std::path::Path;
 
 use dcemu_topology::SimTime;
@@ -142,11 +143,14 @@ fn column_prefix(column: &Option<String>) -> String {
 /// Reads and checks the trace file at `path`.
 pub fn read_trace(path: &Path) -> Result<Vec<TraceTask>, TraceError> {
     let label = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| TraceError::Io {
+    let file = std::fs::File::open(path).map_err(|source| TraceError::Io {
         path: label.clone(),
         source,
     })?;
-    parse_trace_bytes(&label, &bytes)
+    collect(CsvTraceReader::new(
+        &label,
+        std::io::BufReader::with_capacity(64 * 1024, file),
+    )?)
 }
 
 /// Checks a trace held in memory; `label` names it in errors.
@@ -157,106 +161,225 @@ pub fn parse_trace(label: &str, text: &str) -> Result<Vec<TraceTask>, TraceError
 /// [`parse_trace`] on raw bytes, which need not be UTF-8: a value that is
 /// not UTF-8 is an error naming its line and column.
 pub fn parse_trace_bytes(label: &str, bytes: &[u8]) -> Result<Vec<TraceTask>, TraceError> {
-    let content = ContentLines::new(bytes);
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(false)
-        .trim(csv::Trim::All)
-        .terminator(csv::Terminator::Any(b'\n'))
-        .from_reader(content.buf.as_slice());
-    let mut record = csv::ByteRecord::new();
+    collect(CsvTraceReader::new(label, bytes)?)
+}
 
-    match reader.read_byte_record(&mut record) {
-        Ok(true) => {}
-        Ok(false) => {
-            return Err(TraceError::Empty {
-                path: label.to_string(),
-            });
-        }
-        Err(e) => return Err(csv_error(label, &content, &e, 0)),
+fn collect<R: BufRead>(mut reader: CsvTraceReader<R>) -> Result<Vec<TraceTask>, TraceError> {
+    let mut tasks = Vec::new();
+    while let Some(t) = reader.next_task()? {
+        tasks.push(t);
     }
-    let header_line = content.line_at(record_byte(&record));
-    let columns = Columns::from_header(&record).map_err(|problem| TraceError::Header {
-        path: label.to_string(),
-        line: header_line,
-        problem,
-    })?;
+    Ok(tasks)
+}
 
-    let mut tasks: Vec<TraceTask> = Vec::new();
-    loop {
+/// A trace read one row at a time, in the memory of a few lines whatever
+/// the file's length: the same checks and errors as [`parse_trace_bytes`]
+/// (which collects it), row by row. The header is read by [`Self::new`];
+/// a trace without task rows is [`TraceError::Empty`] when the end is reached.
+pub struct CsvTraceReader<R: BufRead> {
+    label: String,
+    reader: csv::Reader<ContentStream<R>>,
+    record: csv::ByteRecord,
+    columns: Columns,
+    header_line: u64,
+    /// Arrival and line of the previous row.
+    prev: Option<(SimTime, u64)>,
+    rows: u64,
+}
+
+impl<R: BufRead> CsvTraceReader<R> {
+    /// Reads the header of the trace `input`; `label` names it in errors.
+    pub fn new(label: &str, input: R) -> Result<Self, TraceError> {
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(false)
+            .trim(csv::Trim::All)
+            .terminator(csv::Terminator::Any(b'\n'))
+            .from_reader(ContentStream::new(input));
+        let mut record = csv::ByteRecord::new();
         match reader.read_byte_record(&mut record) {
             Ok(true) => {}
-            Ok(false) => break,
-            Err(e) => return Err(csv_error(label, &content, &e, header_line)),
+            Ok(false) => return Err(io_or_empty(label, &reader)),
+            Err(e) => return Err(csv_error(label, reader.get_ref(), &e, 0)),
         }
-        let line = content.line_at(record_byte(&record));
+        let header_line = reader.get_ref().line_at(record_byte(&record));
+        let columns = Columns::from_header(&record).map_err(|problem| TraceError::Header {
+            path: label.to_string(),
+            line: header_line,
+            problem,
+        })?;
+        Ok(CsvTraceReader {
+            label: label.to_string(),
+            reader,
+            record,
+            columns,
+            header_line,
+            prev: None,
+            rows: 0,
+        })
+    }
+
+    /// The next task, `None` after the last.
+    pub fn next_task(&mut self) -> Result<Option<TraceTask>, TraceError> {
+        let label = self.label.as_str();
+        match self.reader.read_byte_record(&mut self.record) {
+            Ok(true) => {}
+            Ok(false) if self.rows == 0 => return Err(io_or_empty(label, &self.reader)),
+            Ok(false) => return Ok(None),
+            Err(e) => {
+                return Err(csv_error(
+                    label,
+                    self.reader.get_ref(),
+                    &e,
+                    self.header_line,
+                ));
+            }
+        }
+        let at = record_byte(&self.record);
+        let line = self.reader.get_ref().line_at(at);
+        self.reader.get_mut().forget_before(at);
         let row_err = |column: &str, problem: String| TraceError::Row {
             path: label.to_string(),
             line,
             column: Some(column.to_string()),
             problem,
         };
-        let task = columns
-            .task(&record, line)
+        let task = self
+            .columns
+            .task(&self.record, line)
             .map_err(|(column, problem)| row_err(column, problem))?;
-        if let Some(prev) = tasks.last() {
-            if task.arrival < prev.arrival {
+        if let Some((arrival, prev_line)) = self.prev {
+            if task.arrival < arrival {
                 return Err(row_err(
                     ALL_COLUMNS[ARRIVAL],
                     format!(
                         "arrival {} s is earlier than {} s on line {}: rows must be in non-decreasing order of arrival",
                         seconds_text(task.arrival),
-                        seconds_text(prev.arrival),
-                        prev.line
+                        seconds_text(arrival),
+                        prev_line
                     ),
                 ));
             }
         }
-        tasks.push(task);
+        self.prev = Some((task.arrival, task.line));
+        self.rows += 1;
+        Ok(Some(task))
     }
-    if tasks.is_empty() {
-        return Err(TraceError::Empty {
+}
+
+/// At the end of the input: a read error the stream kept, or no tasks.
+fn io_or_empty<R: BufRead>(label: &str, reader: &csv::Reader<ContentStream<R>>) -> TraceError {
+    match reader.get_ref().failed() {
+        Some(source) => TraceError::Io {
             path: label.to_string(),
-        });
+            source,
+        },
+        None => TraceError::Empty {
+            path: label.to_string(),
+        },
     }
-    Ok(tasks)
 }
 
 /// The lines of a file that are neither blank nor comments, joined with
-/// `\n`, with the file line each one starts at. The csv crate's own line
-/// count does not count comment and blank lines, so comments and blank lines
-/// are dropped here and lines are found from byte offsets instead.
-struct ContentLines {
-    buf: Vec<u8>,
-    /// `(offset in buf, 1-based line in the file)`, ascending.
-    starts: Vec<(u64, u64)>,
+/// `\n`, as a stream, with the file line each recent one starts at. The csv
+/// crate's own line count does not count comment and blank lines, so they
+/// are dropped here and lines are found from byte offsets instead. Only the
+/// lines from the current record on are remembered.
+struct ContentStream<R> {
+    input: R,
+    /// File lines read.
+    line: u64,
+    /// The raw line being read, and the content line being handed out.
+    raw: Vec<u8>,
+    out: Vec<u8>,
+    pos: usize,
+    /// Offset in the stream of `out`'s first byte.
+    offset: u64,
+    /// `(offset in the stream, 1-based line in the file)`, ascending.
+    starts: std::collections::VecDeque<(u64, u64)>,
+    /// A read error, kept for the caller (the csv crate reports it as its own).
+    error: Option<std::io::ErrorKind>,
 }
 
-impl ContentLines {
-    fn new(bytes: &[u8]) -> Self {
-        let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-        let mut buf = Vec::with_capacity(bytes.len() + 1);
-        let mut starts = Vec::new();
-        for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            let trimmed = line.trim_ascii();
+impl<R: BufRead> ContentStream<R> {
+    fn new(input: R) -> Self {
+        ContentStream {
+            input,
+            line: 0,
+            raw: Vec::new(),
+            out: Vec::new(),
+            pos: 0,
+            offset: 0,
+            starts: std::collections::VecDeque::new(),
+            error: None,
+        }
+    }
+
+    fn failed(&self) -> Option<std::io::Error> {
+        self.error.map(std::io::Error::from)
+    }
+
+    /// The next content line into `out`; `false` at the end of the input.
+    fn fill(&mut self) -> std::io::Result<bool> {
+        loop {
+            self.raw.clear();
+            if self.input.read_until(b'\n', &mut self.raw)? == 0 {
+                return Ok(false);
+            }
+            self.line += 1;
+            let mut l = self.raw.as_slice();
+            if self.line == 1 {
+                l = l.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(l);
+            }
+            let l = l.strip_suffix(b"\n").unwrap_or(l);
+            let l = l.strip_suffix(b"\r").unwrap_or(l);
+            let trimmed = l.trim_ascii();
             if trimmed.is_empty() || trimmed.starts_with(b"#") {
                 continue;
             }
-            starts.push((buf.len() as u64, i as u64 + 1));
-            buf.extend_from_slice(line);
-            buf.push(b'\n');
+            self.offset += self.out.len() as u64;
+            self.out.clear();
+            self.out.extend_from_slice(l);
+            self.out.push(b'\n');
+            self.pos = 0;
+            self.starts.push_back((self.offset, self.line));
+            return Ok(true);
         }
-        ContentLines { buf, starts }
     }
 
-    /// The file line of the content line holding byte `offset` of `buf`.
+    /// The file line of the content line holding byte `offset` of the stream.
     fn line_at(&self, offset: u64) -> u64 {
         let i = self.starts.partition_point(|&(start, _)| start <= offset);
         match i.checked_sub(1).and_then(|i| self.starts.get(i)) {
             Some(&(_, line)) => line,
-            None => self.starts.first().map_or(1, |&(_, line)| line),
+            None => self.starts.front().map_or(1, |&(_, line)| line),
         }
+    }
+
+    /// Forgets the lines that end before byte `offset` (a record read).
+    fn forget_before(&mut self, offset: u64) {
+        while self.starts.len() > 1 && self.starts.get(1).is_some_and(|&(s, _)| s <= offset) {
+            self.starts.pop_front();
+        }
+    }
+}
+
+impl<R: BufRead> std::io::Read for ContentStream<R> {
+    fn read(&mut self, dst: &mut [u8]) -> std::io::Result<usize> {
+        while self.pos == self.out.len() {
+            match self.fill() {
+                Ok(true) => {}
+                Ok(false) => return Ok(0),
+                Err(e) => {
+                    self.error = Some(e.kind());
+                    return Err(e);
+                }
+            }
+        }
+        let n = dst.len().min(self.out.len() - self.pos);
+        dst[..n].copy_from_slice(&self.out[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
     }
 }
 
@@ -264,7 +387,18 @@ fn record_byte(record: &csv::ByteRecord) -> u64 {
     record.position().map_or(0, |p| p.byte())
 }
 
-fn csv_error(label: &str, content: &ContentLines, e: &csv::Error, header_line: u64) -> TraceError {
+fn csv_error<R: BufRead>(
+    label: &str,
+    content: &ContentStream<R>,
+    e: &csv::Error,
+    header_line: u64,
+) -> TraceError {
+    if let (csv::ErrorKind::Io(_), Some(source)) = (e.kind(), content.error) {
+        return TraceError::Io {
+            path: label.to_string(),
+            source: source.into(),
+        };
+    }
     let byte = e.position().map_or(0, |p| p.byte());
     let problem = match e.kind() {
         csv::ErrorKind::UnequalLengths {
@@ -486,7 +620,7 @@ impl Columns {
 
 /// Why a time in seconds was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum SecondsError {
+pub(crate) enum SecondsError {
     /// Below the allowed range (negative, or zero where it must be positive).
     BelowRange,
     Malformed,
@@ -497,7 +631,7 @@ enum SecondsError {
 /// Exact conversion of plain decimal seconds (`12`, `0.25`, `1.000000001`)
 /// to nanoseconds: digits, optionally a `.` and more digits; no sign, no
 /// exponent. Digits past the ninth decimal place must be zeros.
-fn parse_seconds(s: &str) -> Result<SimTime, SecondsError> {
+pub(crate) fn parse_seconds(s: &str) -> Result<SimTime, SecondsError> {
     if s.starts_with('-') {
         return Err(SecondsError::BelowRange);
     }
@@ -729,6 +863,25 @@ mod tests {
                 (12_000_000_001, 5, 30 * NANOS_PER_SEC, AppRef::None, 7),
             ]
         );
+    }
+
+    #[test]
+    fn a_long_trace_is_read_in_the_memory_of_a_few_lines() {
+        let mut text = HEADER.to_string();
+        for i in 0..20_000u64 {
+            text.push_str(&format!("{i},1,1,1,1,\n# c\n"));
+        }
+        let mut r = CsvTraceReader::new(FILE, text.as_bytes()).expect("header");
+        let mut n = 0;
+        let mut most = 0;
+        while let Some(t) = r.next_task().expect("good") {
+            assert_eq!(t.line, 2 + 2 * n);
+            n += 1;
+            most = most.max(r.reader.get_ref().starts.len());
+        }
+        assert_eq!(n, 20_000);
+        // lines the csv crate's 8 KiB buffer reads ahead, not the file
+        assert!(most < 2_000, "{most} line starts held");
     }
 
     #[test]

@@ -117,6 +117,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<(), Failure> {
         scenario: args.scenario.clone(),
         set: args.set.clone(),
         seed: args.seed,
+        lenient: false,
     };
     let (label, scenario) = load(&scenario_args)?;
     let secret = match secret_from(args.secret)? {

@@ -64,6 +64,10 @@ struct ScenarioArgs {
     /// Seed for every actor's random stream (overrides run.seed).
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=MAX_SEED))]
     seed: Option<u64>,
+    /// Skip bad rows of streamed (public-format) traces and count them
+    /// (`trace_rows_skipped`) instead of stopping at the first.
+    #[arg(long)]
+    lenient: bool,
 }
 
 #[derive(Args)]
@@ -159,8 +163,11 @@ fn load(args: &ScenarioArgs) -> Result<(String, Scenario), Failure> {
     if let Some(seed) = args.seed {
         overrides.push(format!("run.seed={seed}").parse().map_err(Failure::input)?);
     }
-    let scenario =
+    let mut scenario =
         scenario::load(&label, &text, &overrides).map_err(|e| Failure::input(e.to_string()))?;
+    if args.lenient {
+        scenario::streams::set_lenient(&mut scenario);
+    }
     Ok((label, scenario))
 }
 
@@ -195,6 +202,19 @@ fn reproduce(args: &dcemu::reproduce::ReproduceArgs) -> Result<(), Failure> {
 
 fn validate(args: ScenarioArgs) -> Result<(), Failure> {
     let (label, s) = load(&args)?;
+    // Streamed traces are read through here (a run reads them as it goes).
+    let scanned = scenario::streams::scan(&s).map_err(|e| Failure::input(e.to_string()))?;
+    for (tenant, st) in &scanned {
+        println!(
+            "{label}: tenant {tenant:?}: trace read through: {} lines, {} tasks, {} dropped, {} unfinished, {} events ignored, {} bad rows skipped",
+            st.lines,
+            st.tasks,
+            st.tasks_dropped,
+            st.tasks_unfinished,
+            st.events_ignored,
+            st.rows_skipped
+        );
+    }
     let servers: u64 = s.server_types.iter().map(|t| u64::from(t.count)).sum();
     let tenants: u64 = s.tenants.iter().map(|t| u64::from(t.count)).sum();
     println!(
@@ -240,14 +260,37 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         .store(true, std::sync::atomic::Ordering::Relaxed);
     reporter.finish();
     let outcome = outcome.map_err(|e| Failure::run(format!("run of {label} failed: {e}")))?;
-    let run_json = run_facts(&outcome, partitions, started_unix);
+    let mut run_json = run_facts(&outcome, partitions, started_unix);
+    if let Some(base) = scenario::streams::stream_base(&label, &scenario) {
+        run_json = with_stream_base(&run_json, &base);
+    }
     staging
         .commit(&outcome.results, &outcome.digest, &[("run.json", run_json)])
         .map_err(|e| Failure::run(e.to_string()))?;
     if !args.quiet {
         print_summary(&label, &scenario, &outcome, partitions, &out);
+        if let Some(n) = outcome
+            .metrics
+            .get("trace_rows_skipped")
+            .and_then(Value::as_u64)
+            .filter(|&n| n > 0 || args.scenario.lenient)
+        {
+            println!("  trace rows     {n} bad row(s) skipped (--lenient)");
+        }
     }
     Ok(())
+}
+
+/// `run.json` with `stream_base`: where `dcemu replay` finds the streamed
+/// traces, which stay where they are (not copied into the results).
+fn with_stream_base(run_json: &[u8], base: &Path) -> Vec<u8> {
+    let Ok(mut facts) = serde_json::from_slice::<Value>(run_json) else {
+        return run_json.to_vec();
+    };
+    facts["stream_base"] = Value::String(base.display().to_string());
+    let mut bytes = serde_json::to_vec_pretty(&facts).unwrap_or_else(|_| run_json.to_vec());
+    bytes.push(b'\n');
+    bytes
 }
 
 /// The process's peak resident set so far (Linux's `VmHWM`), if known.

@@ -154,9 +154,17 @@ pub fn replay(dir: &Path, options: &ReplayOptions) -> Result<Replay, ReplayError
         source,
     })?;
     let label = scenario_path.display().to_string();
-    let mut scenario = scenario::load(&label, &text, &[]).map_err(|e| ReplayError::Scenario {
-        path: scenario_path.clone(),
-        message: e.to_string(),
+    // Streamed traces stay where the original run found them (run.json).
+    let stream_base: Option<PathBuf> = std::fs::read(dir.join("run.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v.get("stream_base")?.as_str().map(PathBuf::from));
+    let stream_base = stream_base.as_deref();
+    let mut scenario = scenario::load_with(&label, &text, &[], stream_base).map_err(|e| {
+        ReplayError::Scenario {
+            path: scenario_path.clone(),
+            message: e.to_string(),
+        }
     })?;
     if let Some(until) = options.until {
         let end = scenario.run.end.as_nanos();
@@ -173,9 +181,11 @@ pub fn replay(dir: &Path, options: &ReplayOptions) -> Result<Replay, ReplayError
                     path: scenario_path.clone(),
                     message,
                 })?;
-        scenario = scenario::load(&label, &text, &[set]).map_err(|e| ReplayError::Scenario {
-            path: scenario_path.clone(),
-            message: e.to_string(),
+        scenario = scenario::load_with(&label, &text, &[set], stream_base).map_err(|e| {
+            ReplayError::Scenario {
+                path: scenario_path.clone(),
+                message: e.to_string(),
+            }
         })?;
     }
     let scratch = Scratch(std::env::temp_dir().join(format!(

@@ -174,6 +174,9 @@ impl Staging {
             match content {
                 Content::File(p) if *p == path => {}
                 Content::File(p) => {
+                    if let Some(parent) = path.parent() {
+                        fs::create_dir_all(parent).map_err(|e| WriteError::io(parent, e))?;
+                    }
                     fs::copy(p, &path).map_err(|e| WriteError::io(&path, e))?;
                 }
                 Content::Bytes(b) => write_file(&path, b)?,

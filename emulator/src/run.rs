@@ -4,8 +4,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration as WallDuration, Instant};
 
+use dcemu_actors::config::SlotConfig;
 use dcemu_actors::model::BuildError;
 use dcemu_actors::model::{self, ModelSpec};
+use dcemu_actors::trace::TraceTask;
 use dcemu_topology::SimTime;
 
 use crate::engine::{EngineConfig, EngineError, EngineOutput, Logs, Progress, Reach, run_threads};
@@ -36,6 +38,9 @@ pub enum RunError {
     Build(#[from] BuildError),
     #[error("primary_scaling.target: {0}")]
     PrimaryScaling(String),
+    /// A csv trace could not be read again for the WASC slot plan.
+    #[error("{0}")]
+    Trace(String),
 }
 
 /// What a run produced.
@@ -96,11 +101,20 @@ pub struct Prepared {
 /// given, else stay in memory (when the scenario keeps them at all).
 pub fn prepare(scenario: &Scenario, log_dir: Option<PathBuf>) -> Result<Prepared, RunError> {
     let end = scenario.run.end.as_nanos();
-    let traces: Vec<_> = scenario
+    // Tenants stream their traces; only the WASC slot plan needs every row
+    // before the run.
+    let wasc = scenario.scheduler.slot_config == SlotConfig::Wasc;
+    let traces: Vec<Option<Arc<Vec<TraceTask>>>> = scenario
         .traces
         .iter()
-        .map(|t| t.as_ref().map(|t| Arc::clone(&t.rows)))
-        .collect();
+        .zip(&scenario.streams)
+        .map(|(t, s)| match (t, s) {
+            (Some(t), _) if wasc => t.rows().map(|rows| Some(Arc::new(rows))),
+            (None, Some(s)) if wasc => every_task(s).map(|rows| Some(Arc::new(rows))),
+            _ => Ok(None),
+        })
+        .collect::<Result<_, _>>()
+        .map_err(RunError::Trace)?;
     let (primary_tenants, _) = scenario
         .scaled_primary_tenants()
         .map_err(RunError::PrimaryScaling)?;
@@ -114,6 +128,7 @@ pub fn prepare(scenario: &Scenario, log_dir: Option<PathBuf>) -> Result<Prepared
         packet_logs: scenario.output.packet_logs,
         applications: scenario.applications.as_ref(),
         traces: &traces,
+        streams: &scenario.streams,
         seed: scenario.run.seed,
         end,
         storage: scenario.storage.as_ref(),
@@ -135,6 +150,18 @@ pub fn prepare(scenario: &Scenario, log_dir: Option<PathBuf>) -> Result<Prepared
         actors: model.actors,
         slot_table: model.slot_table,
     })
+}
+
+/// Every task of a public-format trace, for the WASC slot plan's statistics
+/// (the tenant itself reads the trace as it goes).
+fn every_task(spec: &dcemu_actors::trace_formats::StreamSpec) -> Result<Vec<TraceTask>, String> {
+    let mut stream =
+        dcemu_actors::trace_formats::TraceStream::open(spec).map_err(|e| e.to_string())?;
+    let mut rows = Vec::new();
+    while let Some(t) = stream.next_task().map_err(|e| e.to_string())? {
+        rows.push(t);
+    }
+    Ok(rows)
 }
 
 /// Turns the engine's output into the results files and their digest; logs
@@ -194,7 +221,7 @@ pub fn assemble(
         if let Some(trace) = trace {
             files.push((
                 LoadedTrace::stored_as(&tenant.name),
-                Content::Bytes(trace.bytes.to_vec()),
+                Content::File(trace.path.clone()),
             ));
         }
     }

@@ -17,14 +17,14 @@ use std::fmt;
 use std::ops::Range;
 use std::path::Path;
 use std::str::FromStr;
-use std::sync::Arc;
 
 use dcemu_actors::config::ArrivalProcess;
 use dcemu_actors::config::{PrimaryScalingConfig, StorageConfig};
 use dcemu_actors::config::{PrimaryTenantConfig, SchedulerConfig, ServerTypeConfig, TenantConfig};
 use dcemu_actors::ground_truth::{CatalogSpec, ServerClass, class_problems};
 use dcemu_actors::model::host_attachments;
-use dcemu_actors::trace::{AppRef, TraceError, TraceTask, parse_trace_bytes};
+use dcemu_actors::trace::{AppRef, CsvTraceReader, TraceError, TraceTask};
+use dcemu_actors::trace_formats::{ImportError, ImportOptions, StreamSpec, TraceFormat};
 use dcemu_topology::{Duration, Network, PowerConfig, TopologyConfig, TopologyKind};
 use serde::{Deserialize, Serialize};
 
@@ -66,11 +66,16 @@ pub struct Scenario {
     /// Distributed applications a `distributed` tenant submits (ASPLOS'16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<dcemu_actors::distributed::WorkloadConfig>,
-    /// Per `[[tenants]]` entry, the trace it replays, read when the scenario
-    /// was loaded (its `arrivals.trace` then names where the results
-    /// directory keeps a copy: `traces/<tenant>.csv`).
+    /// Per `[[tenants]]` entry, the csv trace it replays, checked when the
+    /// scenario was loaded (its `arrivals.trace` then names where the
+    /// results directory keeps a copy: `traces/<tenant>.csv`).
     #[serde(skip)]
     pub traces: Vec<Option<LoadedTrace>>,
+    /// Per `[[tenants]]` entry, the trace the tenant streams as the run goes:
+    /// its csv trace, or a public-format one (`arrivals.format`; never
+    /// copied into the results).
+    #[serde(skip)]
+    pub streams: Vec<Option<StreamSpec>>,
 }
 
 impl Scenario {
@@ -92,11 +97,30 @@ impl Scenario {
     }
 }
 
-/// A trace file as read: its rows and its bytes (copied into the results).
+/// A csv trace file, checked row by row when the scenario loaded and read
+/// again as the run goes (the tenant streams it; the results directory gets
+/// a copy), never held whole.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoadedTrace {
-    pub rows: Arc<Vec<TraceTask>>,
-    pub bytes: Arc<Vec<u8>>,
+    /// Where the file is (resolved against the scenario file).
+    pub path: std::path::PathBuf,
+    /// How errors name it.
+    pub label: String,
+}
+
+impl LoadedTrace {
+    /// Every row: what `scheduler.slot_config = "wasc"` needs for its
+    /// statistics before the run (the only reader that holds them all).
+    pub fn rows(&self) -> Result<Vec<TraceTask>, String> {
+        let input = dcemu_actors::trace_formats::lines::open_input(&self.path, &self.label)
+            .map_err(|e| e.to_string())?;
+        let mut reader = CsvTraceReader::new(&self.label, input).map_err(|e| e.to_string())?;
+        let mut rows = Vec::new();
+        while let Some(t) = reader.next_task().map_err(|e| e.to_string())? {
+            rows.push(t);
+        }
+        Ok(rows)
+    }
 }
 
 impl LoadedTrace {
@@ -508,6 +532,19 @@ impl fmt::Display for ScenarioErrors {
 
 /// Loads and validates a scenario from its text; `label` names it in errors.
 pub fn load(label: &str, text: &str, overrides: &[Override]) -> Result<Scenario, ScenarioErrors> {
+    load_with(label, text, overrides, None)
+}
+
+/// [`load`], with streamed traces (`arrivals.format`) found relative to
+/// `stream_base` instead of the scenario file's directory: `dcemu replay`
+/// re-runs a results directory whose streamed traces stayed where the
+/// original scenario found them (`run.json`'s `stream_base`).
+pub fn load_with(
+    label: &str,
+    text: &str,
+    overrides: &[Override],
+    stream_base: Option<&Path>,
+) -> Result<Scenario, ScenarioErrors> {
     let file_err = |at: Option<(usize, usize)>, field: Option<String>, problem: String| {
         ScenarioErrors(vec![ScenarioError {
             origin: Origin::File {
@@ -550,7 +587,7 @@ pub fn load(label: &str, text: &str, overrides: &[Override]) -> Result<Scenario,
     };
     let problems = scenario.problems();
     if problems.is_empty() {
-        return load_traces(label, scenario);
+        return load_traces(label, scenario, stream_base);
     }
     let doc = toml_edit::Document::parse(text.to_string()).ok();
     Err(ScenarioErrors(
@@ -579,43 +616,85 @@ pub fn load(label: &str, text: &str, overrides: &[Override]) -> Result<Scenario,
 
 /// Reads the traces of tenants that replay one, relative to the scenario
 /// file (or the working directory for the embedded scenario).
-fn load_traces(label: &str, mut scenario: Scenario) -> Result<Scenario, ScenarioErrors> {
+fn load_traces(
+    label: &str,
+    mut scenario: Scenario,
+    stream_base: Option<&Path>,
+) -> Result<Scenario, ScenarioErrors> {
     let base = Path::new(label)
         .parent()
         .filter(|_| Path::new(label).is_file())
         .unwrap_or(Path::new(""));
     let mut errors = Vec::new();
     scenario.traces = vec![None; scenario.tenants.len()];
+    scenario.streams = vec![None; scenario.tenants.len()];
+    for i in 0..scenario.tenants.len() {
+        let a = &scenario.tenants[i].arrivals;
+        if a.process == ArrivalProcess::Trace && a.format.is_public() {
+            let base = stream_base.unwrap_or(base);
+            if let Err(e) = streams::load_stream(label, base, &mut scenario, i) {
+                errors.push(e);
+            }
+        }
+    }
     for (i, tenant) in scenario.tenants.iter_mut().enumerate() {
         let Some(file) = tenant.arrivals.trace.clone() else {
             continue;
         };
-        if tenant.arrivals.process != ArrivalProcess::Trace {
+        if tenant.arrivals.process != ArrivalProcess::Trace || tenant.arrivals.format.is_public() {
             continue;
         }
         let path = base.join(&file);
         let shown = path.display().to_string();
         let field = format!("tenants[{i}].arrivals.trace");
-        let result = std::fs::read(&path)
-            .map_err(|e| ScenarioError {
-                origin: Origin::File {
-                    path: label.to_string(),
-                    at: None,
-                },
-                field: Some(field.clone()),
-                problem: format!("cannot read the trace {shown}: {e}"),
+        let cannot_read = |e: &dyn fmt::Display| ScenarioError {
+            origin: Origin::File {
+                path: label.to_string(),
+                at: None,
+            },
+            field: Some(field.clone()),
+            problem: format!("cannot read the trace {shown}: {e}"),
+        };
+        // Checked row by row, never held whole: every row parses (the first
+        // bad one is the error), then every application exists.
+        let result = dcemu_actors::trace_formats::lines::open_input(&path, &shown)
+            .map_err(|e| match e {
+                ImportError::Io { source, .. } => cannot_read(&source),
+                other => cannot_read(&other),
             })
-            .and_then(|bytes| {
-                let rows = parse_trace_bytes(&shown, &bytes).map_err(|e| trace_error(&shown, e))?;
-                check_apps(&shown, &rows, scenario.applications.as_ref())?;
-                Ok(LoadedTrace {
-                    rows: Arc::new(rows),
-                    bytes: Arc::new(bytes),
-                })
+            .and_then(|input| {
+                let mut reader =
+                    CsvTraceReader::new(&shown, input).map_err(|e| trace_error(&shown, e))?;
+                let mut app_problem = None;
+                while let Some(row) = reader.next_task().map_err(|e| trace_error(&shown, e))? {
+                    if app_problem.is_none() {
+                        app_problem = check_app(&shown, &row, scenario.applications.as_ref()).err();
+                    }
+                }
+                match app_problem {
+                    Some(e) => Err(e),
+                    None => Ok(LoadedTrace {
+                        path: path.clone(),
+                        label: shown.clone(),
+                    }),
+                }
             });
         match result {
             Ok(loaded) => {
                 tenant.arrivals.trace = Some(LoadedTrace::stored_as(&tenant.name));
+                scenario.streams[i] = Some(StreamSpec {
+                    path: loaded.path.clone(),
+                    label: loaded.label.clone(),
+                    format: TraceFormat::Csv,
+                    options: ImportOptions {
+                        cores_per_unit: 1.0,
+                        gb_per_unit: 1.0,
+                        default_priority: tenant.priority,
+                        lookahead: 0,
+                        run_end: scenario.run.end.as_nanos(),
+                        lenient: false,
+                    },
+                });
                 scenario.traces[i] = Some(loaded);
             }
             Err(e) => errors.push(e),
@@ -626,6 +705,17 @@ fn load_traces(label: &str, mut scenario: Scenario) -> Result<Scenario, Scenario
     } else {
         Err(ScenarioErrors(errors))
     }
+}
+
+/// A csv trace's problem as a scenario error, naming the file it carries.
+fn trace_error_of(e: TraceError) -> ScenarioError {
+    let path = match &e {
+        TraceError::Io { path, .. }
+        | TraceError::Row { path, .. }
+        | TraceError::Header { path, .. }
+        | TraceError::Empty { path } => path.clone(),
+    };
+    trace_error(&path, e)
 }
 
 /// A trace's problem as a scenario error pointing into the trace file.
@@ -651,33 +741,30 @@ fn trace_error(path: &str, e: TraceError) -> ScenarioError {
 }
 
 /// Applications named by id must exist in the catalog; any application needs one.
-fn check_apps(
+fn check_app(
     path: &str,
-    rows: &[TraceTask],
+    row: &TraceTask,
     catalog: Option<&CatalogSpec>,
 ) -> Result<(), ScenarioError> {
     let apps = catalog.map_or(0, |c| c.apps);
-    for row in rows {
-        let problem = match (&row.app, catalog) {
-            (AppRef::None, _) => continue,
-            (_, None) => {
-                "names an application, but the scenario has no [applications] catalog".to_string()
-            }
-            (AppRef::Profile(id), Some(_)) if *id >= apps => {
-                format!("app:{id} is not in the catalog of {apps} applications")
-            }
-            _ => continue,
-        };
-        return Err(ScenarioError {
-            origin: Origin::File {
-                path: path.to_string(),
-                at: Some((row.line as usize, 1)),
-            },
-            field: Some("app".into()),
-            problem,
-        });
-    }
-    Ok(())
+    let problem = match (&row.app, catalog) {
+        (AppRef::None, _) => return Ok(()),
+        (_, None) => {
+            "names an application, but the scenario has no [applications] catalog".to_string()
+        }
+        (AppRef::Profile(id), Some(_)) if *id >= apps => {
+            format!("app:{id} is not in the catalog of {apps} applications")
+        }
+        _ => return Ok(()),
+    };
+    Err(ScenarioError {
+        origin: Origin::File {
+            path: path.to_string(),
+            at: Some((row.line as usize, 1)),
+        },
+        field: Some("app".into()),
+        problem,
+    })
 }
 
 fn override_err(o: &Override, problem: String) -> ScenarioErrors {
@@ -820,5 +907,6 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
 
 mod distributed;
 pub mod refusals;
+pub mod streams;
 #[cfg(test)]
 mod tests;

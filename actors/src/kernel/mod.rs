@@ -81,4 +81,8 @@ pub enum ModelError {
     /// A model invariant broke; the message says which.
     #[error("invariant violated: {0}")]
     Invariant(String),
+    /// An input the model reads as it runs (a streamed trace) is wrong; the
+    /// message names the file, line and column.
+    #[error("{0}")]
+    Input(String),
 }

@@ -267,14 +267,15 @@ fn tenants<'a>(spec: &'a ModelSpec<'_>, world: &'a Arc<World>) -> impl Iterator<
         .enumerate()
         .flat_map(move |(i, t)| {
             let trace = spec.traces.get(i).cloned().flatten();
-            (0..t.count).map(move |_| (t, trace.clone()))
+            let stream = spec.streams.get(i).cloned().flatten();
+            (0..t.count).map(move |_| (t, trace.clone(), stream.clone()))
         })
         .enumerate()
-        .map(move |(ordinal, (t, trace))| {
+        .map(move |(ordinal, (t, trace, stream))| {
             Node::Tenant(WorkloadTenant::new(
                 world.clone(),
                 t,
-                trace,
+                (trace, stream),
                 ordinal as u64,
                 spec.end,
             ))

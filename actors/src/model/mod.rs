@@ -102,8 +102,12 @@ pub struct ModelSpec<'a> {
     pub power: &'a PowerConfig,
     pub packet_logs: bool,
     pub applications: Option<&'a CatalogSpec>,
-    /// Per `[[tenants]]` entry: the trace it replays, if any.
+    /// Per `[[tenants]]` entry: every row of its trace, when something needs
+    /// them all before the run (`slot_config = "wasc"`); a tenant with a
+    /// stream below reads that instead.
     pub traces: &'a [Option<Arc<Vec<TraceTask>>>],
+    /// Per `[[tenants]]` entry: the trace (csv or public format) it streams.
+    pub streams: &'a [Option<crate::trace_formats::StreamSpec>],
     pub seed: u64,
     /// End of the run: tenants without a `stop` submit until then.
     pub end: SimTime,

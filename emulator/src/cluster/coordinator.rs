@@ -205,6 +205,18 @@ pub async fn run_coordinator(
             crate::engine::MAX_PARTITIONS
         )));
     }
+    if let Some(t) = scenario
+        .tenants
+        .iter()
+        .zip(&scenario.streams)
+        .find_map(|(t, s)| s.as_ref().filter(|s| s.format.is_public()).map(|_| t))
+    {
+        return Err(input(format!(
+            "tenant {:?} streams a {} trace: multi-process runs ship csv traces to the nodes, not public-format ones yet; run it with `dcemu run` (docs/traces.md)",
+            t.name,
+            t.arrivals.format.name()
+        )));
+    }
     let prepared = prepare(scenario, None).map_err(|e| input(e.to_string()))?;
     let names: Vec<String> = prepared.actors.iter().map(|(n, _)| n.clone()).collect();
     let slot_table = prepared.slot_table.clone();
@@ -365,15 +377,15 @@ pub async fn run_coordinator(
         eprintln!("coordinator: {line} on {:?}", infos[idx].name);
     }
     let scenario_text = scenario.to_toml();
-    let traces: Vec<(String, Vec<u8>)> = scenario
-        .tenants
-        .iter()
-        .zip(&scenario.traces)
-        .filter_map(|(t, tr)| {
-            tr.as_ref()
-                .map(|tr| (LoadedTrace::stored_as(&t.name), tr.bytes.to_vec()))
-        })
-        .collect();
+    // csv traces travel to the nodes whole (public formats are refused above).
+    let mut traces: Vec<(String, Vec<u8>)> = Vec::new();
+    for (t, tr) in scenario.tenants.iter().zip(&scenario.traces) {
+        if let Some(tr) = tr {
+            let bytes = std::fs::read(&tr.path)
+                .map_err(|e| input(format!("cannot read the trace {}: {e}", tr.label)))?;
+            traces.push((LoadedTrace::stored_as(&t.name), bytes));
+        }
+    }
     for (i, n) in nodes.iter_mut().enumerate() {
         let setup = ToNode::Setup(Box::new(Setup {
             index: i as u32,

@@ -1,0 +1,270 @@
+//! The Standard Workload Format (SWF) of the Parallel Workloads Archive.
+//!
+//! Schema: D. Feitelson et al., "The Standard Workload Format", version 2.2
+//! (Parallel Workloads Archive). One job per line, 18 whitespace-separated
+//! fields, `-1` where a log has no value; lines starting with `;` are
+//! comments, the first of them the header (`; MaxNodes: 128`).
+//!
+//! | # | field | read as |
+//! |---|---|---|
+//! | 1 | job number | ignored |
+//! | 2 | submit time (s) | arrival |
+//! | 3 | wait time | ignored (the emulator's scheduler decides the wait) |
+//! | 4 | run time (s) | duration; `-1` → dropped; `0` (ran under 0.5 s) → 0.5 s |
+//! | 5 | number of allocated processors | cores: × `cores_per_unit`; `-1` → field 8 |
+//! | 6 | average CPU time used | ignored |
+//! | 7 | used memory (KB per processor) | memory: × processors; `-1` → field 10 |
+//! | 8 | requested number of processors | cores when field 5 is `-1`; neither → dropped |
+//! | 9 | requested time | ignored |
+//! | 10 | requested memory (KB per processor) | memory when field 7 is `-1`; neither → 0 |
+//! | 11 | status | ignored (a failed or cancelled job that ran still used its run time) |
+//! | 12-18 | user, group, executable, queue, partition, preceding job, think time | ignored |
+//!
+//! SWF has no priority: every job gets the tenant's `priority` (queue
+//! numbers are site-specific). Times may be decimals; they are read exactly.
+//! Files are sorted by submit time (the format requires it); an earlier
+//! submit after a later one is an error naming both lines.
+
+use dcemu_topology::SimTime;
+
+use super::common::{ImportError, ImportOptions, Tally, TaskReader};
+use super::lines::{Lines, Row, Sep, split};
+use crate::trace::{AppRef, TraceTask};
+
+pub const FIELDS: [&str; 18] = [
+    "job number",
+    "submit time",
+    "wait time",
+    "run time",
+    "allocated processors",
+    "average CPU time used",
+    "used memory",
+    "requested processors",
+    "requested time",
+    "requested memory",
+    "status",
+    "user ID",
+    "group ID",
+    "executable number",
+    "queue number",
+    "partition number",
+    "preceding job number",
+    "think time",
+];
+
+/// What a run time of 0 stands for: the job ran for less than 0.5 s.
+const ZERO_RUN_NS: SimTime = 500_000_000;
+
+pub struct Reader {
+    lines: Lines,
+    spans: Vec<(usize, usize)>,
+    cores_per_unit: f64,
+    priority: u8,
+    last: (u64, u64),
+}
+
+/// A field that is `-1` (missing) or a non-negative number.
+fn opt_number(row: &Row<'_>, i: usize) -> Result<Option<f64>, ImportError> {
+    if row.text(i)? == "-1" {
+        return Ok(None);
+    }
+    row.opt_f64(i)
+}
+
+impl Reader {
+    pub fn new(lines: Lines, o: &ImportOptions) -> Self {
+        Reader {
+            lines,
+            spans: Vec::new(),
+            cores_per_unit: o.cores_per_unit,
+            priority: o.default_priority,
+            last: (0, 0),
+        }
+    }
+
+    fn parse(&self) -> Result<Option<Option<TraceTask>>, ImportError> {
+        let t = self.lines.buf.trim_ascii();
+        if t.is_empty() || t.starts_with(b";") {
+            return Ok(None);
+        }
+        let row = Row {
+            path: self.lines.path(),
+            line: self.lines.line,
+            text: &self.lines.buf,
+            spans: &self.spans,
+            names: &FIELDS,
+        };
+        row.expect_fields()?;
+        let submit = row.seconds(1)?;
+        if submit < self.last.0 {
+            return Err(row.err(
+                1,
+                format!(
+                    "submit time is earlier than that of line {}: SWF files are sorted by submit time",
+                    self.last.1
+                ),
+            ));
+        }
+        let run = match row.text(3)? {
+            "-1" => None,
+            _ => Some(row.seconds(3)?),
+        };
+        let procs = opt_number(&row, 4)?
+            .filter(|p| *p > 0.0)
+            .or(opt_number(&row, 7)?.filter(|p| *p > 0.0));
+        let kb = opt_number(&row, 6)?.or(opt_number(&row, 9)?);
+        for i in [2, 5, 8, 10, 11, 12, 13, 14, 15, 16, 17] {
+            let v = row.text(i)?;
+            if v != "-1" && v.parse::<f64>().is_err() {
+                return Err(row.err(i, format!("must be a number or -1, got `{v}`")));
+            }
+        }
+        let (Some(run), Some(procs)) = (run, procs) else {
+            return Ok(Some(None));
+        };
+        Ok(Some(Some(TraceTask {
+            arrival: submit,
+            priority: self.priority,
+            cpu: procs * self.cores_per_unit,
+            memory_gb: kb.unwrap_or(0.0) * procs / (1024.0 * 1024.0),
+            duration: if run == 0 { ZERO_RUN_NS } else { run },
+            app: AppRef::None,
+            line: self.lines.line,
+        })))
+    }
+}
+
+impl TaskReader for Reader {
+    fn next_task(&mut self, tally: &mut Tally) -> Result<Option<TraceTask>, ImportError> {
+        loop {
+            match self.lines.next_line() {
+                Ok(true) => {}
+                Ok(false) => return Ok(None),
+                Err(e) => {
+                    tally.skip(e)?;
+                    continue;
+                }
+            }
+            tally.stats.lines += 1;
+            split(&self.lines.buf, Sep::Whitespace, &mut self.spans);
+            match self.parse() {
+                Ok(Some(Some(task))) => {
+                    self.last = (task.arrival, task.line);
+                    return Ok(Some(task));
+                }
+                Ok(Some(None)) => tally.stats.tasks_dropped += 1,
+                Ok(None) => {}
+                Err(e) => tally.skip(e)?,
+            }
+        }
+    }
+}
+
+/// The header comments of an SWF file: `MaxNodes` and `MaxProcs`, read
+/// until the first job line.
+pub fn header(lines: &mut Lines) -> Result<(Option<u64>, Option<u64>), ImportError> {
+    let (mut nodes, mut procs) = (None, None);
+    while lines.next_line()? {
+        let t = lines.buf.trim_ascii();
+        if t.is_empty() {
+            continue;
+        }
+        let Some(comment) = t.strip_prefix(b";") else {
+            break;
+        };
+        let Ok(comment) = std::str::from_utf8(comment) else {
+            continue;
+        };
+        let Some((key, value)) = comment.split_once(':') else {
+            continue;
+        };
+        let slot = match key.trim() {
+            "MaxNodes" => &mut nodes,
+            "MaxProcs" => &mut procs,
+            _ => continue,
+        };
+        let n = value
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| ImportError::Row {
+                path: lines.path().to_string(),
+                line: lines.line,
+                column: 1,
+                problem: format!(
+                    "header `{}` must be a positive integer, got `{}`",
+                    key.trim(),
+                    value.trim()
+                ),
+            })?;
+        *slot = Some(n);
+    }
+    Ok((nodes, procs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::TraceFormat;
+    use super::super::test_support::{options, read};
+
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn jobs_become_tasks() {
+        let mut o = options();
+        o.cores_per_unit = 1.0;
+        let text = "\
+; Version: 2.2
+; MaxNodes: 4
+; MaxProcs: 32
+    1     0   5   100    8  -1  1048576   8  200  -1 1 1 1 -1 1 -1 -1 -1
+    2    10   0     0   -1  -1  -1        4   60  524288 1 1 1 -1 1 -1 -1 -1
+    3    10   0    -1    2  -1  -1        2   60  -1 5 1 1 -1 1 -1 -1 -1
+    4  20.5   0   1.5    1  -1  -1       -1   -1  -1 0 1 1 -1 1 -1 -1 -1
+";
+        let (tasks, stats) = read(TraceFormat::Swf, text, &o).expect("good");
+        let got: Vec<_> = tasks
+            .iter()
+            .map(|t| (t.arrival, t.duration, t.cpu, t.memory_gb, t.priority))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, 100 * S, 8.0, 8.0, 4),
+                (10 * S, S / 2, 4.0, 2.0, 4),
+                (20 * S + S / 2, 3 * S / 2, 1.0, 0.0, 4),
+            ]
+        );
+        assert_eq!(stats.tasks_dropped, 1);
+    }
+
+    #[test]
+    fn a_short_row_and_a_bad_number_are_row_errors() {
+        let e = read(TraceFormat::Swf, "1 0 0 10 1\n", &options()).expect_err("short");
+        assert_eq!(
+            e.to_string(),
+            "t:1:1: the row has 5 fields; this format has 18"
+        );
+        let e = read(
+            TraceFormat::Swf,
+            "1 0 0 10 x -1 -1 -1 -1 -1 1 1 1 -1 1 -1 -1 -1\n",
+            &options(),
+        )
+        .expect_err("bad");
+        assert!(
+            e.to_string()
+                .starts_with("t:1:10: field 5 (allocated processors)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_header_gives_nodes_and_processors() {
+        let mut lines = super::Lines::new(
+            "t",
+            Box::new(&b"; Computer: x\n;MaxNodes: 4\n; MaxProcs: 32\n1 0 0 1 1 -1 -1 1 1 -1 1 1 1 -1 1 -1 -1 -1\n"[..]),
+        );
+        assert_eq!(super::header(&mut lines).expect("ok"), (Some(4), Some(32)));
+    }
+}
