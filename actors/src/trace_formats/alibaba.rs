@@ -28,7 +28,7 @@
 //! after a later one is an error naming both lines.
 
 use super::common::{ImportError, ImportOptions, Tally, TaskReader};
-use super::lines::{Lines, Row, Sep, split};
+use super::lines::{Lines, Sep, split};
 use crate::trace::{AppRef, TraceTask};
 
 pub const TASK_FIELDS: [&str; 9] = [
@@ -92,17 +92,14 @@ impl Reader {
         if self.lines.buf.trim_ascii().is_empty() {
             return Ok(None);
         }
-        let row = Row {
-            path: self.lines.path(),
-            line: self.lines.line,
-            text: &self.lines.buf,
-            spans: &self.spans,
-            names: if self.instances {
+        let row = self.lines.row(
+            &self.spans,
+            if self.instances {
                 &INSTANCE_FIELDS
             } else {
                 &TASK_FIELDS
             },
-        };
+        );
         row.expect_fields()?;
         let start = row.seconds(5)?;
         if start < self.last.0 {
@@ -162,15 +159,9 @@ impl TaskReader for Reader {
                 }
                 return Ok(Some(t));
             }
-            match self.lines.next_line() {
-                Ok(true) => {}
-                Ok(false) => return Ok(None),
-                Err(e) => {
-                    tally.skip(e)?;
-                    continue;
-                }
+            if !self.lines.next_counted(tally)? {
+                return Ok(None);
             }
-            tally.stats.lines += 1;
             split(&self.lines.buf, Sep::Comma, &mut self.spans);
             match self.parse() {
                 Ok(Some(Some((task, copies)))) => {

@@ -87,13 +87,7 @@ impl Reader {
         if self.lines.buf.trim_ascii().is_empty() {
             return Ok(None);
         }
-        let row = Row {
-            path: self.lines.path(),
-            line: self.lines.line,
-            text: &self.lines.buf,
-            spans: &self.spans,
-            names: &FIELDS,
-        };
+        let row = self.lines.row(&self.spans, &FIELDS);
         row.expect_fields()?;
         let created = row.seconds(3)?;
         if created < self.last.0 {
@@ -140,15 +134,9 @@ impl Reader {
 impl TaskReader for Reader {
     fn next_task(&mut self, tally: &mut Tally) -> Result<Option<TraceTask>, ImportError> {
         loop {
-            match self.lines.next_line() {
-                Ok(true) => {}
-                Ok(false) => return Ok(None),
-                Err(e) => {
-                    tally.skip(e)?;
-                    continue;
-                }
+            if !self.lines.next_counted(tally)? {
+                return Ok(None);
             }
-            tally.stats.lines += 1;
             split(&self.lines.buf, Sep::Comma, &mut self.spans);
             match self.parse() {
                 Ok(Some(Some(task))) => {

@@ -24,7 +24,7 @@
 
 use super::common::{ImportError, ImportOptions, Tally, TaskReader, micros};
 use super::lifecycle::{Event, EventRow, Lifecycle};
-use super::lines::{Lines, Row, Sep, split};
+use super::lines::{Lines, Sep, split};
 use crate::trace::{MAX_PRIORITY, TraceTask};
 
 pub const FIELDS: [&str; 13] = [
@@ -70,13 +70,7 @@ impl Reader {
         if self.lines.buf.trim_ascii().is_empty() {
             return Ok(None);
         }
-        let row = Row {
-            path: self.lines.path(),
-            line: self.lines.line,
-            text: &self.lines.buf,
-            spans: &self.spans,
-            names: &FIELDS,
-        };
+        let row = self.lines.row(&self.spans, &FIELDS);
         row.expect_fields()?;
         let us = row.u64(0)?;
         if us < self.last.0 {
@@ -135,18 +129,10 @@ impl TaskReader for Reader {
             if self.eof {
                 return Ok(None);
             }
-            match self.lines.next_line() {
-                Ok(true) => {}
-                Ok(false) => {
-                    self.eof = true;
-                    continue;
-                }
-                Err(e) => {
-                    tally.skip(e)?;
-                    continue;
-                }
+            if !self.lines.next_counted(tally)? {
+                self.eof = true;
+                continue;
             }
-            tally.stats.lines += 1;
             split(&self.lines.buf, Sep::Comma, &mut self.spans);
             match self.parse() {
                 Ok(Some(e)) => {

@@ -259,18 +259,10 @@ impl TaskReader for Reader {
             if self.eof {
                 return Ok(None);
             }
-            match self.lines.next_line() {
-                Ok(true) => {}
-                Ok(false) => {
-                    self.eof = true;
-                    continue;
-                }
-                Err(e) => {
-                    tally.skip(e)?;
-                    continue;
-                }
+            if !self.lines.next_counted(tally)? {
+                self.eof = true;
+                continue;
             }
-            tally.stats.lines += 1;
             match self.parse() {
                 Ok(Some(e)) => {
                     if let Some(t) = e.time {

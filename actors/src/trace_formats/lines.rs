@@ -5,7 +5,7 @@ use std::fmt::Display;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use super::common::ImportError;
+use super::common::{ImportError, Tally};
 
 /// Longest line accepted, in bytes; a longer one is a row error (and is
 /// skipped without being held in memory).
@@ -44,6 +44,22 @@ impl Lines {
 
     pub fn path(&self) -> &str {
         &self.path
+    }
+
+    /// The next line a reader can use, counted in `tally`: a line refused
+    /// as a row (too long) is skipped under `--lenient` and an error
+    /// otherwise; `false` at the end of the input.
+    pub(crate) fn next_counted(&mut self, tally: &mut Tally) -> Result<bool, ImportError> {
+        loop {
+            match self.next_line() {
+                Ok(true) => {
+                    tally.stats.lines += 1;
+                    return Ok(true);
+                }
+                Ok(false) => return Ok(false),
+                Err(e) => tally.skip(e)?,
+            }
+        }
     }
 
     /// Reads the next line into `buf`; `false` at the end of the input. A
@@ -169,6 +185,23 @@ pub struct Row<'a> {
     pub spans: &'a [(usize, usize)],
     /// Name of each field, in order, as the format's schema document names it.
     pub names: &'static [&'static str],
+}
+
+impl Lines {
+    /// The current line as a row of `names`, split into `spans`.
+    pub fn row<'a>(
+        &'a self,
+        spans: &'a [(usize, usize)],
+        names: &'static [&'static str],
+    ) -> Row<'a> {
+        Row {
+            path: self.path(),
+            line: self.line,
+            text: &self.buf,
+            spans,
+            names,
+        }
+    }
 }
 
 impl Row<'_> {

@@ -30,7 +30,7 @@ use std::path::Path;
 
 use super::common::{ImportError, TraceFormat};
 use super::google2019::{Int, Resources, json_error, locate};
-use super::lines::{Lines, Row, Sep, split};
+use super::lines::{Lines, Sep, split};
 use super::swf;
 
 /// Servers of one capacity.
@@ -139,13 +139,7 @@ pub fn read_from(
                     continue;
                 }
                 split(&lines.buf, Sep::Comma, &mut spans);
-                let row = Row {
-                    path: lines.path(),
-                    line: lines.line,
-                    text: &lines.buf,
-                    spans: &spans,
-                    names: &GOOGLE_2011_FIELDS,
-                };
+                let row = lines.row(&spans, &GOOGLE_2011_FIELDS);
                 row.expect_fields()?;
                 row.u64(0)?;
                 let id = row.u64(1)?;
@@ -217,13 +211,7 @@ pub fn read_from(
                     continue;
                 }
                 split(&lines.buf, Sep::Comma, &mut spans);
-                let row = Row {
-                    path: lines.path(),
-                    line: lines.line,
-                    text: &lines.buf,
-                    spans: &spans,
-                    names: &ALIBABA_FIELDS,
-                };
+                let row = lines.row(&spans, &ALIBABA_FIELDS);
                 row.expect_fields()?;
                 let id = row.text(0)?.to_string();
                 match (row.opt_u64(4)?, row.opt_f64(5)?) {

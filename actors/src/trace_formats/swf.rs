@@ -87,13 +87,7 @@ impl Reader {
         if t.is_empty() || t.starts_with(b";") {
             return Ok(None);
         }
-        let row = Row {
-            path: self.lines.path(),
-            line: self.lines.line,
-            text: &self.lines.buf,
-            spans: &self.spans,
-            names: &FIELDS,
-        };
+        let row = self.lines.row(&self.spans, &FIELDS);
         row.expect_fields()?;
         let submit = row.seconds(1)?;
         if submit < self.last.0 {
@@ -137,15 +131,9 @@ impl Reader {
 impl TaskReader for Reader {
     fn next_task(&mut self, tally: &mut Tally) -> Result<Option<TraceTask>, ImportError> {
         loop {
-            match self.lines.next_line() {
-                Ok(true) => {}
-                Ok(false) => return Ok(None),
-                Err(e) => {
-                    tally.skip(e)?;
-                    continue;
-                }
+            if !self.lines.next_counted(tally)? {
+                return Ok(None);
             }
-            tally.stats.lines += 1;
             split(&self.lines.buf, Sep::Whitespace, &mut self.spans);
             match self.parse() {
                 Ok(Some(Some(task))) => {
