@@ -220,11 +220,13 @@ def serve(handler: Handler, stdin: TextIO, stdout: TextIO) -> int:
     stdout.write(json.dumps({"type": "hello", "protocol": PROTOCOL}) + "\n")
     stdout.flush()
     answered = 0
+    # one stream object for the run: its block cache serves the next requests
+    rng = ChaCha8(key, stream)
     for line in stdin:
         msg = json.loads(line)
         if msg.get("type") != "place":
             raise ValueError(f"unknown request type {msg.get('type')!r}")
-        rng = ChaCha8(key, stream, msg["rng_word_pos"])
+        rng.word_pos = msg["rng_word_pos"]
         p = msg.get("profile")
         req = Request(
             id=msg["id"],

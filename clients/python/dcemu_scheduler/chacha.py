@@ -15,10 +15,6 @@ _MASK = 0xFFFFFFFF
 _CONSTANTS = (0x61707865, 0x3320646E, 0x79622D32, 0x6B206574)
 
 
-def _rotl(v: int, c: int) -> int:
-    return ((v << c) & _MASK) | (v >> (32 - c))
-
-
 def _block(key: tuple[int, ...], counter: int, stream: int) -> list[int]:
     """The 16 output words of ChaCha with 8 rounds for one block."""
     s = [
@@ -32,14 +28,18 @@ def _block(key: tuple[int, ...], counter: int, stream: int) -> list[int]:
     x = list(s)
 
     def qr(a: int, b: int, c: int, d: int) -> None:
-        x[a] = (x[a] + x[b]) & _MASK
-        x[d] = _rotl(x[d] ^ x[a], 16)
-        x[c] = (x[c] + x[d]) & _MASK
-        x[b] = _rotl(x[b] ^ x[c], 12)
-        x[a] = (x[a] + x[b]) & _MASK
-        x[d] = _rotl(x[d] ^ x[a], 8)
-        x[c] = (x[c] + x[d]) & _MASK
-        x[b] = _rotl(x[b] ^ x[c], 7)
+        xa = (x[a] + x[b]) & _MASK
+        xd = x[d] ^ xa
+        xd = ((xd << 16) & _MASK) | (xd >> 16)
+        xc = (x[c] + xd) & _MASK
+        xb = x[b] ^ xc
+        xb = ((xb << 12) & _MASK) | (xb >> 20)
+        xa = (xa + xb) & _MASK
+        xd ^= xa
+        xd = ((xd << 8) & _MASK) | (xd >> 24)
+        xc = (xc + xd) & _MASK
+        xb ^= xc
+        x[a], x[b], x[c], x[d] = xa, ((xb << 7) & _MASK) | (xb >> 25), xc, xd
 
     for _ in range(4):
         qr(0, 4, 8, 12)
