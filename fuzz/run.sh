@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 export RUSTC_BOOTSTRAP=1
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(scenario trace wire)
+[ ${#targets[@]} -gt 0 ] || targets=(scenario trace wire external)
 time_s=${FUZZ_TIME:-20}
 limit=(-max_total_time="$time_s")
 [ -z "${FUZZ_RUNS:-}" ] || limit=(-runs="$FUZZ_RUNS")

@@ -772,6 +772,68 @@ pub struct SchedulerConfig {
     pub dist_profile_noise: f64,
     #[serde(default = "default_dist_scale")]
     pub dist_profile_scale: f64,
+    /// `[scheduler.external]`: a program outside dcemu that takes the
+    /// decisions of the stages it names (docs/external-scheduler.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external: Option<ExternalConfig>,
+}
+
+/// `[scheduler.external]`: the scheduler program dcemu starts and asks, over
+/// protocol v1 (JSON Lines on its stdin and stdout,
+/// docs/external-scheduler.md), for the decisions of `stages`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExternalConfig {
+    /// The program and its arguments, run from the scenario file's
+    /// directory, e.g. `["python3", "my_scheduler.py"]`.
+    pub command: Vec<String>,
+    /// The stages it decides; `placement` is the one today.
+    #[serde(default = "default_external_stages")]
+    pub stages: Vec<ExternalStage>,
+    /// Virtual time a decision takes: its dispatch leaves the scheduler this
+    /// long after the request (decisions leave in order). Default 0s.
+    #[serde(default = "default_zero")]
+    pub decision_latency: Duration,
+    /// Virtual time a decision takes on top of `decision_latency`, per
+    /// server the request lists. Default 0s.
+    #[serde(default = "default_zero")]
+    pub latency_per_server: Duration,
+    /// Wall-clock time the program may take to answer one message before
+    /// the run stops with an error. Default 30s.
+    #[serde(default = "default_external_timeout")]
+    pub timeout: Duration,
+}
+
+/// A stage an external program may decide.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExternalStage {
+    /// Where each task runs (the placement stage's `place`).
+    Placement,
+}
+
+fn default_external_stages() -> Vec<ExternalStage> {
+    vec![ExternalStage::Placement]
+}
+
+fn default_external_timeout() -> Duration {
+    Duration::from_secs(30)
+}
+
+impl ExternalConfig {
+    /// The virtual time a decision over a request listing `servers`
+    /// servers takes, in ns.
+    pub fn latency_ns(&self, servers: usize) -> u64 {
+        let per = self.latency_per_server.as_nanos();
+        self.decision_latency
+            .as_nanos()
+            .saturating_add(per.saturating_mul(servers as u64))
+    }
+
+    /// The command as one line, for error messages.
+    pub fn shown(&self) -> String {
+        self.command.join(" ")
+    }
 }
 
 fn default_cluster_every() -> Duration {
@@ -926,6 +988,7 @@ impl Default for SchedulerConfig {
             annealing_iterations: default_iterations(),
             dist_profile_noise: default_dist_noise(),
             dist_profile_scale: default_dist_scale(),
+            external: None,
         }
     }
 }
@@ -952,9 +1015,54 @@ impl SchedulerConfig {
             && self.report_interval.as_nanos() > 0
     }
 
+    /// `[scheduler.external]` naming the placement stage selects the
+    /// external placement, as `placement = "external"` does; the scenario
+    /// loader calls this before [`SchedulerConfig::problems`].
+    pub fn select_external(&mut self) {
+        let decides = self
+            .external
+            .as_ref()
+            .is_some_and(|e| e.stages.contains(&ExternalStage::Placement));
+        if decides && self.placement == PlacementKind::Random {
+            self.placement = PlacementKind::External;
+        }
+    }
+
     pub fn problems(&self) -> Vec<Problem> {
         let mut out: Vec<Problem> = Vec::new();
         let mut push = |f: &str, p: String| out.push((f.to_string(), p));
+        match (&self.external, self.placement) {
+            (None, PlacementKind::External) => push(
+                "placement",
+                "\"external\" needs a [scheduler.external] section with the program's `command`"
+                    .into(),
+            ),
+            (Some(e), p) => {
+                if e.command.is_empty() || e.command[0].trim().is_empty() {
+                    push(
+                        "external.command",
+                        "must name a program, e.g. [\"python3\", \"my_scheduler.py\"]".into(),
+                    );
+                }
+                if e.stages.is_empty() {
+                    push("external.stages", "must name at least one stage".into());
+                }
+                if e.stages.contains(&ExternalStage::Placement) && p != PlacementKind::External {
+                    push(
+                        "placement",
+                        format!(
+                            "is {:?} but scheduler.external.stages names the placement stage: \
+                             remove one of them",
+                            p.name()
+                        ),
+                    );
+                }
+                if e.timeout.as_nanos() == 0 {
+                    push("external.timeout", "must be above 0s".into());
+                }
+            }
+            (None, _) => {}
+        }
         if self.samples == 0 {
             push("samples", "must be at least 1".into());
         }
@@ -1248,6 +1356,9 @@ pub enum PlacementKind {
     /// Distributed applications by simulated annealing over the profiled
     /// interference model (ASPLOS'16 §5): `scheduler.annealing_goal`.
     Annealing,
+    /// A program outside dcemu decides (`[scheduler.external]`,
+    /// docs/external-scheduler.md).
+    External,
 }
 
 impl PlacementKind {

@@ -12,6 +12,7 @@ pub mod config;
 pub mod device;
 pub mod disk;
 pub mod distributed;
+pub mod external;
 pub mod flow_sizes;
 pub mod google;
 pub mod ground_truth;

@@ -64,6 +64,9 @@ pub enum Msg {
     DistFinish { run: TaskId, generation: u64 },
     /// Scheduler timer: profiles are ready; place the queued distributed runs.
     DistPlace,
+    /// Scheduler timer: a decision that took virtual time (an external
+    /// scheduler's `decision_latency`) is done; `body` leaves for `server`.
+    Deferred { server: ActorId, body: Body },
 }
 
 impl Msg {
@@ -88,6 +91,7 @@ impl Msg {
             Msg::ReadTick => "read_tick",
             Msg::DistFinish { .. } => "dist_finish",
             Msg::DistPlace => "dist_place",
+            Msg::Deferred { .. } => "deferred",
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod bench;
 pub mod cluster;
 pub mod commands;
 pub mod engine;
+pub mod external;
 pub mod logs;
 pub mod metrics;
 pub mod progress;

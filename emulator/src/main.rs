@@ -259,7 +259,17 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         .done
         .store(true, std::sync::atomic::Ordering::Relaxed);
     reporter.finish();
-    let outcome = outcome.map_err(|e| Failure::run(format!("run of {label} failed: {e}")))?;
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            // As for a node that dies: what the run wrote stays, marked.
+            let kept = match staging.mark_incomplete(&e.to_string()) {
+                Ok(dir) => format!("; results marked incomplete in {}", dir.display()),
+                Err(w) => format!("; cannot keep its results: {w}"),
+            };
+            return Err(Failure::run(format!("run of {label} failed: {e}{kept}")));
+        }
+    };
     let mut run_json = run_facts(&outcome, partitions, started_unix);
     if let Some(base) = scenario::streams::stream_base(&label, &scenario) {
         run_json = with_stream_base(&run_json, &base);

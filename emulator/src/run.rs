@@ -118,6 +118,12 @@ pub fn prepare(scenario: &Scenario, log_dir: Option<PathBuf>) -> Result<Prepared
     let (primary_tenants, _) = scenario
         .scaled_primary_tenants()
         .map_err(RunError::PrimaryScaling)?;
+    let runner = scenario.scheduler.external.as_ref().map(|cfg| {
+        let base = scenario.base.as_path();
+        move || -> Box<dyn dcemu_actors::external::Oracle> {
+            Box::new(crate::external::Program::new(cfg, base))
+        }
+    });
     let model = model::build(&ModelSpec {
         server_types: &scenario.server_types,
         tenants: &scenario.tenants,
@@ -133,6 +139,9 @@ pub fn prepare(scenario: &Scenario, log_dir: Option<PathBuf>) -> Result<Prepared
         end,
         storage: scenario.storage.as_ref(),
         workload: scenario.workload.as_ref(),
+        external: runner
+            .as_ref()
+            .map(|r| r as dcemu_actors::external::OracleFactory<'_>),
     })?;
     let config = EngineConfig {
         lookahead: model.lookahead,

@@ -76,6 +76,12 @@ pub struct Scenario {
     /// copied into the results).
     #[serde(skip)]
     pub streams: Vec<Option<StreamSpec>>,
+    /// The directory the scenario's relative paths start from: its file's
+    /// (the working directory for the embedded scenario), or the
+    /// `stream_base` a replay was given. `[scheduler.external]`'s program
+    /// runs there.
+    #[serde(skip)]
+    pub base: std::path::PathBuf,
 }
 
 impl Scenario {
@@ -563,7 +569,7 @@ pub fn load_with(
     for (o, v) in overrides.iter().zip(&values) {
         apply(&mut table, o, v.clone()).map_err(|problem| override_err(o, problem))?;
     }
-    let scenario = loop {
+    let mut scenario = loop {
         match serde_path_to_error::deserialize::<_, Scenario>(toml::Value::Table(table.clone())) {
             Ok(s) => break s,
             Err(err) => {
@@ -585,6 +591,7 @@ pub fn load_with(
             }
         }
     };
+    scenario.scheduler.select_external();
     let problems = scenario.problems();
     if problems.is_empty() {
         return load_traces(label, scenario, stream_base);
@@ -628,6 +635,7 @@ fn load_traces(
     let mut errors = Vec::new();
     scenario.traces = vec![None; scenario.tenants.len()];
     scenario.streams = vec![None; scenario.tenants.len()];
+    scenario.base = stream_base.unwrap_or(base).to_path_buf();
     for i in 0..scenario.tenants.len() {
         let a = &scenario.tenants[i].arrivals;
         if a.process == ArrivalProcess::Trace && a.format.is_public() {

@@ -85,4 +85,8 @@ pub enum ModelError {
     /// message names the file, line and column.
     #[error("{0}")]
     Input(String),
+    /// The external scheduler program misbehaved (docs/external-scheduler.md);
+    /// the message names the program, the request and the problem.
+    #[error("{0}")]
+    External(String),
 }

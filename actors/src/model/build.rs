@@ -37,6 +37,9 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
     let world = Arc::new(world(spec, &layout, network, catalog, latent, &slots));
 
     let mut nodes = Vec::with_capacity(world.names.len());
+    if spec.scheduler.placement == PlacementKind::External && spec.external.is_none() {
+        return Err(BuildError::NoExternalRunner);
+    }
     nodes.push(scheduler(spec, &world, &layout, &slots));
     nodes.extend(tenants(spec, &world));
     nodes.extend(primary_tenants(spec, &world, &layout));
@@ -256,6 +259,9 @@ fn scheduler(
         &servers,
         spec.primary_tenants,
         spec.tenants.iter().any(|t| t.flow_bandwidth.is_some()),
+        spec.external
+            .filter(|_| spec.scheduler.placement == PlacementKind::External)
+            .map(|make| make()),
     )))
 }
 

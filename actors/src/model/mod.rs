@@ -73,6 +73,7 @@ impl Actor for Node {
         }
         let in_flight = undelivered.iter().filter_map(|e| match &e.payload {
             Msg::Packet(p) => Some(&p.body),
+            Msg::Deferred { body, .. } => Some(body),
             _ => None,
         });
         crate::accounting::count_in_transit(in_flight, out);
@@ -115,6 +116,8 @@ pub struct ModelSpec<'a> {
     pub storage: Option<&'a StorageConfig>,
     /// `[workload]`: distributed applications (ASPLOS'16).
     pub workload: Option<&'a crate::distributed::WorkloadConfig>,
+    /// Runs the program of `[scheduler.external]`, when the scenario has one.
+    pub external: Option<crate::external::OracleFactory<'a>>,
 }
 
 /// Why a model could not be built.
@@ -126,6 +129,10 @@ pub enum BuildError {
     Catalog(String),
     #[error("scheduler.slot_config: {0}")]
     SlotConfig(String),
+    #[error(
+        "scheduler.external: the scenario names an external scheduler but no runner for it was given"
+    )]
+    NoExternalRunner,
 }
 
 /// Where each host actor plugs into the network, in id order: the scheduler

@@ -383,6 +383,10 @@ struct Core {
     /// path would let it), or the server could not evict the victim and
     /// would run one task more than its slots.
     in_order: bool,
+    /// When the latest decision that took virtual time is done
+    /// (`Placement::decision_latency`): dispatches leave no earlier, in the
+    /// order they were decided.
+    busy_until: SimTime,
 }
 
 /// Paragon's classification engine and the lab that measures for it.
@@ -534,8 +538,9 @@ impl Scheduler {
         servers: &[ServerSpec],
         primaries: &[PrimaryTenantConfig],
         flows: bool,
+        oracle: Option<Box<dyn crate::external::Oracle>>,
     ) -> Self {
-        let placement = placement::build(cfg, servers, primaries);
+        let placement = placement::build(cfg, servers, primaries, oracle);
         let admission = admission::build(cfg);
         let pools = admission.pools();
         let mut cluster = ClusterView::new(servers, cfg.contention == Contention::Server);
@@ -649,6 +654,7 @@ impl Scheduler {
                 strict_speed: cfg.arq_speed,
                 in_order: cfg.slots.slotted()
                     || (cfg.placement.energy_aware() && cfg.admission != AdmissionKind::Fifo),
+                busy_until: 0,
                 world,
             },
         }
@@ -693,7 +699,18 @@ impl Scheduler {
         Ok(())
     }
 
+    /// Handles one event; a placement that cannot go on (an external
+    /// program that misbehaved) stops the run with its error.
     pub fn handle(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        self.core.placement.at(ctx.now());
+        let result = self.handle_event(msg, ctx);
+        match self.core.placement.take_error() {
+            Some(e) => Err(e),
+            None => result,
+        }
+    }
+
+    fn handle_event(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         let packet = match msg {
             Msg::Packet(packet) => packet,
             Msg::Requeue(task) if self.energy_queues => {
@@ -761,6 +778,10 @@ impl Scheduler {
             Msg::AdmissionTick => {
                 self.core.tick = None;
                 return self.drain(ctx);
+            }
+            Msg::Deferred { server, body } => {
+                let world = Arc::clone(&self.core.world);
+                return self.core.nic.send(&world, ctx, server, body);
             }
             other => return Err(unexpected("scheduler", other.name())),
         };
@@ -1617,7 +1638,16 @@ impl Core {
             );
             self.notify_switches(ctx, task.id, &route, bandwidth, true)?;
         }
-        let queued = ctx.now() - arrived;
+        let now = ctx.now();
+        let latency = self.placement.decision_latency();
+        let leaves = match latency > 0 || self.busy_until > now {
+            true => {
+                self.busy_until = self.busy_until.max(now).saturating_add(latency);
+                self.busy_until
+            }
+            false => now,
+        };
+        let queued = leaves - arrived;
         self.queue_wait_s.push(queued as f64 / 1e9);
         self.dispatched += 1;
         ctx.log(
@@ -1632,8 +1662,12 @@ impl Core {
                     .then_some(choice.violation),
             },
         );
-        self.nic
-            .send(&world, ctx, server, Body::Dispatch(task.clone()))?;
+        let body = Body::Dispatch(task.clone());
+        if leaves > now {
+            ctx.timer(leaves - now, Msg::Deferred { server, body })?;
+        } else {
+            self.nic.send(&world, ctx, server, body)?;
+        }
         Ok(Attempt::Placed { pool })
     }
 

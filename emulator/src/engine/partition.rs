@@ -160,6 +160,9 @@ impl<A: Actor> Partition<A> {
             Ok(Ok(())) => self.finish(),
             Ok(Err(e)) => {
                 transport.abort();
+                // what the actors logged up to the error stays with the
+                // incomplete results (a write error here changes nothing)
+                let _ = self.spill_logs(false);
                 Err(e)
             }
             Err(panic) => {

@@ -166,16 +166,18 @@ pub fn set_lenient(scenario: &mut Scenario) -> usize {
     n
 }
 
-/// Where the streamed traces of a scenario loaded from `label` are found,
-/// as an absolute path, for `run.json`'s `stream_base` (so `dcemu replay`
-/// finds them again); `None` without streamed traces. Not digested: it
-/// names a place on this machine.
+/// Where the streamed traces of a scenario loaded from `label` are found
+/// (and its external scheduler runs), as an absolute path, for `run.json`'s
+/// `stream_base` (so `dcemu replay` finds them again); `None` without
+/// streamed traces or external scheduler. Not digested: it names a place on
+/// this machine.
 pub fn stream_base(label: &str, scenario: &Scenario) -> Option<std::path::PathBuf> {
     if !scenario
         .streams
         .iter()
         .flatten()
         .any(|s| s.format.is_public())
+        && scenario.scheduler.external.is_none()
     {
         return None;
     }

@@ -829,3 +829,34 @@ fn a_refused_combination_names_its_field_and_the_tables_reason() {
         "{e:?}"
     );
 }
+
+#[test]
+fn an_external_section_selects_the_external_placement_and_is_checked() {
+    let with = |extra: &str| format!("{MINIMAL}\n[scheduler.external]\n{extra}\n");
+    let s = load("ok.toml", &with("command = [\"python3\", \"s.py\"]"), &[]).unwrap();
+    assert_eq!(
+        s.scheduler.placement,
+        dcemu_actors::config::PlacementKind::External
+    );
+    let again = load("ok.toml", &s.to_toml(), &[]).unwrap();
+    assert_eq!(again, s, "the scenario as run loads again");
+    let e = errors(&with("command = []"), &[]);
+    assert_eq!(e[0].field.as_deref(), Some("scheduler.external.command"));
+    let e = errors(
+        &with("command = [\"x\"]"),
+        &[set("scheduler.placement=least-loaded")],
+    );
+    assert_eq!(e[0].field.as_deref(), Some("scheduler.placement"));
+    assert!(e[0].problem.contains("remove one"), "{e:?}");
+    let e = errors(MINIMAL, &[set("scheduler.placement=external")]);
+    assert!(e[0].problem.contains("[scheduler.external]"), "{e:?}");
+    let e = errors(
+        &with("command = [\"x\"]\ndecision_latency = \"1ms\""),
+        &[set("scheduler.slots=priority")],
+    );
+    assert_eq!(
+        e[0].field.as_deref(),
+        Some("scheduler.external.decision_latency")
+    );
+    assert!(e[0].problem.contains("slot stage"), "{e:?}");
+}

@@ -5,6 +5,7 @@
 //! adding one).
 
 mod best_fit;
+mod external;
 pub mod greedy;
 mod least_loaded;
 mod paragon;
@@ -13,6 +14,7 @@ mod registry;
 pub mod yarn;
 
 pub use best_fit::BestFit;
+pub use external::External;
 pub use least_loaded::LeastLoaded;
 pub use paragon::{Awareness, ParagonPlacement, expected_rate};
 pub use random::RandomPlacement;
@@ -137,6 +139,22 @@ pub trait Placement: Send {
         _cluster: &ClusterView,
         _options: &[VictimOption],
     ) -> Option<usize> {
+        None
+    }
+
+    /// The scheduler is handling an event at `now` (for a policy that tells
+    /// a program outside the model the time of its requests).
+    fn at(&mut self, _now: dcemu_topology::SimTime) {}
+
+    /// Virtual time the latest decision took: its dispatch leaves the
+    /// scheduler that long after the decision point (0: at once).
+    fn decision_latency(&self) -> u64 {
+        0
+    }
+
+    /// Why the policy cannot go on, once (a program outside the model that
+    /// misbehaved); the scheduler stops the run with it.
+    fn take_error(&mut self) -> Option<crate::kernel::ModelError> {
         None
     }
 

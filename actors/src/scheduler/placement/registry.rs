@@ -7,14 +7,17 @@ use crate::scheduler::cluster_view::ServerSpec;
 
 use super::paragon::{Awareness, ParagonPlacement};
 use super::yarn::{YarnH, YarnPt, YarnStock};
-use super::{BestFit, LeastLoaded, Placement, RandomPlacement};
+use super::{BestFit, External, LeastLoaded, Placement, RandomPlacement};
+use crate::external::Oracle;
 
 /// The registry: the policy `cfg.placement` names, over `servers` (whose
-/// first ones the `primaries` own, in order).
+/// first ones the `primaries` own, in order); `oracle` runs the program of
+/// `external`.
 pub fn build(
     cfg: &SchedulerConfig,
     servers: &[ServerSpec],
     primaries: &[PrimaryTenantConfig],
+    oracle: Option<Box<dyn Oracle>>,
 ) -> Box<dyn Placement> {
     let paragon = |awareness| {
         Box::new(ParagonPlacement::new(
@@ -34,6 +37,10 @@ pub fn build(
         PlacementKind::Paragon => paragon(Awareness::Full),
         PlacementKind::ParagonNh => paragon(Awareness::InterferenceOnly),
         PlacementKind::ParagonNi => paragon(Awareness::HeterogeneityOnly),
+        PlacementKind::External => match &cfg.external {
+            Some(e) => Box::new(External::new(e, servers, oracle)),
+            None => Box::new(RandomPlacement),
+        },
         // The energy-aware and annealing stages place by themselves (the
         // scheduler's `energy` and `annealing`); this one is never asked.
         PlacementKind::Gems

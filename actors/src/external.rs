@@ -1,0 +1,282 @@
+//! Protocol v1 of the external scheduler (docs/external-scheduler.md): the
+//! messages dcemu writes to the program, the decoder of what it answers,
+//! and [`Oracle`], the one exchange the model asks of whatever runs the
+//! program. Pure data: no process, no pipe, no clock here (the process
+//! lives in `dcemu::external`), so the model stays sans-IO and a run's
+//! results depend only on what the program answers.
+
+use serde::{Deserialize, Serialize};
+
+use crate::net::ServerReport;
+
+/// The protocol version dcemu speaks; `hello` carries it both ways.
+pub const PROTOCOL: u32 = 1;
+
+/// Longest line dcemu reads from the program, in bytes (a response is a few
+/// dozen; this bounds what a runaway program makes dcemu buffer).
+pub const MAX_LINE: usize = 1 << 20;
+
+/// What runs the program: one line out, one line back. The model calls it
+/// at a decision point, with virtual time standing still until it returns.
+pub trait Oracle: Send {
+    /// The program as the scenario names it, for error messages.
+    fn program(&self) -> String;
+
+    /// Writes `line` (one JSON object, no newline) to the program and
+    /// returns the line it answers (without its newline). Errors say what
+    /// went wrong with the program itself: it exited, it hung past the
+    /// timeout, it closed its output, it wrote a line too long.
+    fn exchange(&mut self, line: &str) -> Result<String, String>;
+}
+
+/// Builds an [`Oracle`] for a scenario's `[scheduler.external]`; the model
+/// builder calls it once, for the scheduler actor. Nothing may start before
+/// the first [`Oracle::exchange`]: every process of a multi-process run
+/// builds the whole model, and only the one hosting the scheduler asks.
+pub type OracleFactory<'a> = &'a (dyn Fn() -> Box<dyn Oracle> + Sync);
+
+/// The first message: who dcemu is and what the program will be asked.
+#[derive(Debug, Serialize)]
+pub struct Hello<'a> {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub protocol: u32,
+    pub stages: &'a [&'static str],
+    /// Each server's configuration, by index (requests name servers by it).
+    pub servers: Vec<HelloServer>,
+    /// The scheduler's random stream: ChaCha8 (rand_chacha 0.9's
+    /// `ChaCha8Rng`) with this 32-byte key (hex) and stream number.
+    pub rng: RngKey,
+    /// Whether a server's room is bounded by what its primary tenant
+    /// uses and reserves (then `primary_room` appears once it reported).
+    pub primary_aware: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HelloServer {
+    pub index: u32,
+    pub slots: u32,
+    pub cores: u32,
+    pub memory_mb: u64,
+    /// Index of its configuration (server type), as in a profile's `speed`.
+    pub class: usize,
+    pub core_speed: f64,
+    pub idle_w: f64,
+    pub peak_w: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RngKey {
+    pub key: String,
+    pub stream: u64,
+}
+
+/// A placement request: where should `task` run now?
+#[derive(Debug, Serialize)]
+pub struct PlaceRequest {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub id: u64,
+    pub time_ns: u64,
+    pub task: TaskView,
+    /// The task's classification (Paragon §2) when classification ran.
+    pub profile: Option<ProfileView>,
+    /// The servers the task may use now that have a free slot, in the
+    /// scheduler's order (deterministic, not sorted).
+    pub servers: Vec<ServerState>,
+    /// Position (in 32-bit words) of the scheduler's random stream.
+    pub rng_word_pos: u64,
+}
+
+/// What the scheduler knows of a task.
+#[derive(Debug, Serialize)]
+pub struct TaskView {
+    pub id: u64,
+    pub priority: u8,
+    pub cores: u32,
+    pub memory_mb: u64,
+    /// The work it declares: its time alone on one core of speed 1.
+    pub service_ns: u64,
+    pub flow_bps: u64,
+    /// Its catalog application, if it is one.
+    pub app: Option<u32>,
+    pub submitted_ns: u64,
+    pub evictions: u32,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ProfileView {
+    pub speed: Vec<f64>,
+    pub tolerated: Vec<f64>,
+    pub caused: Vec<f64>,
+}
+
+/// A server as the scheduler sees it at the request.
+#[derive(Debug, Serialize)]
+pub struct ServerState {
+    pub index: u32,
+    pub free_slots: u32,
+    pub free_memory_mb: u64,
+    /// Slots its primary tenant leaves (its latest report), when the view
+    /// is primary-aware and it reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub primary_room: Option<u32>,
+    /// Its latest report, if it sent one.
+    pub report: Option<ServerReport>,
+}
+
+/// What the program decided for one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    pub id: u64,
+    pub task: u64,
+    pub decision: Decision,
+    /// Where the scheduler's random stream stands after the program's
+    /// draws (absent: it drew nothing).
+    pub rng_word_pos: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Start the task on the server of this index.
+    Place { server: u32 },
+    /// Leave it queued until something changes.
+    Wait,
+}
+
+/// The program's `hello`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HelloReply {
+    pub protocol: u32,
+    pub name: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawResponse {
+    id: u64,
+    task: u64,
+    decision: String,
+    #[serde(default)]
+    server: Option<u32>,
+    #[serde(default)]
+    rng_word_pos: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHello {
+    #[serde(rename = "type")]
+    kind: String,
+    protocol: u32,
+    #[serde(default)]
+    name: Option<String>,
+}
+
+/// Decodes one response line; the error says what is wrong with it.
+pub fn decode_response(line: &str) -> Result<Response, String> {
+    let raw: RawResponse = serde_json::from_str(line).map_err(|e| not_json(line, &e))?;
+    let decision = match (raw.decision.as_str(), raw.server) {
+        ("place", Some(server)) => Decision::Place { server },
+        ("place", None) => return Err("decision \"place\" without a \"server\"".into()),
+        ("wait", None) => Decision::Wait,
+        ("wait", Some(_)) => return Err("decision \"wait\" with a \"server\"".into()),
+        (other, _) => {
+            return Err(format!(
+                "unknown decision {:?} (protocol v{PROTOCOL} knows \"place\" and \"wait\")",
+                shorten(other)
+            ));
+        }
+    };
+    Ok(Response {
+        id: raw.id,
+        task: raw.task,
+        decision,
+        rng_word_pos: raw.rng_word_pos,
+    })
+}
+
+/// A response as a program writes it: what [`decode_response`] reads back
+/// to the same [`Response`].
+pub fn encode_response(r: &Response) -> String {
+    let mut v = serde_json::json!({ "id": r.id, "task": r.task });
+    match r.decision {
+        Decision::Place { server } => {
+            v["decision"] = "place".into();
+            v["server"] = server.into();
+        }
+        Decision::Wait => v["decision"] = "wait".into(),
+    }
+    if let Some(pos) = r.rng_word_pos {
+        v["rng_word_pos"] = pos.into();
+    }
+    v.to_string()
+}
+
+/// Decodes the program's `hello` line.
+pub fn decode_hello(line: &str) -> Result<HelloReply, String> {
+    let raw: RawHello = serde_json::from_str(line).map_err(|e| not_json(line, &e))?;
+    if raw.kind != "hello" {
+        return Err(format!(
+            "expected {{\"type\": \"hello\", ...}} first, got type {:?}",
+            shorten(&raw.kind)
+        ));
+    }
+    Ok(HelloReply {
+        protocol: raw.protocol,
+        name: raw.name,
+    })
+}
+
+fn not_json(line: &str, e: &serde_json::Error) -> String {
+    format!("malformed response {:?}: {e}", shorten(line))
+}
+
+/// `s` cut to 120 characters for an error message.
+fn shorten(s: &str) -> String {
+    match s.char_indices().nth(120) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_place_and_wait_and_names_what_is_wrong() {
+        let r = decode_response(r#"{"id": 3, "task": 9, "decision": "place", "server": 2}"#);
+        assert_eq!(
+            r,
+            Ok(Response {
+                id: 3,
+                task: 9,
+                decision: Decision::Place { server: 2 },
+                rng_word_pos: None
+            })
+        );
+        let r = decode_response(r#"{"id":3,"task":9,"decision":"wait","rng_word_pos":17}"#);
+        assert_eq!(
+            r.map(|r| (r.decision, r.rng_word_pos)),
+            Ok((Decision::Wait, Some(17)))
+        );
+        let e = |l: &str| decode_response(l).unwrap_err();
+        assert!(e("{not json").starts_with("malformed response"));
+        assert!(
+            e(r#"{"id":1,"task":1,"decision":"evict"}"#).contains("unknown decision \"evict\"")
+        );
+        assert!(e(r#"{"id":1,"task":1,"decision":"place"}"#).contains("without a \"server\""));
+        assert!(e(r#"{"id":1,"task":1,"decision":"wait","server":1}"#).contains("with a"));
+        assert!(e(r#"{"id":1,"task":1,"decision":"wait","sever":1}"#).contains("unknown field"));
+        assert!(e(r#"{"id":-1,"task":1,"decision":"wait"}"#).starts_with("malformed"));
+        assert!(decode_hello(r#"{"type":"place","protocol":1}"#).is_err());
+        assert_eq!(
+            decode_hello(r#"{"type":"hello","protocol":1,"name":"ll"}"#),
+            Ok(HelloReply {
+                protocol: 1,
+                name: Some("ll".into())
+            })
+        );
+    }
+}

@@ -1,0 +1,240 @@
+//! The external scheduler's program as a child process: the
+//! [`Oracle`] the model's `external` placement asks (protocol v1 in
+//! docs/external-scheduler.md; the messages themselves are
+//! `dcemu_actors::external`). It starts the program at the first exchange
+//! (so only the process hosting the scheduler actor runs it), writes one
+//! line to its stdin and waits for one line from its stdout, at most
+//! `timeout` of wall-clock time. Its stderr goes to dcemu's stderr, each
+//! line prefixed with the program's name, and the last lines are kept for
+//! the error if it dies.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, bounded};
+use dcemu_actors::config::ExternalConfig;
+use dcemu_actors::external::{MAX_LINE, Oracle};
+
+/// Lines of the program's stderr an error quotes.
+const STDERR_TAIL: usize = 8;
+
+/// How long a program gets to exit after its stdin closed at the end of the
+/// run, before it is killed.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// The program of a `[scheduler.external]` section, run from `dir`.
+pub struct Program {
+    command: Vec<String>,
+    dir: PathBuf,
+    timeout: Duration,
+    running: Option<Running>,
+}
+
+struct Running {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Result<String, String>>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl Program {
+    pub fn new(cfg: &ExternalConfig, dir: &Path) -> Self {
+        Program {
+            command: cfg.command.clone(),
+            dir: dir.to_path_buf(),
+            timeout: Duration::from_nanos(cfg.timeout.as_nanos()),
+            running: None,
+        }
+    }
+
+    fn start(&mut self) -> Result<&mut Running, String> {
+        if self.running.is_some() {
+            return self.running.as_mut().ok_or_else(String::new);
+        }
+        let (program, args) = self.command.split_first().ok_or("the command is empty")?;
+        let dir = if self.dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            &self.dir
+        };
+        let mut child = Command::new(program)
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start it in {}: {e}", dir.display()))?;
+        let (tx, lines) = bounded(1);
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            loop {
+                let line = read_line(&mut reader);
+                let end = line.is_err();
+                if tx.send(line).is_err() || end {
+                    break;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        if let Some(err) = child.stderr.take() {
+            let tail = Arc::clone(&stderr);
+            let name = self.command.join(" ");
+            std::thread::spawn(move || {
+                for line in BufReader::new(err).lines() {
+                    let Ok(line) = line else { break };
+                    eprintln!("[{name}] {line}");
+                    if let Ok(mut tail) = tail.lock() {
+                        if tail.len() == STDERR_TAIL {
+                            tail.pop_front();
+                        }
+                        tail.push_back(line);
+                    }
+                }
+            });
+        }
+        let stdin = child.stdin.take();
+        Ok(self.running.insert(Running {
+            child,
+            stdin,
+            lines,
+            stderr,
+        }))
+    }
+}
+
+/// One line of at most [`MAX_LINE`] bytes, without its newline; an error
+/// at the end of the output or on a line that is too long or not UTF-8.
+/// What dcemu reads the program's output with (the `external` fuzz target
+/// feeds it bytes).
+pub fn read_line(reader: &mut impl BufRead) -> Result<String, String> {
+    let mut bytes = Vec::new();
+    let n = reader
+        .take(MAX_LINE as u64 + 1)
+        .read_until(b'\n', &mut bytes)
+        .map_err(|e| format!("cannot read its output: {e}"))?;
+    if n == 0 {
+        return Err("it closed its output".into());
+    }
+    if bytes.last() == Some(&b'\n') {
+        bytes.pop();
+        if bytes.last() == Some(&b'\r') {
+            bytes.pop();
+        }
+    } else if bytes.len() > MAX_LINE {
+        return Err(format!("it wrote a line longer than {MAX_LINE} bytes"));
+    }
+    String::from_utf8(bytes).map_err(|_| "it wrote a line that is not UTF-8".into())
+}
+
+impl Running {
+    /// What became of a program that stopped answering, with the end of
+    /// its stderr.
+    fn death(&mut self, why: &str) -> String {
+        let deadline = Instant::now() + Duration::from_millis(500);
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                _ => break None,
+            }
+        };
+        let mut out = match status {
+            Some(s) => format!("{why}: it exited ({s})"),
+            None => why.to_string(),
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        if let Ok(tail) = self.stderr.lock()
+            && !tail.is_empty()
+        {
+            out.push_str("; its stderr ended with:\n    ");
+            out.push_str(&tail.iter().cloned().collect::<Vec<_>>().join("\n    "));
+        }
+        out
+    }
+}
+
+impl Oracle for Program {
+    fn program(&self) -> String {
+        self.command.join(" ")
+    }
+
+    fn exchange(&mut self, line: &str) -> Result<String, String> {
+        let timeout = self.timeout;
+        let running = self.start()?;
+        let written = match running.stdin.as_mut() {
+            Some(stdin) => stdin
+                .write_all(line.as_bytes())
+                .and_then(|()| stdin.write_all(b"\n"))
+                .and_then(|()| stdin.flush()),
+            None => Err(std::io::Error::other("its stdin is closed")),
+        };
+        if let Err(e) = written {
+            return Err(running.death(&format!("cannot write to it ({e})")));
+        }
+        match running.lines.recv_timeout(timeout) {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(why)) => Err(running.death(&why)),
+            Err(RecvTimeoutError::Timeout) => {
+                let _ = running.child.kill();
+                Err(format!(
+                    "no answer within the timeout of {} s (wall clock, scheduler.external.timeout); \
+                     the program was killed",
+                    timeout.as_secs_f64()
+                ))
+            }
+            Err(RecvTimeoutError::Disconnected) => Err(running.death("it closed its output")),
+        }
+    }
+}
+
+impl Drop for Program {
+    /// Closes the program's stdin (its end of the run) and gives it
+    /// [`EXIT_GRACE`] to exit before killing it.
+    fn drop(&mut self) {
+        let Some(mut running) = self.running.take() else {
+            return;
+        };
+        drop(running.stdin.take());
+        let deadline = Instant::now() + EXIT_GRACE;
+        while Instant::now() < deadline {
+            match running.child.try_wait() {
+                Ok(Some(_)) | Err(_) => return,
+                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+        let _ = running.child.kill();
+        let _ = running.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_bounded_and_utf8() {
+        let mut ok = BufReader::new(&b"{\"a\":1}\r\nrest"[..]);
+        assert_eq!(read_line(&mut ok), Ok("{\"a\":1}".to_string()));
+        assert_eq!(read_line(&mut ok), Ok("rest".to_string()));
+        assert_eq!(read_line(&mut ok), Err("it closed its output".to_string()));
+        let long = vec![b'x'; MAX_LINE + 10];
+        assert!(
+            read_line(&mut BufReader::new(&long[..]))
+                .unwrap_err()
+                .contains("longer")
+        );
+        assert!(
+            read_line(&mut BufReader::new(&[0xff, b'\n'][..]))
+                .unwrap_err()
+                .contains("UTF-8")
+        );
+    }
+}

@@ -1,0 +1,219 @@
+//! The external scheduler (issue 24, docs/external-scheduler.md) with the
+//! Python client's examples (clients/python): the protocol carries enough
+//! for a program to take exactly the built-in policies' decisions. Python
+//! `least-loaded` gives the built-in's results on the catalog scenarios it
+//! applies to, Python `random` (drawing from the scheduler's stream with
+//! the client's ChaCha8) the built-in's, file for file: every results file
+//! but `scenario.toml`, which names the program, and so the same digest
+//! over them. Skipped, saying so, where `python3` is absent.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use dcemu::run::Outcome;
+use dcemu_tests::{TWO_TENANTS, assert_no_task_lost, run_with, scenario};
+use rand::RngCore;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// Whether `python3` runs here; says so when it does not.
+fn python() -> bool {
+    let ok = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIPPED: python3 is not installed; the external scheduler tests need it");
+    }
+    ok
+}
+
+fn example(name: &str) -> String {
+    root()
+        .join("clients/python/examples")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// `text` with its placement handed to the Python example `program`.
+fn external(text: &str, builtin: &str, program: &str) -> String {
+    let line = format!("placement = \"{builtin}\"");
+    assert!(text.contains(&line), "the scenario places by {builtin}");
+    format!(
+        "{}\n[scheduler.external]\ncommand = [\"python3\", {:?}]\n",
+        text.replacen(&line, "placement = \"external\"", 1),
+        example(program)
+    )
+}
+
+/// Every results file but `scenario.toml` is byte-identical.
+fn assert_same_results(a: &Outcome, b: &Outcome, label: &str) {
+    let paths: Vec<&str> = a.results.paths().collect();
+    assert_eq!(paths, b.results.paths().collect::<Vec<_>>(), "{label}");
+    for p in paths.into_iter().filter(|p| *p != "scenario.toml") {
+        let (x, y) = (a.results.read(p).unwrap(), b.results.read(p).unwrap());
+        assert!(x == y, "{label}: {p} differs between built-in and external");
+    }
+}
+
+/// Runs the catalog scenario at `path` (with `sets`) under the built-in
+/// `builtin` and under the Python example `program` in place of its
+/// `placement = "<written>"`, and compares.
+fn compare(
+    path: &str,
+    (written, builtin): (&str, &str),
+    program: &str,
+    sets: &[&str],
+) -> (Outcome, Outcome) {
+    let label = root().join(path).display().to_string();
+    let text = std::fs::read_to_string(&label).unwrap();
+    let placement = format!("scheduler.placement={builtin}");
+    let with_builtin: Vec<&str> = sets.iter().copied().chain([placement.as_str()]).collect();
+    let ours = run_with(&scenario(&label, &text, &with_builtin), 1);
+    let theirs = run_with(
+        &scenario(&label, &external(&text, written, program), sets),
+        1,
+    );
+    assert_same_results(&ours, &theirs, path);
+    assert!(
+        dcemu_tests::metric(&ours, "tasks_dispatched") > 0.0,
+        "{path}: something was placed"
+    );
+    (ours, theirs)
+}
+
+#[test]
+fn python_random_draws_the_builtin_random_and_gives_its_results() {
+    if !python() {
+        return;
+    }
+    compare(
+        "scenarios/basic/two-tenants.toml",
+        ("random", "random"),
+        "random_placement.py",
+        &["run.end=30m"],
+    );
+    // primary tenants bound each server's room (`primary_room`), reports on
+    compare(
+        "scenarios/harvest/primary-tenants.toml",
+        ("random", "random"),
+        "random_placement.py",
+        &["run.end=30m"],
+    );
+}
+
+#[test]
+fn python_least_loaded_gives_the_builtin_least_loaded_metrics() {
+    if !python() {
+        return;
+    }
+    for path in [
+        "scenarios/traces/swf.toml",
+        "scenarios/traces/alibaba-2018.toml",
+    ] {
+        let placement = ("least-loaded", "least-loaded");
+        let (ours, theirs) = compare(path, placement, "least_loaded.py", &[]);
+        assert_eq!(ours.metrics, theirs.metrics, "{path}");
+    }
+    // Paragon's local cluster under ARQ: profiles, pools and ARQ's
+    // appropriate-server filter, with reports every 10 s
+    let (ours, _) = compare(
+        "scenarios/paragon/local-low.toml",
+        ("paragon", "least-loaded"),
+        "least_loaded.py",
+        &["scheduler.admission=arq", "run.end=20m"],
+    );
+    assert!(dcemu_tests::metric(&ours, "apps_profiled") > 0.0);
+}
+
+#[test]
+fn best_fit_by_memory_runs_deterministically_without_losing_a_task() {
+    if !python() {
+        return;
+    }
+    let text = external(TWO_TENANTS, "random", "best_fit_memory.py");
+    let s = scenario("two-tenants-best-fit", &text, &["run.end=20m"]);
+    let a = run_with(&s, 1);
+    let b = run_with(&s, 3);
+    assert_eq!(a.digest, b.digest, "the same digest on 1 and 3 partitions");
+    assert_no_task_lost(&a, "best-fit-memory");
+    assert!(dcemu_tests::metric(&a, "tasks_dispatched") > 100.0);
+}
+
+#[test]
+fn decision_latency_delays_dispatches_in_virtual_time() {
+    if !python() {
+        return;
+    }
+    let text = external(TWO_TENANTS, "random", "random_placement.py");
+    let at = |latency: &str| {
+        let s = scenario(
+            "two-tenants-latency",
+            &text,
+            &[
+                "run.end=10m",
+                &format!("scheduler.external.decision_latency={latency}"),
+            ],
+        );
+        run_with(&s, 1)
+    };
+    let (zero, slow) = (at("0s"), at("50ms"));
+    assert_no_task_lost(&slow, "latency 50ms");
+    let wait = |o: &Outcome| dcemu_tests::metric(o, "queue_wait_s_mean");
+    assert!(
+        wait(&slow) >= wait(&zero) + 0.05,
+        "each dispatch leaves at least 50 ms later: {} vs {}",
+        wait(&slow),
+        wait(&zero)
+    );
+    assert_eq!(slow.digest, at("50ms").digest, "deterministic");
+}
+
+/// The client's ChaCha8 draws rand_chacha's words: the scheduler's stream
+/// of seed 7, from word 0 and from word 37 (mid-block), and `index` as
+/// `sampling::index` draws it.
+#[test]
+fn python_chacha8_draws_the_words_of_rand_chacha() {
+    if !python() {
+        return;
+    }
+    let mut rng = dcemu_actors::kernel::actor_rng(7, "scheduler");
+    let key: String = rng.get_seed().iter().map(|b| format!("{b:02x}")).collect();
+    let stream = rng.get_stream();
+    let words: Vec<u32> = (0..70).map(|_| rng.next_u32()).collect();
+    rng.set_word_pos(37);
+    let indices: Vec<u32> = (1..40)
+        .map(|n| dcemu_actors::sampling::index(&mut rng, n * 7919))
+        .collect();
+    let script = format!(
+        "import sys; sys.path.insert(0, {:?})\n\
+         from dcemu_scheduler import ChaCha8\n\
+         r = ChaCha8(bytes.fromhex({key:?}), {stream})\n\
+         print(' '.join(str(r.next_u32()) for _ in range(70)))\n\
+         r = ChaCha8(bytes.fromhex({key:?}), {stream}, 37)\n\
+         print(' '.join(str(r.index(n * 7919)) for n in range(1, 40)))\n",
+        root().join("clients/python").display().to_string()
+    );
+    let out = Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<Vec<u32>> = text
+        .lines()
+        .map(|l| l.split(' ').map(|w| w.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(lines[0], words);
+    assert_eq!(lines[1], indices);
+}
