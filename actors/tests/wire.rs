@@ -53,6 +53,7 @@ fn full_task(id: u64) -> Task {
             units: 8,
             qos_ppm: 900_000,
             coordinator: Some(ActorId(12)),
+            attempt: 3,
         }),
         ..task(id)
     }

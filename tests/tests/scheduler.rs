@@ -479,12 +479,9 @@ const PLACEMENTS: &[&str] = &[
 /// datacenter (3-tier, primary tenants, storage, catalog applications,
 /// priority tasks and MapReduce jobs) meets, as the field it names and a
 /// part of its reason; `None`: it runs.
-fn refusal(
-    placement: &str,
-    _slots: &str,
-    _admission: &str,
-) -> Option<(&'static str, &'static str)> {
-    (placement == "annealing").then_some(("primary_tenants", "a killed unit would stall"))
+fn refusal(placement: &str, slots: &str, _admission: &str) -> Option<(&'static str, &'static str)> {
+    (placement == "annealing" && slots != "none")
+        .then_some(("scheduler.slots", "places every unit itself"))
 }
 
 #[test]

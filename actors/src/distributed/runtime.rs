@@ -58,6 +58,8 @@ struct Coord {
     /// Current normalised runtime (1 = no interference).
     slowdown: f64,
     generation: u64,
+    /// The attempt of the run these members belong to.
+    attempt: u32,
 }
 
 /// The distributed side of one server.
@@ -66,6 +68,10 @@ pub struct DistHost {
     units: BTreeMap<TaskId, Unit>,
     coords: BTreeMap<TaskId, Coord>,
     finished: BTreeSet<TaskId>,
+    /// Per run, the latest attempt this server ended without its work done
+    /// (a unit of it killed or stopped here): what that attempt's units
+    /// still report is stale.
+    aborted: BTreeMap<TaskId, u32>,
     rows: Vec<(u64, String)>,
     completed: u64,
     norm: Vec<f64>,
@@ -114,6 +120,29 @@ impl DistHost {
             return Vec::new();
         }
         self.repressure(world, me, now)
+    }
+
+    /// A unit left without its run's work done (killed for the primary
+    /// tenant, or stopped because another unit of its run was): if this
+    /// server coordinates that attempt of the run, the attempt is over here
+    /// and never ends as done; its co-runners' pressure may have dropped.
+    pub fn stopped(
+        &mut self,
+        world: &DistWorld,
+        me: ActorId,
+        task: TaskId,
+        now: SimTime,
+    ) -> Vec<Out> {
+        let Some(unit) = self.units.get(&task) else {
+            return Vec::new();
+        };
+        let (run, attempt) = (unit.dist.run, unit.dist.attempt);
+        if self.coords.get(&run).is_some_and(|c| c.attempt == attempt) {
+            self.coords.remove(&run);
+        }
+        let latest = self.aborted.entry(run).or_insert(attempt);
+        *latest = (*latest).max(attempt);
+        self.ended(world, me, task, now)
     }
 
     /// Recomputes every unit's pressure and reports those that changed to
@@ -171,8 +200,23 @@ impl DistHost {
         milli: u32,
         now: SimTime,
     ) -> Vec<Out> {
-        if self.finished.contains(&dist.run) {
+        let stale = self
+            .aborted
+            .get(&dist.run)
+            .is_some_and(|&a| dist.attempt <= a)
+            || self
+                .coords
+                .get(&dist.run)
+                .is_some_and(|c| c.attempt > dist.attempt);
+        if self.finished.contains(&dist.run) || stale {
             return Vec::new();
+        }
+        if self
+            .coords
+            .get(&dist.run)
+            .is_some_and(|c| c.attempt < dist.attempt)
+        {
+            self.coords.remove(&dist.run);
         }
         let Some(app) = world.catalog.get(dist.app as usize) else {
             return Vec::new();
@@ -183,6 +227,7 @@ impl DistHost {
             app: dist.app,
             qos_ppm: dist.qos_ppm,
             slowdown: 1.0,
+            attempt: dist.attempt,
             ..Coord::default()
         });
         if c.started.is_some() {
@@ -329,6 +374,7 @@ mod tests {
             units: 2,
             qos_ppm: 0,
             coordinator: Some(coordinator),
+            attempt: 0,
         }
     }
 

@@ -779,7 +779,7 @@ impl Scheduler {
                     stage.enqueue(task);
                     return self.arm_slot_tick(ctx);
                 }
-                if let Some(stage) = self.annealing.as_mut() {
+                if let Some(stage) = self.annealing.as_mut().filter(|_| task.dist.is_some()) {
                     let now = ctx.now();
                     let at = stage.submit(task, now, ctx.rng())?;
                     for (kind, fields) in stage.take_logs() {
@@ -813,7 +813,9 @@ impl Scheduler {
                 }
                 self.admit(task, 0, ctx)
             }
-            Body::Finished { task, slots } if self.annealing.is_some() => {
+            Body::Finished { task, .. }
+                if self.annealing.as_ref().is_some_and(|a| a.owns(task)) =>
+            {
                 ctx.log(
                     "slot_release",
                     &ReleaseLog {
@@ -821,8 +823,10 @@ impl Scheduler {
                         server: world.name(src),
                     },
                 );
-                if let Some(stage) = self.annealing.as_mut() {
-                    stage.release(task, src, slots);
+                if let Some((i, slots, memory_mb)) =
+                    self.annealing.as_mut().and_then(|a| a.release(task))
+                {
+                    self.core.vacate(task, i, slots, memory_mb);
                 }
                 self.dist_pass(ctx)
             }
@@ -923,6 +927,9 @@ impl Scheduler {
                 self.core.profiles.remove(&task);
                 self.core.release_flow(task, ctx)?;
                 self.energy_release(task, src, ctx)?;
+                if self.annealing.is_some() {
+                    return self.dist_pass(ctx);
+                }
                 self.drain(ctx)
             }
             Body::Report(report) => {
@@ -998,6 +1005,9 @@ impl Scheduler {
         src: ActorId,
         ctx: &mut Ctx<'_, Msg>,
     ) -> Result<(), ModelError> {
+        if self.annealing.as_ref().is_some_and(|a| a.owns(task.id)) {
+            return self.unit_lost(task, ctx);
+        }
         self.core.killed += 1;
         if self.energy_queues {
             self.energy_release(task.id, src, ctx)?;
@@ -1024,7 +1034,45 @@ impl Scheduler {
         self.drain(ctx)
     }
 
-    /// `annealing`: places the ready distributed runs (ASPLOS'16 §5).
+    /// A unit of a distributed run came back unfinished (killed for its
+    /// server's primary tenant, evicted, or stopped): its run's attempt is
+    /// over, the run's other units are stopped, and once all are back the
+    /// run queues again from the start ([`annealing::AnnealingStage::lost`]).
+    fn unit_lost(&mut self, task: Task, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let now = ctx.now();
+        let delay = self.core.resubmit_delay;
+        let Some(stage) = self.annealing.as_mut() else {
+            return Ok(());
+        };
+        let id = task.id;
+        let lost = stage.lost(task, now, delay);
+        if let Some((i, slots, memory_mb)) = lost.freed {
+            self.core.vacate(id, i, slots, memory_mb);
+        }
+        let world = Arc::clone(&self.core.world);
+        for (server, task, attempt) in lost.stop {
+            ctx.log(
+                "dist_stop",
+                &serde_json::json!({ "task": task, "server": world.name(server), "attempt": attempt }),
+            );
+            self.core
+                .nic
+                .send(&world, ctx, server, Body::DistStop { task, attempt })?;
+        }
+        if let Some(at) = lost.requeue_at {
+            self.core.killed += lost.requeued as u64;
+            ctx.log(
+                "dist_restart",
+                &serde_json::json!({ "task": id, "requeued": lost.requeued, "ready_at": at }),
+            );
+            ctx.timer(at.saturating_sub(now), Msg::DistPlace)?;
+        }
+        self.dist_pass(ctx)
+    }
+
+    /// `annealing`: places the ready distributed runs (ASPLOS'16 §5) on
+    /// the room the scheduler's view shows, then lets the single tasks
+    /// place what they can unless a run still waits for room.
     fn dist_pass(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         let now = ctx.now();
         let world = Arc::clone(&self.core.world);
@@ -1032,29 +1080,38 @@ impl Scheduler {
             return Ok(());
         };
         if stage.queued() == 0 {
-            return Ok(());
+            return self.drain(ctx);
         }
         let started = Instant::now();
         let names = |id: ActorId| world.name(id).to_string();
-        let pass = stage.place(now, &names, ctx.rng());
+        let room: Vec<u32> = self
+            .core
+            .cluster
+            .servers()
+            .iter()
+            .map(|s| s.free.min(s.primary_room.saturating_sub(s.slots - s.free)))
+            .collect();
+        let pass = stage.place(now, &room, &names, ctx.rng());
         self.core
             .decision_us
             .push(started.elapsed().as_secs_f64() * 1e6);
         for (kind, fields) in &pass.logs {
             ctx.log(kind, fields);
         }
-        for (server, task) in pass.dispatch {
+        for (i, task) in pass.dispatch {
+            let server = self.core.cluster.take(i, task.cores, task.memory_mb);
+            self.core.refresh_pool(i);
             let (id, submitted_at) = (task.id, task.submitted_at);
             self.core
                 .send_dispatch(ctx, id, submitted_at, server, Body::Dispatch(task))?;
         }
-        Ok(())
+        self.drain(ctx)
     }
 
     /// Tasks waiting in whichever queue the pipeline uses.
     fn queued(&self) -> usize {
         if let Some(a) = &self.annealing {
-            return a.queued();
+            return a.queued() + self.admission.len();
         }
         if let Some(e) = self.energy.as_ref().filter(|_| self.energy_queues) {
             return e.queued();
@@ -1389,6 +1446,15 @@ impl Scheduler {
     /// Lets the admission stage place waiting tasks until none more fits,
     /// then arms a tick for its next switching time.
     fn drain(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        if self
+            .annealing
+            .as_ref()
+            .is_some_and(|a| a.blocked(ctx.now()))
+        {
+            // a distributed run waits for room: single tasks wait behind
+            // it (it is tried again at every release)
+            return Ok(());
+        }
         if self.slots.is_some() || self.energy_admission {
             // a slot stage, and an energy-aware placement, place at the
             // start of their time slots only

@@ -46,34 +46,12 @@ pub const REFUSALS: &[Refusal] = &[
         },
     },
     Refusal {
-        combination: "`annealing` with tenants that are not `distributed`",
-        reason: "`annealing` places distributed applications only: set `distributed = true`",
-        fields: |s| match s.scheduler.placement {
-            PlacementKind::Annealing => (0..s.tenants.len())
-                .filter(|&i| !s.tenants[i].distributed)
-                .map(|i| format!("tenants[{i}]"))
-                .collect(),
-            _ => Vec::new(),
-        },
-    },
-    Refusal {
         combination: "`distributed` tenants with another `placement`",
         reason: "distributed applications need `annealing` (the only placement that knows them)",
         fields: |s| {
             let distributed = s.tenants.iter().any(|t| t.distributed);
             let other = s.scheduler.placement != PlacementKind::Annealing;
             field_if(distributed && other, "scheduler.placement")
-        },
-    },
-    Refusal {
-        combination: "`annealing` with `[[primary_tenants]]`",
-        reason: "`annealing` does not take primary tenants (a killed unit would stall its run)",
-        fields: |s| {
-            let annealing = s.scheduler.placement == PlacementKind::Annealing;
-            field_if(
-                annealing && !s.primary_tenants.is_empty(),
-                "primary_tenants",
-            )
         },
     },
     Refusal {
