@@ -255,6 +255,8 @@ fn annealing_places_runs_beside_single_tasks_and_reruns_a_killed_run_whole() {
         "{label}: the attempt's work is lost"
     );
     assert!(m("energy_kwh_total") > 0.0);
+    assert_eq!(m("dropped_tasks"), m("dist_units_lost_after_end"));
+    let sched = log(&one, "scheduler");
     let restarts = kind(&sched, "dist_restart");
     assert_eq!(restarts.len() as f64, m("dist_runs_restarted"));
     // single tasks were placed beside the units (4 units a run)
