@@ -481,7 +481,7 @@ const PLACEMENTS: &[&str] = &[
 /// part of its reason; `None`: it runs.
 fn refusal(placement: &str, slots: &str, _admission: &str) -> Option<(&'static str, &'static str)> {
     (placement == "annealing" && slots != "none")
-        .then_some(("scheduler.slots", "places every unit itself"))
+        .then_some(("scheduler.slots", "places every unit"))
 }
 
 #[test]
