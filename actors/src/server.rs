@@ -822,7 +822,7 @@ impl Server {
                 ctx.log("dist_stop", &log);
             }
         }
-        if task.dist.is_some() {
+        if task.dist.is_some() && why != Eviction::Migration {
             let outs = match &self.world.distributed {
                 Some(w) => self.dist.stopped(w, ctx.me(), id, now),
                 None => Vec::new(),

@@ -169,10 +169,10 @@ fn bad_workloads_are_refused_with_the_field_named() {
     let err = load(
         "mixes.toml",
         &text,
-        &["scheduler.placement=random".parse().unwrap()],
+        &["scheduler.slots=priority".parse().unwrap()],
     )
     .unwrap_err();
-    assert!(err.to_string().contains("annealing"), "{err}");
+    assert!(err.to_string().contains("scheduler.slots"), "{err}");
     let err = load(
         "mixes.toml",
         &text,
@@ -264,4 +264,62 @@ fn annealing_places_runs_beside_single_tasks_and_reruns_a_killed_run_whole() {
     let single = kind(&sched, "task_dispatch").len() - units;
     assert!(single > 10, "{label}: {single} single tasks dispatched");
     assert_eq!(one.digest, harvested_mix(&[], 3).digest, "{label}");
+}
+
+/// Under every placement that is not `annealing` (and not energy-aware),
+/// the harvested mix's runs are placed unit by unit on distinct hosts and
+/// start together; a killed unit re-runs its run whole; every task is
+/// accounted for and 1 and 3 partitions agree (issue 22).
+#[test]
+fn every_other_placement_places_runs_on_distinct_hosts_and_reruns_them_whole() {
+    let mut restarted = 0.0;
+    for placement in [
+        "random",
+        "least-loaded",
+        "best-fit",
+        "paragon",
+        "yarn-pt",
+        "yarn-h",
+    ] {
+        for admission in ["fifo", "arq"] {
+            let label = format!("placement = {placement}, admission = {admission}");
+            let set_p = format!("scheduler.placement={placement}");
+            let set_a = format!("scheduler.admission={admission}");
+            let one = harvested_mix(&[&set_p, &set_a], 1);
+            assert_no_task_lost(&one, &label);
+            let m = |k: &str| match k.strip_suffix("_or_0") {
+                Some(k) => one.metrics.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0),
+                None => metric(&one, k),
+            };
+            assert!(m("dist_apps_completed") > 0.0, "{label}: runs end");
+            let sched = log(&one, "scheduler");
+            // each run's units went out together, to distinct servers
+            let mut by_run: std::collections::BTreeMap<(u64, u64), Vec<String>> =
+                Default::default();
+            for d in kind(&sched, "task_dispatch") {
+                let task = d["task"].as_u64().unwrap();
+                if task < 48 {
+                    let t = d["t_ns"].as_u64().unwrap();
+                    by_run
+                        .entry((task / 4, t))
+                        .or_default()
+                        .push(d["server"].as_str().unwrap().to_string());
+                }
+            }
+            assert!(by_run.len() >= 12, "{label}: every run placed");
+            restarted += m("dist_runs_restarted_or_0");
+            for (key, servers) in &by_run {
+                let mut distinct = servers.clone();
+                distinct.sort();
+                distinct.dedup();
+                assert_eq!(servers.len(), 4, "{label}: run {key:?} starts whole");
+                assert_eq!(distinct.len(), 4, "{label}: run {key:?} on distinct hosts");
+            }
+            assert_eq!(
+                one.digest,
+                harvested_mix(&[&set_p, &set_a], 3).digest,
+                "{label}"
+            );
+        }
+    }
 }

@@ -46,12 +46,18 @@ pub const REFUSALS: &[Refusal] = &[
         },
     },
     Refusal {
-        combination: "`distributed` tenants with another `placement`",
-        reason: "distributed applications need `annealing` (the only placement that knows them)",
+        combination: "`distributed` tenants with `slots` ≠ `none` or an energy-aware `placement`",
+        reason: "a distributed run starts all its units together; the slot stages and the energy-aware placements place one task at a time: use slots = \"none\" and another placement",
         fields: |s| {
-            let distributed = s.tenants.iter().any(|t| t.distributed);
-            let other = s.scheduler.placement != PlacementKind::Annealing;
-            field_if(distributed && other, "scheduler.placement")
+            if !s.tenants.iter().any(|t| t.distributed) {
+                return Vec::new();
+            }
+            let mut fields = field_if(s.scheduler.slots.slotted(), "scheduler.slots");
+            fields.extend(field_if(
+                s.scheduler.placement.energy_aware(),
+                "scheduler.placement",
+            ));
+            fields
         },
     },
     Refusal {
