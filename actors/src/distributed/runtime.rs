@@ -469,4 +469,41 @@ mod tests {
         // both at pressure 0: the run starts at full speed
         assert_eq!(timers(&out), vec![(600_000_000_000, 1)]);
     }
+
+    /// A unit stopped on its coordinator ends that attempt there: what the
+    /// old attempt's other units still report is ignored, and the next
+    /// attempt (same run, same tasks) starts afresh and ends once.
+    #[test]
+    fn a_stopped_attempt_is_dropped_and_the_next_one_starts_afresh() {
+        let w = world();
+        let (a, b) = (ActorId(1), ActorId(2));
+        let mut host_a = DistHost::default();
+        host_a.started(&w, a, 10, unit("N.mg", 10, 0, a), 0);
+        let out = host_a.pressure(&w, b, unit("N.mg", 10, 1, a), 11, 0, 0);
+        assert_eq!(timers(&out), vec![(600_000_000_000, 1)]);
+        // unit 1 was killed on b; the scheduler stops unit 0 here
+        host_a.stopped(&w, a, 10, 5_000_000_000);
+        assert!(!host_a.runs(10));
+        assert!(host_a.finish_timer(&w, a, 10, 1, 600_000_000_000).is_empty());
+        // a late report of the old attempt changes nothing
+        let stale = host_a.pressure(&w, b, unit("N.mg", 10, 1, a), 11, 0, 6_000_000_000);
+        assert!(stale.is_empty(), "{stale:?}");
+        // attempt 1: both units again
+        let again = |u: u16| DistRef {
+            attempt: 1,
+            ..unit("N.mg", 10, u, a)
+        };
+        let t = 10_000_000_000;
+        host_a.started(&w, a, 10, again(0), t);
+        let out = host_a.pressure(&w, b, again(1), 11, 0, t);
+        let [(left, generation)] = timers(&out)[..] else {
+            panic!("{out:?}")
+        };
+        assert_eq!(left, 600_000_000_000, "the new attempt starts from nothing");
+        let end = host_a.finish_timer(&w, a, 10, generation, t + left);
+        assert!(end.contains(&Out::Complete(10)));
+        let mut m = Metrics::default();
+        host_a.finish(&mut m);
+        assert_eq!(m.counter("dist_apps_completed"), 1);
+    }
 }
