@@ -484,7 +484,11 @@ mod tests {
         // unit 1 was killed on b; the scheduler stops unit 0 here
         host_a.stopped(&w, a, 10, 5_000_000_000);
         assert!(!host_a.runs(10));
-        assert!(host_a.finish_timer(&w, a, 10, 1, 600_000_000_000).is_empty());
+        assert!(
+            host_a
+                .finish_timer(&w, a, 10, 1, 600_000_000_000)
+                .is_empty()
+        );
         // a late report of the old attempt changes nothing
         let stale = host_a.pressure(&w, b, unit("N.mg", 10, 1, a), 11, 0, 6_000_000_000);
         assert!(stale.is_empty(), "{stale:?}");

@@ -310,7 +310,10 @@ mod tests {
         };
         // server 0 keeps the loud co-runner: D1 fails there, not on server 1
         assert_eq!(choose(Awareness::Full, Some(&sensitive)), Some(1));
-        assert_eq!(choose(Awareness::InterferenceOnly, Some(&sensitive)), Some(1));
+        assert_eq!(
+            choose(Awareness::InterferenceOnly, Some(&sensitive)),
+            Some(1)
+        );
         // a tolerant evictor is fine on both: the rule's pick stays
         let tolerant = Profile {
             tolerated: [100.0; SOURCES],
