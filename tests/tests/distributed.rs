@@ -322,4 +322,5 @@ fn every_other_placement_places_runs_on_distinct_hosts_and_reruns_them_whole() {
             );
         }
     }
+    assert!(restarted > 0.0, "some placement re-ran a killed run");
 }
