@@ -19,8 +19,10 @@
 //!    (thesis §6.2.3, §8.1.2, §9.2); the energy-aware placements
 //!    (`energy.rs`) queue by themselves under `fifo` without slots, and are
 //!    the placement behind ARQ or a slot stage otherwise; `annealing`
-//!    (`annealing.rs`) queues by itself. docs/scheduler.md lists what
-//!    composes and what is still refused.
+//!    (`annealing.rs`) queues distributed runs by itself beside the
+//!    pipeline's single tasks, and under any other placement `gang.rs`
+//!    queues a run whole for the placement to place unit by unit.
+//!    docs/scheduler.md lists what composes and what is still refused.
 //!
 //! After placement, reactive phase detection (Paragon §3.4) watches the
 //! progress servers report, reclassifies a lagging application in vivo and
@@ -111,8 +113,9 @@ pub struct Scheduler {
     slot_admission: bool,
     /// The `SlotTick` armed, if any (slot and energy stages).
     slot_tick: Option<SimTime>,
-    /// `annealing`: distributed applications (ASPLOS'16 §5); it then
-    /// queues and places every task itself. With the latest `DistPlace`.
+    /// `annealing`: distributed applications (ASPLOS'16 §5); it queues
+    /// and places their runs itself, on the room single tasks leave. With
+    /// the latest `DistPlace`.
     annealing: Option<annealing::AnnealingStage>,
     dist_tick: Option<SimTime>,
     evictions: EvictionStats,
