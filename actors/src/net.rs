@@ -176,6 +176,10 @@ pub enum Body {
     },
     /// Coordinating server → a unit's server: the run is over; end `task`.
     DistDone { task: TaskId },
+    /// Scheduler → a unit's server: attempt `attempt` of the unit's run is
+    /// over (another of its units was killed); stop `task` and hand it back
+    /// (`Killed`) to run again with its run.
+    DistStop { task: TaskId, attempt: u32 },
 }
 
 /// One running application's progress as a server measures it.
@@ -213,6 +217,7 @@ impl Body {
             Body::DataNodeBusy { .. } => "datanode_busy",
             Body::DistPressure { .. } => "dist_pressure",
             Body::DistDone { .. } => "dist_done",
+            Body::DistStop { .. } => "dist_stop",
         }
     }
 
@@ -231,7 +236,7 @@ impl Body {
             Body::Reclassified { .. } => 128,
             Body::PrimaryLoad { .. } | Body::Reimage | Body::Report(_) => 64,
             Body::Reimaged | Body::DataNodeBusy { .. } => 64,
-            Body::DistPressure { .. } | Body::DistDone { .. } => 64,
+            Body::DistPressure { .. } | Body::DistDone { .. } | Body::DistStop { .. } => 64,
             Body::Finished { .. } | Body::Reservation { .. } => 64,
             Body::Done { .. } => 128,
         }

@@ -128,6 +128,11 @@ pub struct Server {
     busy_ns: u128,
     /// Distributed units here, and the runs this server coordinates.
     dist: crate::distributed::runtime::DistHost,
+    /// Units the scheduler stopped before they reached this server, by
+    /// (task, attempt): they are handed back as they arrive.
+    stopped_early: std::collections::BTreeSet<(TaskId, u32)>,
+    /// Distributed units stopped because their run's attempt ended.
+    dist_stopped: u64,
 }
 
 #[derive(Serialize)]
@@ -149,6 +154,10 @@ enum Eviction {
     Migration,
     /// Preempted for a higher priority task (thesis §6.2.3.3).
     Priority,
+    /// A distributed unit stopped by the scheduler: another unit of its
+    /// run was killed, so this attempt of the run is over (ASPLOS'16 §5
+    /// runs start together; YARN re-runs a killed application's attempt).
+    Stopped,
 }
 
 #[derive(Serialize)]
@@ -295,6 +304,8 @@ impl Server {
             completed: 0,
             busy_ns: 0,
             dist: Default::default(),
+            stopped_early: Default::default(),
+            dist_stopped: 0,
         }
     }
 
@@ -517,6 +528,7 @@ impl Server {
     fn packet(&mut self, body: Body, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         match body {
             Body::DistDone { task } => self.dist_complete(task, ctx),
+            Body::DistStop { task, attempt } => self.dist_stop(task, attempt, ctx),
             Body::Dispatch(task) => self.dispatched(task, ctx),
             Body::Preempt { victim, task } => self.preempt(victim, task, ctx),
             Body::PrimaryLoad { cores, reserve } => self.primary_load(cores, reserve, ctx),
@@ -564,7 +576,45 @@ impl Server {
         }
     }
 
+    /// The scheduler ends this attempt of a unit's run (another unit of it
+    /// was killed): the unit leaves, running or waiting for the wake-up,
+    /// and goes back to the scheduler; one not here yet goes back as it
+    /// arrives. A unit no longer here (its run ended) needs nothing.
+    fn dist_stop(
+        &mut self,
+        task: TaskId,
+        attempt: u32,
+        ctx: &mut Ctx<'_, Msg>,
+    ) -> Result<(), ModelError> {
+        let of_attempt = |t: &Task| t.id == task && t.dist.is_some_and(|d| d.attempt == attempt);
+        if self.running.get(&task).is_some_and(|(t, _)| of_attempt(t)) {
+            self.evict(task, Eviction::Stopped, ctx)?;
+            self.update_power(ctx);
+            self.refresh_rates(ctx.now());
+            return self.reschedule(ctx);
+        }
+        if let Some(held) = self.power_state.take_held(of_attempt) {
+            self.held_since.remove(&task);
+            self.dist_stopped += 1;
+            let world = Arc::clone(&self.world);
+            return self
+                .nic
+                .send(&world, ctx, world.scheduler, Body::Killed(held));
+        }
+        self.stopped_early.insert((task, attempt));
+        Ok(())
+    }
+
     fn dispatched(&mut self, task: Task, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        if let Some(d) = task.dist
+            && self.stopped_early.remove(&(task.id, d.attempt))
+        {
+            self.dist_stopped += 1;
+            let world = Arc::clone(&self.world);
+            return self
+                .nic
+                .send(&world, ctx, world.scheduler, Body::Killed(task));
+        }
         if self.slots_taken() + task.cores > self.slots {
             return Err(ModelError::Invariant(format!(
                 "{} got task {} with all {} slots taken",
@@ -732,7 +782,13 @@ impl Server {
         let done = (task.service_ns as f64 - left).max(0.0);
         let keep_progress = why == Eviction::Migration
             || (matches!(why, Eviction::Memory | Eviction::Priority) && self.world.resume);
-        let wasted = if keep_progress { 0.0 } else { done / 1e9 };
+        // a distributed unit's work is its run's: the attempt it held its
+        // cores for is lost, core-seconds of it
+        let wasted = match task.dist {
+            Some(_) => (now - started_at) as f64 / 1e9 * f64::from(task.cores),
+            None if keep_progress => 0.0,
+            None => done / 1e9,
+        };
         if keep_progress {
             if task.app.is_some() {
                 let solo = done / self.truth_speed(&task);
@@ -761,6 +817,17 @@ impl Server {
                 ctx.log("evict_priority", &log);
             }
             Eviction::Migration => ctx.log("migrate_out", &log),
+            Eviction::Stopped => {
+                self.dist_stopped += 1;
+                ctx.log("dist_stop", &log);
+            }
+        }
+        if task.dist.is_some() && why != Eviction::Migration {
+            let outs = match &self.world.distributed {
+                Some(w) => self.dist.stopped(w, ctx.me(), id, now),
+                None => Vec::new(),
+            };
+            self.dist_apply(outs, ctx)?;
         }
         if matches!(why, Eviction::Memory | Eviction::Priority) {
             task.evictions += 1;
@@ -771,7 +838,7 @@ impl Server {
         let world = Arc::clone(&self.world);
         let body = match why {
             Eviction::Migration => Body::Migrating(task),
-            Eviction::Primary => Body::Killed(task),
+            Eviction::Primary | Eviction::Stopped => Body::Killed(task),
             Eviction::Memory => Body::Evicted {
                 task,
                 cause: EvictionCause::Memory,
@@ -1159,6 +1226,9 @@ impl Server {
         self.inbox.finish(out);
         if self.world.distributed.is_some() {
             self.dist.finish(out);
+        }
+        if self.dist_stopped > 0 {
+            out.add("dist_units_stopped", self.dist_stopped);
         }
         let partial: u128 = self
             .running

@@ -176,6 +176,11 @@ pub struct DistRef {
     pub qos_ppm: u32,
     /// The server that coordinates the run (set by the scheduler).
     pub coordinator: Option<ActorId>,
+    /// Which attempt of the run this unit belongs to (set by the scheduler;
+    /// a run whose unit was killed starts again as the next attempt, and
+    /// what the old attempt's units still say is told apart by it).
+    #[serde(default)]
+    pub attempt: u32,
 }
 
 #[cfg(test)]

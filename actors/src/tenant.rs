@@ -891,6 +891,7 @@ impl WorkloadTenant {
                             0
                         },
                         coordinator: None,
+                        attempt: 0,
                     });
                     self.submit(ctx, task)?;
                 }

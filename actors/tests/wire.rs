@@ -53,6 +53,7 @@ fn full_task(id: u64) -> Task {
             units: 8,
             qos_ppm: 900_000,
             coordinator: Some(ActorId(12)),
+            attempt: 3,
         }),
         ..task(id)
     }
@@ -202,6 +203,13 @@ fn batches() -> Vec<(&'static str, Vec<Envelope<Msg>>)> {
             },
         ),
         packet(&host, Body::DistDone { task: 17 }),
+        packet(
+            &host,
+            Body::DistStop {
+                task: 17,
+                attempt: 2,
+            },
+        ),
     ];
     let all: Vec<Msg> = timers.into_iter().chain(bodies).collect();
     let mut out: Vec<(&'static str, Vec<Envelope<Msg>>)> = all

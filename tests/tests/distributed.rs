@@ -169,10 +169,10 @@ fn bad_workloads_are_refused_with_the_field_named() {
     let err = load(
         "mixes.toml",
         &text,
-        &["scheduler.placement=random".parse().unwrap()],
+        &["scheduler.slots=priority".parse().unwrap()],
     )
     .unwrap_err();
-    assert!(err.to_string().contains("annealing"), "{err}");
+    assert!(err.to_string().contains("scheduler.slots"), "{err}");
     let err = load(
         "mixes.toml",
         &text,
@@ -180,4 +180,147 @@ fn bad_workloads_are_refused_with_the_field_named() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("annealing_goal"), "{err}");
+}
+
+/// The Table 5 mix three times over on twelve hosts, two of them owned by
+/// spiky primary tenants, beside a tenant of single tasks: `annealing`
+/// with single tasks and with primary tenants (issue 22).
+fn harvested_mix(extra: &[&str], partitions: usize) -> Outcome {
+    let mut text = mixes();
+    text.push_str(
+        r#"
+[[tenants]]
+name = "batch"
+arrivals = { process = "poisson", rate_per_s = 0.05 }
+service = { distribution = "exponential", mean = "120s" }
+
+[[primary_tenants]]
+name = "search"
+servers = 1
+pattern = "unpredictable"
+mean = 0.2
+spikes_per_day = 300
+spike_util = 0.9
+spike_duration = "5m"
+reserve_cores = 2
+
+[[primary_tenants]]
+name = "web"
+servers = 1
+pattern = "unpredictable"
+mean = 0.2
+spikes_per_day = 300
+spike_util = 0.9
+spike_duration = "5m"
+reserve_cores = 2
+"#,
+    );
+    let mut overrides = vec![
+        "run.end=3h",
+        "output.actor_logs=true",
+        "server_types.0.count=12",
+        "workload.rounds=3",
+        "scheduler.report_interval=10s",
+        "scheduler.resubmit_delay=1s",
+    ];
+    overrides.extend_from_slice(extra);
+    run_with(
+        &scenario("harvested-mix.toml", &text, &overrides),
+        partitions,
+    )
+}
+
+/// Single tasks and runs share the slots; a unit killed for its server's
+/// primary tenant stops its run's other units and the run starts again
+/// whole (docs/scheduler.md, "`annealing`, single tasks and primary
+/// tenants"); every task is accounted for, and 1 and 3 partitions agree.
+#[test]
+fn annealing_places_runs_beside_single_tasks_and_reruns_a_killed_run_whole() {
+    let one = harvested_mix(&[], 1);
+    let label = "annealing + single tasks + primary tenants";
+    assert_no_task_lost(&one, label);
+    let m = |k: &str| metric(&one, k);
+    assert!(m("dist_apps_completed") > 0.0, "{label}: runs end");
+    assert!(m("killed_containers") > 0.0, "{label}: the primary kills");
+    assert!(
+        m("dist_runs_restarted") > 0.0,
+        "{label}: a run starts again"
+    );
+    assert!(
+        m("dist_units_stopped") > 0.0,
+        "{label}: its other units stop"
+    );
+    assert!(
+        m("wasted_cpu_s") > 0.0,
+        "{label}: the attempt's work is lost"
+    );
+    assert!(m("energy_kwh_total") > 0.0);
+    assert_eq!(m("dropped_tasks"), m("dist_units_lost_after_end"));
+    let sched = log(&one, "scheduler");
+    let restarts = kind(&sched, "dist_restart");
+    assert_eq!(restarts.len() as f64, m("dist_runs_restarted"));
+    // single tasks were placed beside the units (4 units a run)
+    let units = 4 * kind(&sched, "dist_place").len();
+    let single = kind(&sched, "task_dispatch").len() - units;
+    assert!(single > 10, "{label}: {single} single tasks dispatched");
+    assert_eq!(one.digest, harvested_mix(&[], 3).digest, "{label}");
+}
+
+/// Under every placement that is not `annealing` (and not energy-aware),
+/// the harvested mix's runs are placed unit by unit on distinct hosts and
+/// start together; a killed unit re-runs its run whole; every task is
+/// accounted for and 1 and 3 partitions agree (issue 22).
+#[test]
+fn every_other_placement_places_runs_on_distinct_hosts_and_reruns_them_whole() {
+    let mut restarted = 0.0;
+    for placement in [
+        "random",
+        "least-loaded",
+        "best-fit",
+        "paragon",
+        "yarn-pt",
+        "yarn-h",
+    ] {
+        for admission in ["fifo", "arq"] {
+            let label = format!("placement = {placement}, admission = {admission}");
+            let set_p = format!("scheduler.placement={placement}");
+            let set_a = format!("scheduler.admission={admission}");
+            let one = harvested_mix(&[&set_p, &set_a], 1);
+            assert_no_task_lost(&one, &label);
+            let m = |k: &str| match k.strip_suffix("_or_0") {
+                Some(k) => one.metrics.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0),
+                None => metric(&one, k),
+            };
+            assert!(m("dist_apps_completed") > 0.0, "{label}: runs end");
+            let sched = log(&one, "scheduler");
+            // each run's units went out together, to distinct servers
+            let mut by_run: std::collections::BTreeMap<(u64, u64), Vec<String>> =
+                Default::default();
+            for d in kind(&sched, "task_dispatch") {
+                let task = d["task"].as_u64().unwrap();
+                if task < 48 {
+                    let t = d["t_ns"].as_u64().unwrap();
+                    by_run
+                        .entry((task / 4, t))
+                        .or_default()
+                        .push(d["server"].as_str().unwrap().to_string());
+                }
+            }
+            assert!(by_run.len() >= 12, "{label}: every run placed");
+            restarted += m("dist_runs_restarted_or_0");
+            for (key, servers) in &by_run {
+                let mut distinct = servers.clone();
+                distinct.sort();
+                distinct.dedup();
+                assert_eq!(servers.len(), 4, "{label}: run {key:?} starts whole");
+                assert_eq!(distinct.len(), 4, "{label}: run {key:?} on distinct hosts");
+            }
+            assert_eq!(
+                one.digest,
+                harvested_mix(&[&set_p, &set_a], 3).digest,
+                "{label}"
+            );
+        }
+    }
+    assert!(restarted > 0.0, "some placement re-ran a killed run");
 }

@@ -317,3 +317,58 @@ fn tasks_without_a_catalog_entry_are_profiled_like_unknown_workloads() {
         "plain tasks go Paragon's unprofiled way (§3.5)"
     );
 }
+
+/// Issue 22: Paragon reuses what it has seen (§2). A DAG template's stage
+/// is one kind of task: its first task is profiled and classified once,
+/// and the stage's tasks in later jobs of the template take that
+/// classification at once, without a profiling run of their own.
+#[test]
+fn later_tasks_of_a_classified_kind_take_its_classification_without_profiling() {
+    let mut text = dcemu::scenario::QUICKSTART.to_string();
+    text.push_str(
+        r#"
+[[tenants]]
+name = "tez"
+arrivals = { process = "poisson", rate_per_s = 0.02 }
+
+[tenants.dag_jobs]
+templates = 2
+stages_min = 2
+stages_max = 3
+tasks_min = 2
+tasks_max = 6
+task_time_min = "20s"
+task_time_max = "60s"
+history = "ideal"
+"#,
+    );
+    let o = run_with(&scenario("dag-kinds.toml", &text, &["run.end=1h"]), 1);
+    assert_no_task_lost(&o, "dag kinds");
+    let known = metric(&o, "kind_tasks_known");
+    assert!(known > 0.0, "later jobs' stage tasks reuse its class");
+    let lines = log(&o, "scheduler");
+    let stage = |l: &&&serde_json::Value| {
+        l["workload"]
+            .as_str()
+            .is_some_and(|w| w.contains("/stage/"))
+    };
+    let profiled: Vec<&str> = kind(&lines, "profile_start")
+        .iter()
+        .filter(stage)
+        .map(|l| l["workload"].as_str().unwrap())
+        .collect();
+    let mut distinct = profiled.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert!(!profiled.is_empty(), "stage kinds are profiled");
+    assert_eq!(profiled.len(), distinct.len(), "each stage kind once");
+    // at most 2 templates × 3 stages: the rest of the stage tasks were
+    // known or waited for their stage's first
+    assert!(distinct.len() <= 6, "{distinct:?}");
+    let classified = kind(&lines, "classify_kind");
+    assert!(classified.iter().filter(stage).count() <= distinct.len());
+    assert!(
+        known + metric(&o, "kind_tasks_waited") > 10.0 * distinct.len() as f64,
+        "most stage tasks are not profiled: {known} known"
+    );
+}

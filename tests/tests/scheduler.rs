@@ -479,12 +479,9 @@ const PLACEMENTS: &[&str] = &[
 /// datacenter (3-tier, primary tenants, storage, catalog applications,
 /// priority tasks and MapReduce jobs) meets, as the field it names and a
 /// part of its reason; `None`: it runs.
-fn refusal(
-    placement: &str,
-    _slots: &str,
-    _admission: &str,
-) -> Option<(&'static str, &'static str)> {
-    (placement == "annealing").then_some(("primary_tenants", "a killed unit would stall"))
+fn refusal(placement: &str, slots: &str, _admission: &str) -> Option<(&'static str, &'static str)> {
+    (placement == "annealing" && slots != "none")
+        .then_some(("scheduler.slots", "places every unit"))
 }
 
 #[test]
@@ -560,6 +557,108 @@ fn every_admission_preemption_placement_power_and_storage_policy_runs_or_is_refu
     }
     assert_eq!(ran + refused, 2 * 4 * PLACEMENTS.len());
     assert!(ran > refused, "{ran} ran, {refused} refused");
+}
+
+/// The default datacenter with a tenant of distributed applications
+/// besides its others (issue 22): a Table 5 mix of four applications of
+/// two units of 4 slots, submitted three times.
+fn with_distributed_tenant(overrides: &[String]) -> Result<dcemu::scenario::Scenario, String> {
+    let mut text = dcemu::scenario::QUICKSTART.to_string();
+    text.push_str(
+        r#"
+[workload]
+mix = "HW1"
+units_per_app = 2
+unit_cores = 4
+rounds = 3
+
+[[tenants]]
+name = "mix"
+distributed = true
+arrivals = { process = "constant", rate_per_s = 0.01 }
+"#,
+    );
+    let overrides: Vec<_> = overrides.iter().map(|o| o.parse().unwrap()).collect();
+    load("quickstart-distributed.toml", &text, &overrides).map_err(|e| e.to_string())
+}
+
+/// Every admission × preemption × placement × power policy with a
+/// distributed tenant among every other tenant kind on the default
+/// datacenter (3-tier, primary tenants, storage, catalog applications,
+/// priority tasks, MapReduce jobs): runs keep the invariants and agree on
+/// 1 and 3 partitions, or are refused by docs/scheduler.md's table.
+#[test]
+fn distributed_tenants_run_with_every_stage_or_are_refused_by_the_table() {
+    let docs = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/scheduler.md"),
+    )
+    .unwrap();
+    let (mut ran, mut refused, mut runs_done) = (0, 0, 0.0);
+    let mut k = 0usize;
+    for admission in ["fifo", "arq"] {
+        for slots in ["none", "priority", "wasp", "hybrid"] {
+            for &placement in PLACEMENTS {
+                let power = ["sleep", "idle"][k % 2];
+                k += 1;
+                let label = format!(
+                    "distributed tenant, admission = {admission}, slots = {slots}, placement = {placement}, power = {power}"
+                );
+                let loaded = with_distributed_tenant(&[
+                    "run.end=20m".to_string(),
+                    format!("scheduler.admission={admission}"),
+                    format!("scheduler.slots={slots}"),
+                    format!(
+                        "scheduler.sticky_slots={}",
+                        if slots == "hybrid" { 32 } else { 0 }
+                    ),
+                    format!("scheduler.placement={placement}"),
+                    format!("power.policy={power}"),
+                ]);
+                let energy_aware = matches!(
+                    placement,
+                    "gems"
+                        | "gems-nosleep"
+                        | "gems-nonetwork"
+                        | "beps"
+                        | "brfs-dot"
+                        | "brfs-norm"
+                        | "rrs"
+                );
+                let expected = if slots != "none" {
+                    Some(("scheduler.slots", "starts all its units together"))
+                } else if energy_aware {
+                    Some(("scheduler.placement", "starts all its units together"))
+                } else {
+                    None
+                };
+                match (loaded, expected) {
+                    (Ok(scenario), None) => {
+                        let one = run(&scenario, 1);
+                        assert_no_task_lost(&one, &label);
+                        assert!(metric(&one, "energy_kwh_total") > 0.0, "{label}");
+                        runs_done += metric(&one, "dist_apps_completed");
+                        assert_eq!(one.digest, run(&scenario, 3).digest, "{label}");
+                        ran += 1;
+                    }
+                    (Err(e), Some((field, reason))) => {
+                        assert!(
+                            e.contains(&format!("field `{field}`")) && e.contains(reason),
+                            "{label}: expected the refusal of `{field}` ({reason}), got {e}"
+                        );
+                        assert!(docs.contains(reason), "{label}: '{reason}' in the table");
+                        refused += 1;
+                    }
+                    (Ok(_), Some((field, _))) => {
+                        panic!("{label}: runs, but the table refuses `{field}`")
+                    }
+                    (Err(e), None) => panic!("{label}: refused, but not by the table: {e}"),
+                }
+            }
+        }
+    }
+    assert_eq!(ran, 2 * (PLACEMENTS.len() - 7));
+    assert_eq!(ran + refused, 2 * 4 * PLACEMENTS.len());
+    assert!(runs_done > 0.0, "distributed runs end in some combinations");
 }
 
 /// Reservations the scheduler logged, less its releases: the flows it

@@ -58,6 +58,8 @@ struct Coord {
     /// Current normalised runtime (1 = no interference).
     slowdown: f64,
     generation: u64,
+    /// The attempt of the run these members belong to.
+    attempt: u32,
 }
 
 /// The distributed side of one server.
@@ -66,6 +68,10 @@ pub struct DistHost {
     units: BTreeMap<TaskId, Unit>,
     coords: BTreeMap<TaskId, Coord>,
     finished: BTreeSet<TaskId>,
+    /// Per run, the latest attempt this server ended without its work done
+    /// (a unit of it killed or stopped here): what that attempt's units
+    /// still report is stale.
+    aborted: BTreeMap<TaskId, u32>,
     rows: Vec<(u64, String)>,
     completed: u64,
     norm: Vec<f64>,
@@ -114,6 +120,29 @@ impl DistHost {
             return Vec::new();
         }
         self.repressure(world, me, now)
+    }
+
+    /// A unit left without its run's work done (killed for the primary
+    /// tenant, or stopped because another unit of its run was): if this
+    /// server coordinates that attempt of the run, the attempt is over here
+    /// and never ends as done; its co-runners' pressure may have dropped.
+    pub fn stopped(
+        &mut self,
+        world: &DistWorld,
+        me: ActorId,
+        task: TaskId,
+        now: SimTime,
+    ) -> Vec<Out> {
+        let Some(unit) = self.units.get(&task) else {
+            return Vec::new();
+        };
+        let (run, attempt) = (unit.dist.run, unit.dist.attempt);
+        if self.coords.get(&run).is_some_and(|c| c.attempt == attempt) {
+            self.coords.remove(&run);
+        }
+        let latest = self.aborted.entry(run).or_insert(attempt);
+        *latest = (*latest).max(attempt);
+        self.ended(world, me, task, now)
     }
 
     /// Recomputes every unit's pressure and reports those that changed to
@@ -171,8 +200,23 @@ impl DistHost {
         milli: u32,
         now: SimTime,
     ) -> Vec<Out> {
-        if self.finished.contains(&dist.run) {
+        let stale = self
+            .aborted
+            .get(&dist.run)
+            .is_some_and(|&a| dist.attempt <= a)
+            || self
+                .coords
+                .get(&dist.run)
+                .is_some_and(|c| c.attempt > dist.attempt);
+        if self.finished.contains(&dist.run) || stale {
             return Vec::new();
+        }
+        if self
+            .coords
+            .get(&dist.run)
+            .is_some_and(|c| c.attempt < dist.attempt)
+        {
+            self.coords.remove(&dist.run);
         }
         let Some(app) = world.catalog.get(dist.app as usize) else {
             return Vec::new();
@@ -183,6 +227,7 @@ impl DistHost {
             app: dist.app,
             qos_ppm: dist.qos_ppm,
             slowdown: 1.0,
+            attempt: dist.attempt,
             ..Coord::default()
         });
         if c.started.is_some() {
@@ -329,6 +374,7 @@ mod tests {
             units: 2,
             qos_ppm: 0,
             coordinator: Some(coordinator),
+            attempt: 0,
         }
     }
 
@@ -422,5 +468,46 @@ mod tests {
         let out = host.started(&w, a, 11, unit("N.mg", 10, 1, a), 0);
         // both at pressure 0: the run starts at full speed
         assert_eq!(timers(&out), vec![(600_000_000_000, 1)]);
+    }
+
+    /// A unit stopped on its coordinator ends that attempt there: what the
+    /// old attempt's other units still report is ignored, and the next
+    /// attempt (same run, same tasks) starts afresh and ends once.
+    #[test]
+    fn a_stopped_attempt_is_dropped_and_the_next_one_starts_afresh() {
+        let w = world();
+        let (a, b) = (ActorId(1), ActorId(2));
+        let mut host_a = DistHost::default();
+        host_a.started(&w, a, 10, unit("N.mg", 10, 0, a), 0);
+        let out = host_a.pressure(&w, b, unit("N.mg", 10, 1, a), 11, 0, 0);
+        assert_eq!(timers(&out), vec![(600_000_000_000, 1)]);
+        // unit 1 was killed on b; the scheduler stops unit 0 here
+        host_a.stopped(&w, a, 10, 5_000_000_000);
+        assert!(!host_a.runs(10));
+        assert!(
+            host_a
+                .finish_timer(&w, a, 10, 1, 600_000_000_000)
+                .is_empty()
+        );
+        // a late report of the old attempt changes nothing
+        let stale = host_a.pressure(&w, b, unit("N.mg", 10, 1, a), 11, 0, 6_000_000_000);
+        assert!(stale.is_empty(), "{stale:?}");
+        // attempt 1: both units again
+        let again = |u: u16| DistRef {
+            attempt: 1,
+            ..unit("N.mg", 10, u, a)
+        };
+        let t = 10_000_000_000;
+        host_a.started(&w, a, 10, again(0), t);
+        let out = host_a.pressure(&w, b, again(1), 11, 0, t);
+        let [(left, generation)] = timers(&out)[..] else {
+            panic!("{out:?}")
+        };
+        assert_eq!(left, 600_000_000_000, "the new attempt starts from nothing");
+        let end = host_a.finish_timer(&w, a, 10, generation, t + left);
+        assert!(end.contains(&Out::Complete(10)));
+        let mut m = Metrics::default();
+        host_a.finish(&mut m);
+        assert_eq!(m.counter("dist_apps_completed"), 1);
     }
 }

@@ -56,14 +56,46 @@ struct Run {
     tasks: Vec<Task>,
     /// Server index of each placed unit, by unit.
     hosts: Vec<usize>,
+    /// Task of each placed unit, by unit.
+    ids: Vec<TaskId>,
     /// Units still running.
     live: usize,
+    /// The attempt placed (or to place): a run whose unit was killed
+    /// starts again from the beginning as the next attempt.
+    attempt: u32,
+    /// Not placed before this time (a restarted attempt waits
+    /// `resubmit_delay`, as a killed task does).
+    ready_at: SimTime,
+    /// A unit of the attempt was lost; the others are being stopped.
+    aborting: bool,
+    /// A unit finished: its coordinator ended the run with its work done.
+    done: bool,
+    /// Units of the attempt handed back (killed, stopped), to run again.
+    back: Vec<Task>,
 }
 
-#[derive(Clone, Debug)]
-struct Host {
-    id: ActorId,
-    free_cores: u32,
+/// A unit on its server, as the scheduler booked it.
+#[derive(Clone, Copy, Debug)]
+struct Booked {
+    run: TaskId,
+    host: usize,
+    cores: u32,
+    memory_mb: u64,
+}
+
+/// What the scheduler must do after a unit came back unfinished
+/// ([`AnnealingStage::lost`]).
+#[derive(Debug, Default, PartialEq)]
+pub struct Lost {
+    /// The server, index in the view, and slots and memory the unit held
+    /// there (none if the stage did not place it).
+    pub freed: Option<(u32, u32, u64)>,
+    /// The run's other units to stop: (server, task, attempt).
+    pub stop: Vec<(ActorId, TaskId, u32)>,
+    /// The run's units go back to the queue, ready at this time.
+    pub requeue_at: Option<SimTime>,
+    /// How many units go back to the queue.
+    pub requeued: usize,
 }
 
 #[derive(Serialize)]
@@ -81,11 +113,16 @@ pub struct AnnealingStage {
     iterations: u32,
     noise: f64,
     scale: f64,
-    hosts: Vec<Host>,
-    index: BTreeMap<ActorId, usize>,
+    /// Each server's actor, by index in the scheduler's view.
+    hosts: Vec<ActorId>,
     runs: BTreeMap<TaskId, Run>,
-    /// Placed unit → its run.
-    placed: BTreeMap<TaskId, TaskId>,
+    /// Placed units, running or on their way.
+    placed: BTreeMap<TaskId, Booked>,
+    /// Attempts ended by a lost unit and started again.
+    restarts: u64,
+    /// Units killed after their run's work was done (in the instant the
+    /// coordinator's end travels to them): nothing to run again.
+    lost_after_end: u64,
     /// Profiles by (application, units), with when they are ready.
     models: BTreeMap<(u32, u16), (AppModel, SimTime)>,
     measured: u64,
@@ -100,7 +137,8 @@ pub struct AnnealingStage {
 /// What a placement pass decided.
 #[derive(Default)]
 pub struct Pass {
-    pub dispatch: Vec<(ActorId, Task)>,
+    /// Each unit with its server's index in the scheduler's view.
+    pub dispatch: Vec<(u32, Task)>,
     pub logs: Vec<(&'static str, serde_json::Value)>,
 }
 
@@ -113,16 +151,11 @@ impl AnnealingStage {
             iterations: cfg.annealing_iterations,
             noise: cfg.dist_profile_noise,
             scale: cfg.dist_profile_scale,
-            hosts: servers
-                .iter()
-                .map(|s| Host {
-                    id: s.id,
-                    free_cores: s.slots,
-                })
-                .collect(),
-            index: servers.iter().enumerate().map(|(i, s)| (s.id, i)).collect(),
+            hosts: servers.iter().map(|s| s.id).collect(),
             runs: BTreeMap::new(),
             placed: BTreeMap::new(),
+            restarts: 0,
+            lost_after_end: 0,
             models: BTreeMap::new(),
             measured: 0,
             settings: 0,
@@ -138,13 +171,36 @@ impl AnnealingStage {
         std::mem::take(&mut self.logs)
     }
 
-    /// Units waiting for placement.
+    /// Units waiting for placement (with those of an attempt being
+    /// stopped that are back already).
     pub fn queued(&self) -> usize {
         self.runs
             .values()
-            .filter(|r| r.hosts.is_empty())
-            .map(|r| r.tasks.len())
+            .map(|r| r.back.len() + if r.hosts.is_empty() { r.tasks.len() } else { 0 })
             .sum()
+    }
+
+    /// Whether `task` is a unit this stage placed and still holds.
+    pub fn owns(&self, task: TaskId) -> bool {
+        self.placed.contains_key(&task)
+    }
+
+    /// Whether a complete, profiled run waits for room at `now`: single
+    /// tasks then wait behind it, so that a run, which needs all its hosts
+    /// at once, is not passed for ever by tasks that need one.
+    pub fn blocked(&self, now: SimTime) -> bool {
+        self.runs.values().any(|r| self.ready(r, now))
+    }
+
+    /// Whether `r` waits unplaced, complete, profiled, at `now`.
+    fn ready(&self, r: &Run, now: SimTime) -> bool {
+        r.hosts.is_empty()
+            && r.ready_at <= now
+            && r.tasks.len() == usize::from(r.units)
+            && self
+                .models
+                .get(&(r.app, r.units))
+                .is_some_and(|m| m.1 <= now)
     }
 
     /// A unit arrives; its application is profiled if it is new. Returns
@@ -198,34 +254,104 @@ impl AnnealingStage {
             qos: (d.qos_ppm > 0).then(|| f64::from(d.qos_ppm) / 1e6),
             tasks: Vec::new(),
             hosts: Vec::new(),
+            ids: Vec::new(),
             live: 0,
+            attempt: 0,
+            ready_at: 0,
+            aborting: false,
+            done: false,
+            back: Vec::new(),
         });
         run.tasks.push(task);
         Ok(ready.max(now))
     }
 
-    /// A unit left its server.
-    pub fn release(&mut self, task: TaskId, server: ActorId, cores: u32) {
-        if let Some(&i) = self.index.get(&server) {
-            self.hosts[i].free_cores += cores;
-        }
-        if let Some(run) = self.placed.remove(&task)
-            && let Some(r) = self.runs.get_mut(&run)
-        {
+    /// A unit finished on its server (its run's coordinator ended the run,
+    /// work done): returns the server's index in the view and the slots and
+    /// memory it held there.
+    pub fn release(&mut self, task: TaskId) -> Option<(u32, u32, u64)> {
+        let b = self.placed.remove(&task)?;
+        if let Some(r) = self.runs.get_mut(&b.run) {
+            r.done = true;
             r.live = r.live.saturating_sub(1);
-            if r.live == 0 {
-                self.runs.remove(&run);
-            }
         }
+        self.end_attempt(b.run, 0);
+        Some((b.host as u32, b.cores, b.memory_mb))
     }
 
-    /// Places every complete, profiled run that fits, jointly.
+    /// A unit came back unfinished at `now`: killed by its server for the
+    /// primary tenant (harvesting §5.3), evicted, or stopped by
+    /// [`Lost::stop`]. The first such unit ends its run's attempt: a run
+    /// progresses only while all its units run (ASPLOS'16 §3, its
+    /// coordinator's rate needs every unit), so the others are stopped and,
+    /// once all are back, the run queues again from the start after
+    /// `delay`, as YARN re-runs a killed application attempt. A run whose
+    /// coordinator already ended it (a unit finished) is not run again.
+    pub fn lost(&mut self, task: Task, now: SimTime, delay: SimTime) -> Lost {
+        let mut out = Lost::default();
+        let Some(b) = self.placed.remove(&task.id) else {
+            return out;
+        };
+        out.freed = Some((b.host as u32, b.cores, b.memory_mb));
+        let Some(r) = self.runs.get_mut(&b.run) else {
+            return out;
+        };
+        r.live = r.live.saturating_sub(1);
+        r.back.push(task);
+        if !r.aborting && !r.done {
+            r.aborting = true;
+            for (unit, id) in r.ids.iter().enumerate() {
+                if self.placed.contains_key(id) {
+                    out.stop.push((self.hosts[r.hosts[unit]], *id, r.attempt));
+                }
+            }
+        }
+        let requeued = r.back.len();
+        out.requeue_at = self.end_attempt(b.run, now + delay);
+        if out.requeue_at.is_some() {
+            out.requeued = requeued;
+        }
+        out
+    }
+
+    /// Once no unit of run `run`'s attempt runs: it is over if a unit
+    /// finished (units handed back then are counted in `lost_after_end`),
+    /// else it queues again as the next attempt, ready at `ready_at`
+    /// (returned).
+    fn end_attempt(&mut self, run: TaskId, ready_at: SimTime) -> Option<SimTime> {
+        let r = self.runs.get_mut(&run)?;
+        if r.live > 0 {
+            return None;
+        }
+        if r.done {
+            self.lost_after_end += r.back.len() as u64;
+            self.runs.remove(&run);
+            return None;
+        }
+        let mut tasks = std::mem::take(&mut r.back);
+        tasks.sort_by_key(|t| t.dist.map_or(0, |d| d.unit));
+        r.tasks = tasks;
+        r.hosts.clear();
+        r.ids.clear();
+        r.attempt += 1;
+        r.aborting = false;
+        r.ready_at = ready_at;
+        self.restarts += 1;
+        Some(ready_at)
+    }
+
+    /// Places every complete, profiled run that fits, jointly, on the
+    /// slots `room` leaves free on each server (by index in the
+    /// scheduler's view: what no task holds and, with primary tenants, what
+    /// they leave).
     pub fn place(
         &mut self,
         now: SimTime,
+        room: &[u32],
         names: &dyn Fn(ActorId) -> String,
         rng: &mut impl RngCore,
     ) -> Pass {
+        let mut room = room.to_vec();
         let mut pass = Pass::default();
         // the runs to place: ready, in run order, while positions last
         let mut batch: Vec<TaskId> = Vec::new();
@@ -235,21 +361,12 @@ impl AnnealingStage {
             if !r.hosts.is_empty() {
                 continue;
             }
-            let ready = r.tasks.len() == usize::from(r.units)
-                && self
-                    .models
-                    .get(&(r.app, r.units))
-                    .is_some_and(|m| m.1 <= now);
-            if !ready {
+            if !self.ready(r, now) {
                 all_ready = false;
                 continue;
             }
             let cores = r.tasks.first().map_or(1, |t| t.cores.max(1));
-            let positions: usize = self
-                .hosts
-                .iter()
-                .map(|h| (h.free_cores / cores) as usize)
-                .sum();
+            let positions: usize = room.iter().map(|&f| (f / cores) as usize).sum();
             let need = need_by_cores.entry(cores).or_insert(0);
             if *need + usize::from(r.units) <= positions {
                 *need += usize::from(r.units);
@@ -264,8 +381,8 @@ impl AnnealingStage {
         // batch share a core count: the workload's unit_cores)
         let cores = self.runs[&batch[0]].tasks[0].cores.max(1);
         let mut slots: Vec<usize> = Vec::new();
-        for (i, h) in self.hosts.iter().enumerate() {
-            for _ in 0..h.free_cores / cores {
+        for (i, &f) in room.iter().enumerate() {
+            for _ in 0..f / cores {
                 slots.push(i);
             }
         }
@@ -331,7 +448,7 @@ impl AnnealingStage {
                 continue;
             };
             let hosts = std::mem::take(&mut hosts_of[b]);
-            let coordinator = self.hosts[hosts[0]].id;
+            let coordinator = self.hosts[hosts[0]];
             let mut tasks = std::mem::take(&mut r.tasks);
             tasks.sort_by_key(|t| t.dist.map_or(0, |d| d.unit));
             for mut t in tasks {
@@ -339,11 +456,21 @@ impl AnnealingStage {
                 let host = hosts.get(unit).copied().unwrap_or(hosts[0]);
                 if let Some(d) = t.dist.as_mut() {
                     d.coordinator = Some(coordinator);
+                    d.attempt = r.attempt;
                 }
-                self.hosts[host].free_cores -= t.cores;
-                self.placed.insert(t.id, *id);
+                room[host] = room[host].saturating_sub(t.cores);
+                self.placed.insert(
+                    t.id,
+                    Booked {
+                        run: *id,
+                        host,
+                        cores: t.cores,
+                        memory_mb: t.memory_mb,
+                    },
+                );
+                r.ids.push(t.id);
                 r.live += 1;
-                pass.dispatch.push((self.hosts[host].id, t));
+                pass.dispatch.push((host as u32, t));
             }
             let p = predicted.get(b).copied().unwrap_or(1.0);
             self.predicted.push(p);
@@ -352,7 +479,7 @@ impl AnnealingStage {
                 serde_json::to_value(PlaceLog {
                     run: *id,
                     app: r.app,
-                    servers: hosts.iter().map(|&h| names(self.hosts[h].id)).collect(),
+                    servers: hosts.iter().map(|&h| names(self.hosts[h])).collect(),
                     predicted_norm: p,
                 })
                 .unwrap_or_default(),
@@ -476,6 +603,12 @@ impl AnnealingStage {
         out.add("dist_settings_measured", self.measured);
         out.add("dist_settings_total", self.settings);
         out.add_f64("dist_profiling_time_s", self.profiling_s);
+        // only runs whose units were lost have these
+        if self.restarts + self.lost_after_end > 0 {
+            out.add("dist_runs_restarted", self.restarts);
+            out.add("dist_units_lost_after_end", self.lost_after_end);
+            out.add("dropped_tasks", self.lost_after_end);
+        }
         out.declare_samples("dist_prediction_error");
         for &e in &self.errors {
             out.sample("dist_prediction_error", e);
@@ -525,6 +658,7 @@ mod tests {
                     units: 2,
                     qos_ppm: if qos { 800_000 } else { 0 },
                     coordinator: None,
+                    attempt: 0,
                 }),
                 ..Task::new(run + u64::from(u), ActorId(1), 0, 600_000_000_000)
             })
@@ -556,16 +690,21 @@ mod tests {
                 }
             }
             assert!(ready > 0, "profiling takes modeled time");
-            assert!(s.place(0, &|_| String::new(), &mut rng).dispatch.is_empty());
-            let pass = s.place(ready, &|id| format!("s{}", id.0), &mut rng);
+            let room = [16; 4];
+            assert!(
+                s.place(0, &room, &|_| String::new(), &mut rng)
+                    .dispatch
+                    .is_empty()
+            );
+            let pass = s.place(ready, &room, &|id| format!("s{}", id.0), &mut rng);
             assert_eq!(pass.dispatch.len(), 8);
             assert_eq!(s.queued(), 0);
-            let mut by_run: BTreeMap<TaskId, Vec<ActorId>> = BTreeMap::new();
-            for (server, t) in &pass.dispatch {
+            let mut by_run: BTreeMap<TaskId, Vec<u32>> = BTreeMap::new();
+            for (i, t) in &pass.dispatch {
                 let d = t.dist.unwrap();
-                by_run.entry(d.run).or_default().push(*server);
+                by_run.entry(d.run).or_default().push(*i);
                 if d.unit == 0 {
-                    assert_eq!(d.coordinator, Some(*server));
+                    assert_eq!(d.coordinator, Some(ActorId(10 + *i)));
                 }
             }
             for hosts in by_run.values() {
@@ -578,12 +717,113 @@ mod tests {
                     "M.lmps shares no host with C.libq"
                 );
             }
-            // releases free the hosts again
-            for (server, t) in &pass.dispatch {
-                s.release(t.id, *server, t.cores);
+            // releases give back what each unit held, and end the runs
+            for (i, t) in &pass.dispatch {
+                assert_eq!(s.release(t.id), Some((*i, 8, 0)));
             }
-            assert!(s.hosts.iter().all(|h| h.free_cores == 16));
-            assert!(s.runs.is_empty());
+            assert!(s.runs.is_empty() && s.placed.is_empty());
         }
+    }
+
+    /// One run of two units, placed: (stage, rng, the time it was placed,
+    /// its dispatches).
+    fn one_run() -> (
+        AnnealingStage,
+        crate::kernel::ActorRng,
+        SimTime,
+        Vec<(u32, Task)>,
+    ) {
+        let mut s = stage(AnnealingGoal::Throughput);
+        let mut rng = actor_rng(5, "scheduler");
+        let mut ready = 0;
+        for t in units("M.lmps", 0, false) {
+            ready = ready.max(s.submit(t, 0, &mut rng).unwrap());
+        }
+        let pass = s.place(ready, &[16; 4], &|_| String::new(), &mut rng);
+        assert_eq!(pass.dispatch.len(), 2);
+        (s, rng, ready, pass.dispatch)
+    }
+
+    /// A unit killed for its server's primary tenant ends its run's
+    /// attempt: the other unit is stopped, and once it is back too the run
+    /// queues again whole, `delay` later, as the next attempt.
+    #[test]
+    fn a_lost_unit_stops_its_run_and_requeues_it_whole() {
+        let (mut s, mut rng, t0, units) = one_run();
+        let (host0, unit0) = (units[0].0, units[0].1.clone());
+        let (host1, unit1) = (units[1].0, units[1].1.clone());
+        let (kill, delay) = (t0 + 1_000, 5_000_000_000);
+        let lost = s.lost(unit1, kill, delay);
+        assert_eq!(lost.freed, Some((host1, 8, 0)));
+        assert_eq!(lost.stop, vec![(ActorId(10 + host0), unit0.id, 0)]);
+        assert_eq!((lost.requeue_at, lost.requeued), (None, 0));
+        assert!(s.owns(unit0.id) && !s.owns(1));
+        assert_eq!(s.queued(), 1, "the killed unit waits for its run");
+        // the stopped unit comes back: the attempt is over
+        let back = s.lost(unit0, kill + 10, delay);
+        assert!(back.stop.is_empty(), "a run is stopped once");
+        assert_eq!(back.requeue_at, Some(kill + 10 + delay));
+        assert_eq!((back.freed, back.requeued), (Some((host0, 8, 0)), 2));
+        assert_eq!(s.queued(), 2);
+        // it waits its delay, then is placed again as attempt 1
+        let at = kill + 10 + delay;
+        assert!(!s.blocked(at - 1));
+        let early = s.place(at - 1, &[16; 4], &|_| String::new(), &mut rng);
+        assert!(early.dispatch.is_empty());
+        assert!(s.blocked(at), "a ready run holds back single tasks");
+        let again = s.place(at, &[16; 4], &|_| String::new(), &mut rng);
+        assert_eq!(again.dispatch.len(), 2);
+        assert!(
+            again
+                .dispatch
+                .iter()
+                .all(|(_, t)| t.dist.unwrap().attempt == 1)
+        );
+        assert!(!s.blocked(at));
+        for (_, t) in &again.dispatch {
+            assert!(s.release(t.id).is_some());
+        }
+        assert!(s.runs.is_empty());
+        let mut m = Metrics::default();
+        s.finish(&mut m);
+        assert_eq!(m.counter("dist_runs_restarted"), 1);
+        assert_eq!(m.counter("dropped_tasks"), 0);
+    }
+
+    /// A unit killed after its coordinator ended the run (another unit
+    /// finished already) is not run again: the run's work is done.
+    #[test]
+    fn a_unit_lost_after_its_run_ended_is_not_run_again() {
+        let (mut s, _, t0, units) = one_run();
+        assert!(s.release(units[0].1.id).is_some());
+        let lost = s.lost(units[1].1.clone(), t0 + 1, 1);
+        assert!(lost.stop.is_empty());
+        assert_eq!(lost.requeue_at, None);
+        assert!(s.runs.is_empty() && s.queued() == 0);
+        let mut m = Metrics::default();
+        s.finish(&mut m);
+        assert_eq!(m.counter("dist_units_lost_after_end"), 1);
+        assert_eq!(m.counter("dropped_tasks"), 1);
+        assert_eq!(m.counter("dist_runs_restarted"), 0);
+    }
+
+    /// Runs take only the room the scheduler's view leaves (single tasks'
+    /// slots, primary tenants): two hosts without room leave a run of two
+    /// units the other two.
+    #[test]
+    fn runs_take_only_the_room_the_view_leaves() {
+        let mut s = stage(AnnealingGoal::Throughput);
+        let mut rng = actor_rng(7, "scheduler");
+        let mut ready = 0;
+        for t in units("N.mg", 0, false) {
+            ready = ready.max(s.submit(t, 0, &mut rng).unwrap());
+        }
+        let none = s.place(ready, &[7, 7, 0, 0], &|_| String::new(), &mut rng);
+        assert!(none.dispatch.is_empty(), "no host with room for a unit");
+        assert!(s.blocked(ready));
+        let pass = s.place(ready, &[0, 8, 8, 3], &|_| String::new(), &mut rng);
+        let mut hosts: Vec<u32> = pass.dispatch.iter().map(|(i, _)| *i).collect();
+        hosts.sort_unstable();
+        assert_eq!(hosts, vec![1, 2]);
     }
 }

@@ -19,8 +19,10 @@
 //!    (thesis §6.2.3, §8.1.2, §9.2); the energy-aware placements
 //!    (`energy.rs`) queue by themselves under `fifo` without slots, and are
 //!    the placement behind ARQ or a slot stage otherwise; `annealing`
-//!    (`annealing.rs`) queues by itself. docs/scheduler.md lists what
-//!    composes and what is still refused.
+//!    (`annealing.rs`) queues distributed runs by itself beside the
+//!    pipeline's single tasks, and under any other placement `gang.rs`
+//!    queues a run whole for the placement to place unit by unit.
+//!    docs/scheduler.md lists what composes and what is still refused.
 //!
 //! After placement, reactive phase detection (Paragon §3.4) watches the
 //! progress servers report, reclassifies a lagging application in vivo and
@@ -37,6 +39,7 @@ pub mod classification;
 mod cluster_view;
 pub mod energy;
 mod flows;
+pub mod gang;
 pub mod placement;
 pub mod preemption;
 pub mod wasc;
@@ -110,8 +113,9 @@ pub struct Scheduler {
     slot_admission: bool,
     /// The `SlotTick` armed, if any (slot and energy stages).
     slot_tick: Option<SimTime>,
-    /// `annealing`: distributed applications (ASPLOS'16 §5); it then
-    /// queues and places every task itself. With the latest `DistPlace`.
+    /// `annealing`: distributed applications (ASPLOS'16 §5); it queues
+    /// and places their runs itself, on the room single tasks leave. With
+    /// the latest `DistPlace`.
     annealing: Option<annealing::AnnealingStage>,
     dist_tick: Option<SimTime>,
     evictions: EvictionStats,
@@ -364,6 +368,8 @@ struct Core {
     migrations_declined: u64,
     isolations: u64,
     short_jobs: u64,
+    /// Distributed runs under a placement other than `annealing`.
+    gangs: gang::Gangs,
     queue_wait_s: Vec<f64>,
     decision_us: Vec<f64>,
     /// The `AdmissionTick` armed, if any.
@@ -645,6 +651,7 @@ impl Scheduler {
                 migrations: 0,
                 migrations_declined: 0,
                 isolations: 0,
+                gangs: gang::Gangs::default(),
                 short_jobs: 0,
                 queue_wait_s: Vec::new(),
                 decision_us: Vec::new(),
@@ -800,7 +807,7 @@ impl Scheduler {
                     stage.enqueue(task);
                     return self.arm_slot_tick(ctx);
                 }
-                if let Some(stage) = self.annealing.as_mut() {
+                if let Some(stage) = self.annealing.as_mut().filter(|_| task.dist.is_some()) {
                     let now = ctx.now();
                     let at = stage.submit(task, now, ctx.rng())?;
                     for (kind, fields) in stage.take_logs() {
@@ -811,6 +818,15 @@ impl Scheduler {
                         ctx.timer(at - now, Msg::DistPlace)?;
                     }
                     return Ok(());
+                }
+                if task.dist.is_some() {
+                    // a run queues as its unit 0 once complete (gang.rs);
+                    // its units are not profiled (their application is
+                    // in the distributed catalog, ASPLOS'16, not Paragon's)
+                    return match self.core.gangs.arrive(task) {
+                        Some(first) => self.admit(first, 0, ctx),
+                        None => Ok(()),
+                    };
                 }
                 if let Some(kind) = task.kind()
                     && let Some(c) = &self.core.classification
@@ -834,7 +850,9 @@ impl Scheduler {
                 }
                 self.admit(task, 0, ctx)
             }
-            Body::Finished { task, slots } if self.annealing.is_some() => {
+            Body::Finished { task, .. }
+                if self.annealing.as_ref().is_some_and(|a| a.owns(task)) =>
+            {
                 ctx.log(
                     "slot_release",
                     &ReleaseLog {
@@ -842,8 +860,10 @@ impl Scheduler {
                         server: world.name(src),
                     },
                 );
-                if let Some(stage) = self.annealing.as_mut() {
-                    stage.release(task, src, slots);
+                if let Some((i, slots, memory_mb)) =
+                    self.annealing.as_mut().and_then(|a| a.release(task))
+                {
+                    self.core.vacate(task, i, slots, memory_mb);
                 }
                 self.dist_pass(ctx)
             }
@@ -932,6 +952,7 @@ impl Scheduler {
                 self.arm_slot_tick(ctx)
             }
             Body::Finished { task, slots } => {
+                self.core.gangs.finished(task);
                 let (pool, busy_s) = self.core.leave(task, src, slots, ctx)?;
                 self.admission.record_busy(pool, busy_s);
                 ctx.log(
@@ -944,6 +965,9 @@ impl Scheduler {
                 self.core.profiles.remove(&task);
                 self.core.release_flow(task, ctx)?;
                 self.energy_release(task, src, ctx)?;
+                if self.annealing.is_some() {
+                    return self.dist_pass(ctx);
+                }
                 self.drain(ctx)
             }
             Body::Report(report) => {
@@ -1019,6 +1043,12 @@ impl Scheduler {
         src: ActorId,
         ctx: &mut Ctx<'_, Msg>,
     ) -> Result<(), ModelError> {
+        if self.annealing.as_ref().is_some_and(|a| a.owns(task.id)) {
+            return self.unit_lost(task, ctx);
+        }
+        if self.core.gangs.owns(task.id) {
+            return self.gang_unit_lost(task, src, ctx);
+        }
         self.core.killed += 1;
         if self.energy_queues {
             self.energy_release(task.id, src, ctx)?;
@@ -1045,7 +1075,82 @@ impl Scheduler {
         self.drain(ctx)
     }
 
-    /// `annealing`: places the ready distributed runs (ASPLOS'16 §5).
+    /// A unit of a distributed run came back unfinished (killed for its
+    /// server's primary tenant, evicted, or stopped): its run's attempt is
+    /// over, the run's other units are stopped, and once all are back the
+    /// run queues again from the start ([`annealing::AnnealingStage::lost`]).
+    fn unit_lost(&mut self, task: Task, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let now = ctx.now();
+        let delay = self.core.resubmit_delay;
+        let Some(stage) = self.annealing.as_mut() else {
+            return Ok(());
+        };
+        let id = task.id;
+        let lost = stage.lost(task, now, delay);
+        if let Some((i, slots, memory_mb)) = lost.freed {
+            self.core.vacate(id, i, slots, memory_mb);
+        }
+        let world = Arc::clone(&self.core.world);
+        for (server, task, attempt) in lost.stop {
+            ctx.log(
+                "dist_stop",
+                &serde_json::json!({ "task": task, "server": world.name(server), "attempt": attempt }),
+            );
+            self.core
+                .nic
+                .send(&world, ctx, server, Body::DistStop { task, attempt })?;
+        }
+        if let Some(at) = lost.requeue_at {
+            self.core.killed += lost.requeued as u64;
+            ctx.log(
+                "dist_restart",
+                &serde_json::json!({ "task": id, "requeued": lost.requeued, "ready_at": at }),
+            );
+            ctx.timer(at.saturating_sub(now), Msg::DistPlace)?;
+        }
+        self.dist_pass(ctx)
+    }
+
+    /// A unit of a distributed run placed by the placement stage came back
+    /// unfinished: as under `annealing` ([`Scheduler::unit_lost`]), its
+    /// run's other units are stopped and the run queues again whole, its
+    /// unit 0 after `resubmit_delay` ([`gang::Gangs::lost`]).
+    fn gang_unit_lost(
+        &mut self,
+        task: Task,
+        src: ActorId,
+        ctx: &mut Ctx<'_, Msg>,
+    ) -> Result<(), ModelError> {
+        let (pool, busy_s) = self.core.leave(task.id, src, task.cores, ctx)?;
+        self.admission.record_busy(pool, busy_s);
+        self.core.release_flow(task.id, ctx)?;
+        let id = task.id;
+        let lost = self.core.gangs.lost(task);
+        let world = Arc::clone(&self.core.world);
+        for (server, task, attempt) in lost.stop {
+            ctx.log(
+                "dist_stop",
+                &serde_json::json!({ "task": task, "server": world.name(server), "attempt": attempt }),
+            );
+            self.core
+                .nic
+                .send(&world, ctx, server, Body::DistStop { task, attempt })?;
+        }
+        if let Some(first) = lost.requeue {
+            self.core.killed += lost.requeued as u64;
+            let at = ctx.now() + self.core.resubmit_delay;
+            ctx.log(
+                "dist_restart",
+                &serde_json::json!({ "task": id, "requeued": lost.requeued, "ready_at": at }),
+            );
+            ctx.timer(self.core.resubmit_delay, Msg::Requeue(first))?;
+        }
+        self.drain(ctx)
+    }
+
+    /// `annealing`: places the ready distributed runs (ASPLOS'16 §5) on
+    /// the room the scheduler's view shows, then lets the single tasks
+    /// place what they can unless a run still waits for room.
     fn dist_pass(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         let now = ctx.now();
         let world = Arc::clone(&self.core.world);
@@ -1053,34 +1158,45 @@ impl Scheduler {
             return Ok(());
         };
         if stage.queued() == 0 {
-            return Ok(());
+            return self.drain(ctx);
         }
         let started = Instant::now();
         let names = |id: ActorId| world.name(id).to_string();
-        let pass = stage.place(now, &names, ctx.rng());
+        let room: Vec<u32> = self
+            .core
+            .cluster
+            .servers()
+            .iter()
+            .map(|s| s.free.min(s.primary_room.saturating_sub(s.slots - s.free)))
+            .collect();
+        let pass = stage.place(now, &room, &names, ctx.rng());
         self.core
             .decision_us
             .push(started.elapsed().as_secs_f64() * 1e6);
         for (kind, fields) in &pass.logs {
             ctx.log(kind, fields);
         }
-        for (server, task) in pass.dispatch {
+        for (i, task) in pass.dispatch {
+            let server = self.core.cluster.take(i, task.cores, task.memory_mb);
+            self.core.refresh_pool(i);
             let (id, submitted_at) = (task.id, task.submitted_at);
             self.core
                 .send_dispatch(ctx, id, submitted_at, server, Body::Dispatch(task))?;
         }
-        Ok(())
+        self.drain(ctx)
     }
 
     /// Tasks waiting in whichever queue the pipeline uses.
     fn queued(&self) -> usize {
         if let Some(a) = &self.annealing {
-            return a.queued();
+            return a.queued() + self.admission.len();
         }
         if let Some(e) = self.energy.as_ref().filter(|_| self.energy_queues) {
             return e.queued();
         }
-        self.admission.len() + self.slots.as_ref().map_or(0, SlotStage::queued)
+        self.admission.len()
+            + self.slots.as_ref().map_or(0, SlotStage::queued)
+            + self.core.gangs.waiting()
     }
 
     /// Arms a `SlotTick` at the start of the next time slot, if tasks wait
@@ -1410,6 +1526,15 @@ impl Scheduler {
     /// Lets the admission stage place waiting tasks until none more fits,
     /// then arms a tick for its next switching time.
     fn drain(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        if self
+            .annealing
+            .as_ref()
+            .is_some_and(|a| a.blocked(ctx.now()))
+        {
+            // a distributed run waits for room: single tasks wait behind
+            // it (it is tried again at every release)
+            return Ok(());
+        }
         if self.slots.is_some() || self.energy_admission {
             // a slot stage, and an energy-aware placement, place at the
             // start of their time slots only
@@ -1464,6 +1589,7 @@ impl Scheduler {
         if let Some(stage) = &self.annealing {
             stage.finish(out);
         }
+        core.gangs.finish(out);
         out.add("tasks_requeued", core.killed);
         out.add("tasks_dispatched", core.dispatched);
         out.add("apps_profiled", core.profiled);
@@ -1580,6 +1706,10 @@ impl Core {
         if self.no_room.get(&task.id) == Some(&attempt) {
             return Ok(Attempt::NoRoom);
         }
+        if let Some(rest) = self.gangs.rest(task.id) {
+            let rest = rest.to_vec();
+            return self.try_place_run(task, rest, arrived, scope, attempt, ctx);
+        }
         let started = Instant::now();
         let pool = &self.pool;
         let allowed = scope.pools;
@@ -1667,6 +1797,99 @@ impl Core {
             ctx.timer(leaves - now, Msg::Deferred { server, body })?;
         } else {
             self.nic.send(&world, ctx, server, body)?;
+        }
+        Ok(Attempt::Placed { pool })
+    }
+
+    /// One placement attempt for a distributed run queued as its unit 0
+    /// `first` (gang.rs): the placement stage places each unit in turn on a
+    /// server of the scope without one of the run's units (distinct hosts,
+    /// ASPLOS'16 Figure 5), booking it as it goes; if one finds no server,
+    /// the bookings are undone and the run waits whole (gang start). Once
+    /// all are placed, they go out with unit 0's server as coordinator.
+    fn try_place_run(
+        &mut self,
+        first: &Task,
+        rest: Vec<Task>,
+        arrived: SimTime,
+        scope: Scope<'_>,
+        attempt: (u64, bool, Vec<usize>),
+        ctx: &mut Ctx<'_, Msg>,
+    ) -> Result<Attempt, ModelError> {
+        let started = Instant::now();
+        let now = ctx.now();
+        let units: Vec<Task> = std::iter::once(first.clone()).chain(rest).collect();
+        let mut booked: Vec<(usize, Choice)> = Vec::with_capacity(units.len());
+        for (k, unit) in units.iter().enumerate() {
+            let pool = &self.pool;
+            let allowed = scope.pools;
+            let used: Vec<u32> = booked.iter().map(|(_, c)| c.server).collect();
+            let admits = |i: u32| {
+                allowed.is_none_or(|a| a.contains(&pool[i as usize])) && !used.contains(&i)
+            };
+            let req = Request {
+                task: unit,
+                profile: None,
+                allowed: Some(&admits),
+                exclude: None,
+            };
+            let choice = self
+                .placement
+                .place(&req, &self.cluster, ctx.rng())
+                .filter(|c| !scope.strict || self.appropriate(&req, c));
+            for (kind, fields) in self.placement.take_logs() {
+                ctx.log(kind, &fields);
+            }
+            let Some(choice) = choice else {
+                for (j, c) in booked {
+                    let u = &units[j];
+                    self.placed.remove(&u.id);
+                    self.vacate(u.id, c.server, u.cores, u.memory_mb);
+                }
+                self.decision_us.push(started.elapsed().as_secs_f64() * 1e6);
+                self.no_room.insert(first.id, attempt);
+                return Ok(Attempt::NoRoom);
+            };
+            self.occupy(unit, choice, now);
+            booked.push((k, choice));
+        }
+        self.decision_us.push(started.elapsed().as_secs_f64() * 1e6);
+        self.no_room.remove(&first.id);
+        let world = Arc::clone(&self.world);
+        let servers: Vec<ActorId> = booked
+            .iter()
+            .map(|(_, c)| self.cluster.servers()[c.server as usize].id)
+            .collect();
+        let run = first.dist.map_or(first.id, |d| d.run);
+        let run_attempt = self.gangs.attempt(run);
+        let pool = self.pool[booked[0].1.server as usize];
+        self.gangs.started(
+            first.id,
+            run,
+            units
+                .iter()
+                .map(|u| u.id)
+                .zip(servers.iter().copied())
+                .collect(),
+        );
+        for (mut unit, server) in units.into_iter().zip(servers.iter().copied()) {
+            if let Some(d) = unit.dist.as_mut() {
+                d.coordinator = Some(servers[0]);
+                d.attempt = run_attempt;
+            }
+            let queued = now - arrived;
+            self.queue_wait_s.push(queued as f64 / 1e9);
+            self.dispatched += 1;
+            ctx.log(
+                "task_dispatch",
+                &DispatchLog {
+                    task: unit.id,
+                    server: world.name(server),
+                    queued_ns: queued,
+                    violation: None,
+                },
+            );
+            self.nic.send(&world, ctx, server, Body::Dispatch(unit))?;
         }
         Ok(Attempt::Placed { pool })
     }
@@ -2091,6 +2314,7 @@ impl Core {
             .placed
             .iter()
             .filter(|&(&id, p)| id != task && p.server == i && p.migrating_to.is_none())
+            .filter(|&(&id, _)| !self.gangs.owns(id))
             .map(|(&id, _)| id)
             .collect();
         if others.is_empty() || others.len() > MAX_ISOLATION_MOVES {

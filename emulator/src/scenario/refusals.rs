@@ -46,34 +46,18 @@ pub const REFUSALS: &[Refusal] = &[
         },
     },
     Refusal {
-        combination: "`annealing` with tenants that are not `distributed`",
-        reason: "`annealing` places distributed applications only: set `distributed = true`",
-        fields: |s| match s.scheduler.placement {
-            PlacementKind::Annealing => (0..s.tenants.len())
-                .filter(|&i| !s.tenants[i].distributed)
-                .map(|i| format!("tenants[{i}]"))
-                .collect(),
-            _ => Vec::new(),
-        },
-    },
-    Refusal {
-        combination: "`distributed` tenants with another `placement`",
-        reason: "distributed applications need `annealing` (the only placement that knows them)",
+        combination: "`distributed` tenants with `slots` ≠ `none` or an energy-aware `placement`",
+        reason: "a distributed run starts all its units together; the slot stages and the energy-aware placements place one task at a time: use slots = \"none\" and another placement",
         fields: |s| {
-            let distributed = s.tenants.iter().any(|t| t.distributed);
-            let other = s.scheduler.placement != PlacementKind::Annealing;
-            field_if(distributed && other, "scheduler.placement")
-        },
-    },
-    Refusal {
-        combination: "`annealing` with `[[primary_tenants]]`",
-        reason: "`annealing` does not take primary tenants (a killed unit would stall its run)",
-        fields: |s| {
-            let annealing = s.scheduler.placement == PlacementKind::Annealing;
-            field_if(
-                annealing && !s.primary_tenants.is_empty(),
-                "primary_tenants",
-            )
+            if !s.tenants.iter().any(|t| t.distributed) {
+                return Vec::new();
+            }
+            let mut fields = field_if(s.scheduler.slots.slotted(), "scheduler.slots");
+            fields.extend(field_if(
+                s.scheduler.placement.energy_aware(),
+                "scheduler.placement",
+            ));
+            fields
         },
     },
     Refusal {

@@ -234,3 +234,93 @@ impl Placement for ParagonPlacement {
 pub fn expected_rate(speed: f64, violation: f64) -> f64 {
     speed / (1.0 + violation.max(0.0) / 100.0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ground_truth::SOURCES;
+    use crate::kernel::ActorId;
+    use crate::profiling::Profile;
+    use crate::scheduler::cluster_view::ServerSpec;
+    use crate::task::Task;
+
+    /// Two servers of one configuration: on server 0 the victim `1` runs
+    /// beside `2`, which causes much interference; on server 1 the victim
+    /// `3` runs alone.
+    fn cluster() -> ClusterView {
+        let specs: Vec<ServerSpec> = (0..2)
+            .map(|i| ServerSpec {
+                id: ActorId(i),
+                slots: 2,
+                cores: 2,
+                class: 0,
+                memory_mb: 16_000,
+                core_speed: 1.0,
+                idle_w: 0.0,
+                peak_w: 0.0,
+            })
+            .collect();
+        let mut view = ClusterView::new(&specs, false);
+        let (tolerant, quiet, loud) = ([100.0; SOURCES], [10.0; SOURCES], [90.0; SOURCES]);
+        view.interference_mut(0).add(1, &tolerant, &quiet);
+        view.interference_mut(0).add(2, &tolerant, &loud);
+        view.interference_mut(1).add(3, &tolerant, &quiet);
+        view
+    }
+
+    fn options() -> [VictimOption; 2] {
+        [
+            VictimOption {
+                server: 0,
+                victim: 1,
+                victim_memory_mb: 0,
+            },
+            VictimOption {
+                server: 1,
+                victim: 3,
+                victim_memory_mb: 0,
+            },
+        ]
+    }
+
+    fn choose(awareness: Awareness, profile: Option<&Profile>) -> Option<usize> {
+        let task = Task::new(9, ActorId(5), 0, 1_000);
+        let req = Request {
+            task: &task,
+            profile,
+            allowed: None,
+            exclude: None,
+        };
+        let mut p = ParagonPlacement::new(awareness, SelectionKind::Greedy, 0, 1_000);
+        assert!(p.scores_victims());
+        p.choose_victim(&req, &cluster(), &options())
+    }
+
+    /// docs/scheduler.md "Slot stages and placement": Paragon chooses, among
+    /// the servers holding victims the eviction rule ranks equal, the first
+    /// whose D1/D2 constraints hold once its victim left; the rule's own
+    /// pick (first) when its server does; none without a profile or under
+    /// NI (heterogeneity only).
+    #[test]
+    fn paragon_evicts_where_its_constraints_hold_once_the_victim_left() {
+        let sensitive = Profile {
+            speed: vec![1.0],
+            tolerated: [20.0; SOURCES],
+            caused: [10.0; SOURCES],
+        };
+        // server 0 keeps the loud co-runner: D1 fails there, not on server 1
+        assert_eq!(choose(Awareness::Full, Some(&sensitive)), Some(1));
+        assert_eq!(
+            choose(Awareness::InterferenceOnly, Some(&sensitive)),
+            Some(1)
+        );
+        // a tolerant evictor is fine on both: the rule's pick stays
+        let tolerant = Profile {
+            tolerated: [100.0; SOURCES],
+            ..sensitive.clone()
+        };
+        assert_eq!(choose(Awareness::Full, Some(&tolerant)), Some(0));
+        assert_eq!(choose(Awareness::HeterogeneityOnly, Some(&sensitive)), None);
+        assert_eq!(choose(Awareness::Full, None), None);
+    }
+}
