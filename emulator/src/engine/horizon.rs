@@ -11,13 +11,13 @@
 //! with a message entering `q` from outside it (for `x` inside `q` the chain
 //! must leave and come back). An event at `x` at time `t` can therefore
 //! cause nothing to arrive in `q` from elsewhere before `t + D[x][q]`. Each
-//! partition sums this up over the envelopes it sends (for every partition)
-//! and its pending events (for every other partition) into a [`Horizon`];
-//! the element-wise minimum over all partitions bounds partition `q`'s next
-//! window. A partition's own pending events reach it from outside only
-//! through the envelopes they send out, so instead of counting them in
-//! advance the partition ends its window, as each envelope leaves, where
-//! that envelope's consequences could first come back: in a datacenter most
+//! partition sums this up over its pending events and the envelopes it
+//! sends, for every partition but the one that will handle them, into a
+//! [`Horizon`]; the element-wise minimum over all partitions bounds
+//! partition `q`'s next window. The events `q` handles reach `q` from
+//! outside only through the envelopes they send out, so instead of counting
+//! them in advance `q` ends its window, as each envelope leaves, where that
+//! envelope's consequences could first come back: in a datacenter most
 //! events (a server's report to a scheduler in its own partition, a packet
 //! between two of its switches) never leave. A partition alone has no
 //! outside, so its window is the whole run.
@@ -322,8 +322,8 @@ impl Horizon {
     }
 
     /// [`Horizon::include`] for every partition but `own`: for an event
-    /// pending in partition `own`, whose way back into `own` that partition
-    /// bounds itself as it sends.
+    /// that partition `own` will handle, whose way back into `own` that
+    /// partition bounds itself as it sends.
     #[inline]
     pub fn include_others(&mut self, t: SimTime, d: &[SimTime], own: usize) {
         for (q, (r, &dq)) in self.reach.iter_mut().zip(d).enumerate() {

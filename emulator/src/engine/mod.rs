@@ -4,8 +4,8 @@
 //! Every partition runs the same loop, whether there is one of them or many:
 //!
 //! 1. agree with all partitions on `t`, the earliest pending event anywhere,
-//!    and on `E_q`, the earliest time the other partitions' pending events
-//!    and the envelopes in flight can make a message arrive in `q` (at least
+//!    and on `E_q`, the earliest time the events other partitions will
+//!    handle (pending or in flight) can make a message arrive in `q` (at least
 //!    `t + L`, `L` the lookahead; further where the model's links put its
 //!    actors several hops from `q`, see [`horizon`]);
 //! 2. handle every local event earlier than `E_q` in `(deliver_at, src,

@@ -234,19 +234,20 @@ impl<A: Actor> Partition<A> {
     }
 
     /// This partition's contribution to the next window: its envelopes in
-    /// flight, at their time plus their receiver's distance to every
-    /// partition, and its pending events, at their time plus their actor's
-    /// distance to every *other* partition (see [`super::horizon`]).
+    /// flight and its pending events, each at its time plus its actor's
+    /// distance to every partition but the actor's own (see
+    /// [`super::horizon`]).
     /// Pending events count by distance class: the earliest of each class is
     /// enough (the event popped from the heap is always the earliest of its
     /// class).
     ///
-    /// A pending event bounds its own partition's window only through what
-    /// it actually sends out, and that is known the moment it is sent: the
-    /// window then ends where the envelope's consequences could first come
-    /// back ([`Partition::route_outbox`]). An event not yet handled is later
-    /// than every event handled so far, so its own way back cannot cut in
-    /// before it.
+    /// An event bounds the window of the partition that handles it only
+    /// through what it actually sends out, and that is known the moment it
+    /// is sent: the window then ends where the envelope's consequences could
+    /// first come back ([`Partition::route_outbox`]). An event not yet
+    /// handled is later than every event handled so far, so its own way
+    /// back cannot cut in before it; an envelope in flight is pending at its
+    /// receiver's partition when that partition's window opens.
     fn horizon(&mut self) -> Horizon {
         let mut h = Horizon::idle(self.partitions);
         let distances = &self.distances;
@@ -256,10 +257,10 @@ impl<A: Actor> Partition<A> {
             }
             h.next = h.next.min(*first);
             match distances.alike(p) {
-                Some(x) => h.include(*first, distances.of(x)),
+                Some(x) => h.include_others(*first, distances.of(x), p),
                 None => {
                     for env in envelopes {
-                        h.include(env.deliver_at, distances.of(env.dst.index()));
+                        h.include_others(env.deliver_at, distances.of(env.dst.index()), p);
                     }
                 }
             }
