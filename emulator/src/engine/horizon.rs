@@ -12,9 +12,15 @@
 //! must leave and come back). An event at `x` at time `t` can therefore
 //! cause nothing to arrive in `q` from elsewhere before `t + D[x][q]`. Each
 //! partition sums this up over its pending events and the envelopes it
-//! sends into a [`Horizon`]; the element-wise minimum over all partitions
-//! bounds partition `q`'s next window. A partition alone has no outside, so
-//! its window is the whole run.
+//! sends, for every partition but the one that will handle them, into a
+//! [`Horizon`]; the element-wise minimum over all partitions bounds
+//! partition `q`'s next window. The events `q` handles reach `q` from
+//! outside only through the envelopes they send out, so instead of counting
+//! them in advance `q` ends its window, as each envelope leaves, where that
+//! envelope's consequences could first come back: in a datacenter most
+//! events (a server's report to a scheduler in its own partition, a packet
+//! between two of its switches) never leave. A partition alone has no
+//! outside, so its window is the whole run.
 //!
 //! The model declares its links in a [`Reach`]. With several partitions and
 //! a declared graph, the engine checks every message against the distances
@@ -314,6 +320,19 @@ impl Horizon {
             }
         }
     }
+
+    /// [`Horizon::include`] for every partition but `own`: for an event
+    /// that partition `own` will handle, whose way back into `own` that
+    /// partition bounds itself as it sends.
+    #[inline]
+    pub fn include_others(&mut self, t: SimTime, d: &[SimTime], own: usize) {
+        for (q, (r, &dq)) in self.reach.iter_mut().zip(d).enumerate() {
+            let at = t.saturating_add(dq);
+            if at < *r && q != own {
+                *r = at;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -409,5 +428,14 @@ mod tests {
         .unwrap();
         assert_eq!((h.next, h.reach.clone()), (90, vec![110, 120]));
         assert!(h.merge(&Horizon::idle(3)).is_err());
+    }
+
+    #[test]
+    fn an_event_pending_at_home_bounds_only_the_other_partitions() {
+        let mut h = Horizon::idle(3);
+        h.include_others(100, &[10, 20, 30], 1);
+        assert_eq!(h.reach, vec![110, SimTime::MAX, 130]);
+        h.include_others(50, &[100, 5, 100], 0);
+        assert_eq!(h.reach, vec![110, 55, 130]);
     }
 }

@@ -4,12 +4,15 @@
 //! Every partition runs the same loop, whether there is one of them or many:
 //!
 //! 1. agree with all partitions on `t`, the earliest pending event anywhere,
-//!    and on `E_q`, the earliest time anything outside partition `q` can make
-//!    a message arrive in `q` (at least `t + L`, `L` the lookahead; further
-//!    where the model's links put its actors several hops from `q`, see
-//!    [`horizon`]);
+//!    and on `E_q`, the earliest time the events other partitions will
+//!    handle (pending or in flight) can make a message arrive in `q` (at least
+//!    `t + L`, `L` the lookahead; further where the model's links put its
+//!    actors several hops from `q`, see [`horizon`]);
 //! 2. handle every local event earlier than `E_q` in `(deliver_at, src,
-//!    src_seq)` order;
+//!    src_seq)` order, lowering `E_q` whenever an envelope leaves for
+//!    another partition to the earliest time what it leads to could come
+//!    back (`q`'s own events reach `q` from outside only that way, and an
+//!    event not yet handled is later than every one handled);
 //! 3. hand envelopes for actors elsewhere to the [`Transport`], which delivers
 //!    them and the next agreement in one exchange.
 //!

@@ -55,6 +55,10 @@ pub struct Partition<A: Actor> {
     /// Everything before this time has been handled: no envelope may still
     /// arrive for it.
     handled_until: SimTime,
+    /// Where the current window ends: the agreed bound from the other
+    /// partitions, lowered as this partition sends envelopes out to the time
+    /// their consequences could first come back (see [`Partition::horizon`]).
+    window_end: SimTime,
     config: EngineConfig,
     actors_total: u32,
     events: u64,
@@ -136,6 +140,7 @@ pub(crate) fn split<A: Actor>(
             remote: (0..partitions).map(|_| Vec::new()).collect(),
             sent: vec![SimTime::MAX; partitions],
             handled_until: 0,
+            window_end: 0,
             config: config.clone(),
             actors_total: total,
             events: 0,
@@ -195,7 +200,7 @@ impl<A: Actor> Partition<A> {
             if agreed.next >= self.config.end {
                 return Ok(());
             }
-            let window_end = agreed
+            self.window_end = agreed
                 .reach
                 .get(self.index)
                 .copied()
@@ -204,7 +209,7 @@ impl<A: Actor> Partition<A> {
             self.windows += 1;
             progress.vtime[self.index].store(agreed.next, Ordering::Relaxed);
             while let Some(t) = self.heap.peek().map(Queued::deliver_at) {
-                if t >= window_end {
+                if t >= self.window_end {
                     break;
                 }
                 let Some(queued) = self.heap.pop() else {
@@ -220,7 +225,7 @@ impl<A: Actor> Partition<A> {
                     progress.events[self.index].store(self.events, Ordering::Relaxed);
                 }
             }
-            self.handled_until = self.handled_until.max(window_end);
+            self.handled_until = self.handled_until.max(self.window_end);
             progress.events[self.index].store(self.events, Ordering::Relaxed);
         }
     }
@@ -233,9 +238,19 @@ impl<A: Actor> Partition<A> {
 
     /// This partition's contribution to the next window: its envelopes in
     /// flight and its pending events, each at its time plus its actor's
-    /// distance to every partition (see [`super::horizon`]). Pending events
-    /// count by distance class: the earliest of each class is enough (the
-    /// event popped from the heap is always the earliest of its class).
+    /// distance to every partition but the actor's own (see
+    /// [`super::horizon`]).
+    /// Pending events count by distance class: the earliest of each class is
+    /// enough (the event popped from the heap is always the earliest of its
+    /// class).
+    ///
+    /// An event bounds the window of the partition that handles it only
+    /// through what it actually sends out, and that is known the moment it
+    /// is sent: the window then ends where the envelope's consequences could
+    /// first come back ([`Partition::route_outbox`]). An event not yet
+    /// handled is later than every event handled so far, so its own way
+    /// back cannot cut in before it; an envelope in flight is pending at its
+    /// receiver's partition when that partition's window opens.
     fn horizon(&mut self) -> Horizon {
         let mut h = Horizon::idle(self.partitions);
         let distances = &self.distances;
@@ -245,10 +260,10 @@ impl<A: Actor> Partition<A> {
             }
             h.next = h.next.min(*first);
             match distances.alike(p) {
-                Some(x) => h.include(*first, distances.of(x)),
+                Some(x) => h.include_others(*first, distances.of(x), p),
                 None => {
                     for env in envelopes {
-                        h.include(env.deliver_at, distances.of(env.dst.index()));
+                        h.include_others(env.deliver_at, distances.of(env.dst.index()), p);
                     }
                 }
             }
@@ -259,12 +274,12 @@ impl<A: Actor> Partition<A> {
         };
         h.next = h.next.min(local_next);
         if let Some(x) = distances.alike(self.index) {
-            h.include(local_next, distances.of(x));
+            h.include_others(local_next, distances.of(x), self.index);
             return h;
         }
         for (c, times) in self.class_times.iter().enumerate() {
             if let Some(Reverse(t)) = times.peek() {
-                h.include(*t, distances.class_row(c));
+                h.include_others(*t, distances.class_row(c), self.index);
             }
         }
         h
@@ -367,7 +382,8 @@ impl<A: Actor> Partition<A> {
 
     /// Queues what actor `src` sent at `now`, with `hops` cross-partition
     /// messages behind it: here, or for the partition hosting the
-    /// destination (one hop more). With several partitions, every message
+    /// destination (one hop more), ending the window no later than anything
+    /// it leads to could come back. With several partitions, every message
     /// is checked against the distances the windows rely on.
     #[inline]
     fn route_outbox(&mut self, src: ActorId, now: SimTime, hops: u32) -> Result<(), EngineError> {
@@ -389,6 +405,10 @@ impl<A: Actor> Partition<A> {
                 enqueue(&mut self.heap, &mut self.class_times, &self.distances, env);
             } else {
                 env.causal_hops = hops.saturating_add(1);
+                let back = env
+                    .deliver_at
+                    .saturating_add(self.distances.of(env.dst.index())[self.index]);
+                self.window_end = self.window_end.min(back);
                 let first = &mut self.sent[part as usize];
                 *first = (*first).min(env.deliver_at);
                 self.remote[part as usize].push(env);

@@ -349,3 +349,73 @@ fn contiguous_assignment_is_balanced_and_ordered() {
     assert_eq!(contiguous_assignment(4, 4), vec![0, 1, 2, 3]);
     assert_eq!(contiguous_assignment(2, 4), vec![0, 2]);
 }
+
+/// Actors 0-2 chat among themselves on one partition while actor 3 pings
+/// actor 4, on the other, every `PING` ns, and 4 answers (5-7 only make up
+/// the other partition): the chatter never leaves its partition, so it must
+/// not cut that partition's windows; only the pings and their answers may.
+#[test]
+fn events_that_stay_home_do_not_bound_their_own_windows() {
+    const PING: SimTime = 100 * L;
+    const PONG: u32 = u32::MAX;
+    struct Group;
+    impl Actor for Group {
+        type Msg = u32;
+        fn start(&mut self, ctx: &mut Ctx<'_, u32>) -> Result<(), ModelError> {
+            match ctx.me().0 {
+                0..=2 => ctx.timer(ctx.me().0.into(), 0),
+                3 => ctx.timer(PING, 0),
+                _ => Ok(()),
+            }
+        }
+        fn handle(&mut self, ev: Envelope<u32>, ctx: &mut Ctx<'_, u32>) -> Result<(), ModelError> {
+            let me = ctx.me().0;
+            ctx.log("seen", &(ev.src.0, ev.src_seq, ev.payload));
+            match me {
+                4 => ctx.send(ev.src, L, PONG),
+                3 if ev.src == ctx.me() => {
+                    ctx.send(ActorId(4), L, 0)?;
+                    ctx.timer(PING, 0)
+                }
+                0..=2 => {
+                    let peer = (me + 1 + ctx.rng().next_u32() % 2) % 3;
+                    let lat = L + u64::from(ctx.rng().next_u32()) % L;
+                    ctx.send(ActorId(peer), lat, ev.payload.wrapping_add(1))
+                }
+                _ => Ok(()),
+            }
+        }
+    }
+    let l = |x: u32| (x, L);
+    let reach = Reach::Graph(vec![
+        vec![l(1), l(2), l(3)],
+        vec![l(0), l(2), l(3)],
+        vec![l(0), l(1), l(3)],
+        vec![l(0), l(1), l(2), l(4)],
+        vec![l(3), l(5)],
+        vec![l(4), l(6)],
+        vec![l(5), l(7)],
+        vec![l(6), l(4)],
+    ]);
+    let cfg = EngineConfig {
+        end: 100 * PING,
+        reach: Arc::new(reach),
+        ..config(1)
+    };
+    let group = || (0..8).map(|i| (format!("g{i}"), Group)).collect::<Vec<_>>();
+    assert_eq!(
+        reach_assignment(&cfg.reach, 8, 2),
+        vec![0, 0, 0, 0, 1, 1, 1, 1]
+    );
+    let reference = run_sequential(&cfg, group()).unwrap();
+    assert!(reference.events > 10_000, "{} events", reference.events);
+    let two = run_threads(&cfg, group(), 2, None).unwrap();
+    assert!(fingerprint(&two) == fingerprint(&reference));
+    assert_eq!(two.causal_steps, 2 * 99);
+    assert!(
+        two.windows <= 3 * 100,
+        "{} windows for 100 pings over {} events",
+        two.windows,
+        reference.events
+    );
+}
