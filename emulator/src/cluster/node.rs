@@ -304,6 +304,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     let (bye_tx, mut bye_rx) = tokio::sync::oneshot::channel::<Result<(), String>>();
     let stop = to_partition.clone();
     let of_run = format!("the coordinator at {coordinator} (run {run_id})");
+    let results_to = of_run.clone();
     tokio::spawn(async move {
         // the control link is this run's only tie to its coordinator: once it
         // is gone the node stops, and it never dials a coordinator again (a
@@ -410,8 +411,8 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     drop(ctl_tx);
     match writer.await {
         Ok(Ok(())) => {}
-        Ok(Err(x)) => return Err(e(format!("cannot send the results: {x}"))),
-        Err(x) => return Err(e(format!("cannot send the results: {x}"))),
+        Ok(Err(x)) => return Err(e(format!("cannot send the results to {results_to}: {x}"))),
+        Err(x) => return Err(e(format!("cannot send the results to {results_to}: {x}"))),
     }
     match timeout(failure_timeout * 3, &mut bye_rx).await {
         Ok(Ok(Ok(()))) => {
