@@ -132,23 +132,7 @@ impl Gangs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::distributed::DistRef;
-
-    fn unit(run: TaskId, unit: u16) -> Task {
-        Task {
-            cores: 8,
-            dist: Some(DistRef {
-                app: 3,
-                run,
-                unit,
-                units: 3,
-                qos_ppm: 0,
-                coordinator: None,
-                attempt: 0,
-            }),
-            ..Task::new(run + u64::from(unit), ActorId(1), 0, 1_000)
-        }
-    }
+    use crate::scheduler::run_ledger::tests::unit;
 
     fn placed() -> Gangs {
         let mut g = Gangs::default();

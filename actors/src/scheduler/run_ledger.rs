@@ -167,14 +167,17 @@ impl RunLedger {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::distributed::DistRef;
 
-    fn unit(run: TaskId, unit: u16) -> Task {
+    /// Unit `unit` of run `run` (task `run + unit`), of three units of
+    /// eight slots: also `gang.rs`'s tests' unit.
+    pub(in crate::scheduler) fn unit(run: TaskId, unit: u16) -> Task {
         Task {
+            cores: 8,
             dist: Some(DistRef {
-                app: 1,
+                app: 3,
                 run,
                 unit,
                 units: 3,
