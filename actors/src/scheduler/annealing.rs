@@ -29,6 +29,7 @@ use rand::RngCore;
 use serde::Serialize;
 
 use super::cluster_view::ServerSpec;
+use super::run_ledger::{Ended, RunLedger};
 use crate::config::SchedulerConfig;
 use crate::distributed::AnnealingGoal;
 use crate::distributed::lab::profile_app;
@@ -56,28 +57,14 @@ struct Run {
     tasks: Vec<Task>,
     /// Server index of each placed unit, by unit.
     hosts: Vec<usize>,
-    /// Task of each placed unit, by unit.
-    ids: Vec<TaskId>,
-    /// Units still running.
-    live: usize,
-    /// The attempt placed (or to place): a run whose unit was killed
-    /// starts again from the beginning as the next attempt.
-    attempt: u32,
     /// Not placed before this time (a restarted attempt waits
     /// `resubmit_delay`, as a killed task does).
     ready_at: SimTime,
-    /// A unit of the attempt was lost; the others are being stopped.
-    aborting: bool,
-    /// A unit finished: its coordinator ended the run with its work done.
-    done: bool,
-    /// Units of the attempt handed back (killed, stopped), to run again.
-    back: Vec<Task>,
 }
 
 /// A unit on its server, as the scheduler booked it.
 #[derive(Clone, Copy, Debug)]
 struct Booked {
-    run: TaskId,
     host: usize,
     cores: u32,
     memory_mb: u64,
@@ -118,11 +105,8 @@ pub struct AnnealingStage {
     runs: BTreeMap<TaskId, Run>,
     /// Placed units, running or on their way.
     placed: BTreeMap<TaskId, Booked>,
-    /// Attempts ended by a lost unit and started again.
-    restarts: u64,
-    /// Units killed after their run's work was done (in the instant the
-    /// coordinator's end travels to them): nothing to run again.
-    lost_after_end: u64,
+    /// Placed runs' attempts ([`RunLedger`]).
+    ledger: RunLedger,
     /// Profiles by (application, units), with when they are ready.
     models: BTreeMap<(u32, u16), (AppModel, SimTime)>,
     measured: u64,
@@ -154,8 +138,7 @@ impl AnnealingStage {
             hosts: servers.iter().map(|s| s.id).collect(),
             runs: BTreeMap::new(),
             placed: BTreeMap::new(),
-            restarts: 0,
-            lost_after_end: 0,
+            ledger: RunLedger::default(),
             models: BTreeMap::new(),
             measured: 0,
             settings: 0,
@@ -174,10 +157,13 @@ impl AnnealingStage {
     /// Units waiting for placement (with those of an attempt being
     /// stopped that are back already).
     pub fn queued(&self) -> usize {
-        self.runs
+        let unplaced: usize = self
+            .runs
             .values()
-            .map(|r| r.back.len() + if r.hosts.is_empty() { r.tasks.len() } else { 0 })
-            .sum()
+            .filter(|r| r.hosts.is_empty())
+            .map(|r| r.tasks.len())
+            .sum();
+        unplaced + self.ledger.waiting()
     }
 
     /// Whether `task` is a unit this stage placed and still holds.
@@ -254,13 +240,7 @@ impl AnnealingStage {
             qos: (d.qos_ppm > 0).then(|| f64::from(d.qos_ppm) / 1e6),
             tasks: Vec::new(),
             hosts: Vec::new(),
-            ids: Vec::new(),
-            live: 0,
-            attempt: 0,
             ready_at: 0,
-            aborting: false,
-            done: false,
-            back: Vec::new(),
         });
         run.tasks.push(task);
         Ok(ready.max(now))
@@ -271,73 +251,44 @@ impl AnnealingStage {
     /// memory it held there.
     pub fn release(&mut self, task: TaskId) -> Option<(u32, u32, u64)> {
         let b = self.placed.remove(&task)?;
-        if let Some(r) = self.runs.get_mut(&b.run) {
-            r.done = true;
-            r.live = r.live.saturating_sub(1);
+        if let Some((run, Ended::Over)) = self.ledger.finished(task) {
+            self.runs.remove(&run);
         }
-        self.end_attempt(b.run, 0);
         Some((b.host as u32, b.cores, b.memory_mb))
     }
 
     /// A unit came back unfinished at `now`: killed by its server for the
     /// primary tenant (harvesting §5.3), evicted, or stopped by
-    /// [`Lost::stop`]. The first such unit ends its run's attempt: a run
-    /// progresses only while all its units run (ASPLOS'16 §3, its
-    /// coordinator's rate needs every unit), so the others are stopped and,
-    /// once all are back, the run queues again from the start after
-    /// `delay`, as YARN re-runs a killed application attempt. A run whose
-    /// coordinator already ended it (a unit finished) is not run again.
+    /// [`Lost::stop`]. The run's attempt ends as [`RunLedger::lost`] rules;
+    /// once all its units are back, the run queues again from the start
+    /// after `delay`, as YARN re-runs a killed application attempt.
     pub fn lost(&mut self, task: Task, now: SimTime, delay: SimTime) -> Lost {
         let mut out = Lost::default();
         let Some(b) = self.placed.remove(&task.id) else {
             return out;
         };
         out.freed = Some((b.host as u32, b.cores, b.memory_mb));
-        let Some(r) = self.runs.get_mut(&b.run) else {
+        let Some(lost) = self.ledger.lost(task) else {
             return out;
         };
-        r.live = r.live.saturating_sub(1);
-        r.back.push(task);
-        if !r.aborting && !r.done {
-            r.aborting = true;
-            for (unit, id) in r.ids.iter().enumerate() {
-                if self.placed.contains_key(id) {
-                    out.stop.push((self.hosts[r.hosts[unit]], *id, r.attempt));
+        out.stop = lost.stop;
+        match lost.ended {
+            Ended::Running => {}
+            Ended::Over => {
+                self.runs.remove(&lost.run);
+            }
+            Ended::Restart(tasks) => {
+                if let Some(r) = self.runs.get_mut(&lost.run) {
+                    let ready_at = now + delay;
+                    out.requeued = tasks.len();
+                    out.requeue_at = Some(ready_at);
+                    r.tasks = tasks;
+                    r.hosts.clear();
+                    r.ready_at = ready_at;
                 }
             }
         }
-        let requeued = r.back.len();
-        out.requeue_at = self.end_attempt(b.run, now + delay);
-        if out.requeue_at.is_some() {
-            out.requeued = requeued;
-        }
         out
-    }
-
-    /// Once no unit of run `run`'s attempt runs: it is over if a unit
-    /// finished (units handed back then are counted in `lost_after_end`),
-    /// else it queues again as the next attempt, ready at `ready_at`
-    /// (returned).
-    fn end_attempt(&mut self, run: TaskId, ready_at: SimTime) -> Option<SimTime> {
-        let r = self.runs.get_mut(&run)?;
-        if r.live > 0 {
-            return None;
-        }
-        if r.done {
-            self.lost_after_end += r.back.len() as u64;
-            self.runs.remove(&run);
-            return None;
-        }
-        let mut tasks = std::mem::take(&mut r.back);
-        tasks.sort_by_key(|t| t.dist.map_or(0, |d| d.unit));
-        r.tasks = tasks;
-        r.hosts.clear();
-        r.ids.clear();
-        r.attempt += 1;
-        r.aborting = false;
-        r.ready_at = ready_at;
-        self.restarts += 1;
-        Some(ready_at)
     }
 
     /// Places every complete, profiled run that fits, jointly, on the
@@ -444,10 +395,12 @@ impl AnnealingStage {
             }
         }
         for (b, id) in batch.iter().enumerate() {
+            let attempt = self.ledger.attempt(*id);
             let Some(r) = self.runs.get_mut(id) else {
                 continue;
             };
             let hosts = std::mem::take(&mut hosts_of[b]);
+            let mut ids = Vec::new();
             let coordinator = self.hosts[hosts[0]];
             let mut tasks = std::mem::take(&mut r.tasks);
             tasks.sort_by_key(|t| t.dist.map_or(0, |d| d.unit));
@@ -456,22 +409,26 @@ impl AnnealingStage {
                 let host = hosts.get(unit).copied().unwrap_or(hosts[0]);
                 if let Some(d) = t.dist.as_mut() {
                     d.coordinator = Some(coordinator);
-                    d.attempt = r.attempt;
+                    d.attempt = attempt;
                 }
                 room[host] = room[host].saturating_sub(t.cores);
                 self.placed.insert(
                     t.id,
                     Booked {
-                        run: *id,
                         host,
                         cores: t.cores,
                         memory_mb: t.memory_mb,
                     },
                 );
-                r.ids.push(t.id);
-                r.live += 1;
+                ids.push(t.id);
                 pass.dispatch.push((host as u32, t));
             }
+            let units = ids
+                .into_iter()
+                .enumerate()
+                .map(|(unit, id)| (id, self.hosts[hosts[unit]]))
+                .collect();
+            self.ledger.started(*id, units);
             let p = predicted.get(b).copied().unwrap_or(1.0);
             self.predicted.push(p);
             pass.logs.push((
@@ -603,12 +560,7 @@ impl AnnealingStage {
         out.add("dist_settings_measured", self.measured);
         out.add("dist_settings_total", self.settings);
         out.add_f64("dist_profiling_time_s", self.profiling_s);
-        // only runs whose units were lost have these
-        if self.restarts + self.lost_after_end > 0 {
-            out.add("dist_runs_restarted", self.restarts);
-            out.add("dist_units_lost_after_end", self.lost_after_end);
-            out.add("dropped_tasks", self.lost_after_end);
-        }
+        self.ledger.finish(out);
         out.declare_samples("dist_prediction_error");
         for &e in &self.errors {
             out.sample("dist_prediction_error", e);

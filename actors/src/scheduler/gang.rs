@@ -11,28 +11,14 @@
 //! progress without it (its coordinator's rate needs every unit, §3.2), so
 //! its other units are stopped, and once all are back the run queues again
 //! from the start, as YARN's application master re-starts killed tasks
-//! (harvesting §5.1).
+//! (harvesting §5.1). That rule is `run_ledger.rs`'s, shared with
+//! `annealing`.
 
 use std::collections::BTreeMap;
 
+use super::run_ledger::{Ended, RunLedger};
 use crate::kernel::{ActorId, Metrics};
 use crate::task::{Task, TaskId};
-
-/// A placed run's current attempt.
-#[derive(Debug, Default)]
-struct Attempt {
-    /// Each unit's task and server, by unit.
-    units: Vec<(TaskId, ActorId)>,
-    /// Units still on their servers.
-    live: usize,
-    attempt: u32,
-    /// A unit was lost; the others are being stopped.
-    aborting: bool,
-    /// A unit finished: the coordinator ended the run, work done.
-    done: bool,
-    /// Units handed back, to run again.
-    back: Vec<Task>,
-}
 
 /// What the scheduler must do after a unit came back unfinished.
 #[derive(Debug, Default, PartialEq)]
@@ -52,12 +38,8 @@ pub struct Gangs {
     arriving: BTreeMap<TaskId, Vec<Task>>,
     /// Runs queued in the admission stage: unit 0's task → the others.
     queued: BTreeMap<TaskId, Vec<Task>>,
-    /// Placed runs, by run.
-    placed: BTreeMap<TaskId, Attempt>,
-    /// Placed unit → its run.
-    units: BTreeMap<TaskId, TaskId>,
-    restarts: u64,
-    lost_after_end: u64,
+    /// Placed runs' attempts ([`RunLedger`]).
+    ledger: RunLedger,
 }
 
 impl Gangs {
@@ -70,8 +52,17 @@ impl Gangs {
         if units.len() < usize::from(d.units) {
             return None;
         }
-        let mut units = self.arriving.remove(&d.run)?;
+        let units = self.arriving.remove(&d.run)?;
+        self.queue(units)
+    }
+
+    /// Queues a run's units as its unit 0 (returned, for the admission
+    /// stage), the others waiting here.
+    fn queue(&mut self, mut units: Vec<Task>) -> Option<Task> {
         units.sort_by_key(|t| t.dist.map_or(0, |d| d.unit));
+        if units.is_empty() {
+            return None;
+        }
         let first = units.remove(0);
         self.queued.insert(first.id, units);
         Some(first)
@@ -84,24 +75,19 @@ impl Gangs {
 
     /// The attempt the run of `run` starts as.
     pub fn attempt(&self, run: TaskId) -> u32 {
-        self.placed.get(&run).map_or(0, |a| a.attempt)
+        self.ledger.attempt(run)
     }
 
     /// The run whose unit 0 is `first` started: each unit's task and
     /// server, by unit.
     pub fn started(&mut self, first: TaskId, run: TaskId, units: Vec<(TaskId, ActorId)>) {
         self.queued.remove(&first);
-        for &(id, _) in &units {
-            self.units.insert(id, run);
-        }
-        let a = self.placed.entry(run).or_default();
-        a.live = units.len();
-        a.units = units;
+        self.ledger.started(run, units);
     }
 
     /// Whether `task` is a placed unit.
     pub fn owns(&self, task: TaskId) -> bool {
-        self.units.contains_key(&task)
+        self.ledger.owns(task)
     }
 
     /// Units waiting: of runs not complete, of runs queued (beside their
@@ -109,108 +95,44 @@ impl Gangs {
     pub fn waiting(&self) -> usize {
         let arriving: usize = self.arriving.values().map(Vec::len).sum();
         let queued: usize = self.queued.values().map(Vec::len).sum();
-        let back: usize = self.placed.values().map(|a| a.back.len()).sum();
-        arriving + queued + back
+        arriving + queued + self.ledger.waiting()
     }
 
     /// A unit finished: its coordinator ended the run, work done.
     pub fn finished(&mut self, task: TaskId) {
-        let Some(run) = self.units.remove(&task) else {
-            return;
-        };
-        if let Some(a) = self.placed.get_mut(&run) {
-            a.done = true;
-            a.live = a.live.saturating_sub(1);
-        }
-        self.end_attempt(run);
+        self.ledger.finished(task);
     }
 
-    /// A unit came back unfinished: the first ends its run's attempt (the
-    /// others are to be stopped); once all are back, the run's unit 0 goes
-    /// back to the queue, the others wait here for it again. A run whose
-    /// coordinator ended it already (a unit finished) is not run again.
+    /// A unit came back unfinished ([`RunLedger::lost`]): once all of its
+    /// run's are back, the run's unit 0 goes back to the queue, the others
+    /// wait here for it again.
     pub fn lost(&mut self, task: Task) -> GangLost {
-        let mut out = GangLost::default();
-        let Some(run) = self.units.remove(&task.id) else {
-            return out;
+        let Some(lost) = self.ledger.lost(task) else {
+            return GangLost::default();
         };
-        let Some(a) = self.placed.get_mut(&run) else {
-            return out;
+        let mut out = GangLost {
+            stop: lost.stop,
+            ..GangLost::default()
         };
-        a.live = a.live.saturating_sub(1);
-        a.back.push(task);
-        if !a.aborting && !a.done {
-            a.aborting = true;
-            for &(id, server) in &a.units {
-                if self.units.contains_key(&id) {
-                    out.stop.push((server, id, a.attempt));
-                }
+        if let Ended::Restart(units) = lost.ended {
+            let requeued = units.len();
+            out.requeue = self.queue(units);
+            if out.requeue.is_some() {
+                out.requeued = requeued;
             }
-        }
-        let back = a.back.len();
-        out.requeue = self.end_attempt(run);
-        if out.requeue.is_some() {
-            out.requeued = back;
         }
         out
     }
 
-    /// Once no unit of `run`'s attempt is on a server: over if a unit
-    /// finished, else the next attempt queues (its unit 0 returned).
-    fn end_attempt(&mut self, run: TaskId) -> Option<Task> {
-        let a = self.placed.get_mut(&run)?;
-        if a.live > 0 {
-            return None;
-        }
-        if a.done {
-            self.lost_after_end += a.back.len() as u64;
-            self.placed.remove(&run);
-            return None;
-        }
-        let mut units = std::mem::take(&mut a.back);
-        units.sort_by_key(|t| t.dist.map_or(0, |d| d.unit));
-        a.attempt += 1;
-        a.aborting = false;
-        a.units.clear();
-        self.restarts += 1;
-        if units.is_empty() {
-            return None;
-        }
-        let first = units.remove(0);
-        self.queued.insert(first.id, units);
-        Some(first)
-    }
-
     pub fn finish(&self, out: &mut Metrics) {
-        // only runs whose units were lost have these
-        if self.restarts + self.lost_after_end > 0 {
-            out.add("dist_runs_restarted", self.restarts);
-            out.add("dist_units_lost_after_end", self.lost_after_end);
-            out.add("dropped_tasks", self.lost_after_end);
-        }
+        self.ledger.finish(out);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::distributed::DistRef;
-
-    fn unit(run: TaskId, unit: u16) -> Task {
-        Task {
-            cores: 8,
-            dist: Some(DistRef {
-                app: 3,
-                run,
-                unit,
-                units: 3,
-                qos_ppm: 0,
-                coordinator: None,
-                attempt: 0,
-            }),
-            ..Task::new(run + u64::from(unit), ActorId(1), 0, 1_000)
-        }
-    }
+    use crate::scheduler::run_ledger::tests::unit;
 
     fn placed() -> Gangs {
         let mut g = Gangs::default();

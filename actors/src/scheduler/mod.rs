@@ -42,6 +42,7 @@ mod flows;
 pub mod gang;
 pub mod placement;
 pub mod preemption;
+mod run_ledger;
 pub mod wasc;
 
 pub use cluster_view::{ClusterView, ServerSlots, ServerSpec};
@@ -1090,22 +1091,9 @@ impl Scheduler {
         if let Some((i, slots, memory_mb)) = lost.freed {
             self.core.vacate(id, i, slots, memory_mb);
         }
-        let world = Arc::clone(&self.core.world);
-        for (server, task, attempt) in lost.stop {
-            ctx.log(
-                "dist_stop",
-                &serde_json::json!({ "task": task, "server": world.name(server), "attempt": attempt }),
-            );
-            self.core
-                .nic
-                .send(&world, ctx, server, Body::DistStop { task, attempt })?;
-        }
+        let restart = lost.requeue_at.map(|at| (lost.requeued, at));
+        self.core.dist_attempt_ended(ctx, id, lost.stop, restart)?;
         if let Some(at) = lost.requeue_at {
-            self.core.killed += lost.requeued as u64;
-            ctx.log(
-                "dist_restart",
-                &serde_json::json!({ "task": id, "requeued": lost.requeued, "ready_at": at }),
-            );
             ctx.timer(at.saturating_sub(now), Msg::DistPlace)?;
         }
         self.dist_pass(ctx)
@@ -1126,24 +1114,14 @@ impl Scheduler {
         self.core.release_flow(task.id, ctx)?;
         let id = task.id;
         let lost = self.core.gangs.lost(task);
-        let world = Arc::clone(&self.core.world);
-        for (server, task, attempt) in lost.stop {
-            ctx.log(
-                "dist_stop",
-                &serde_json::json!({ "task": task, "server": world.name(server), "attempt": attempt }),
-            );
-            self.core
-                .nic
-                .send(&world, ctx, server, Body::DistStop { task, attempt })?;
-        }
+        let delay = self.core.resubmit_delay;
+        let restart = lost
+            .requeue
+            .as_ref()
+            .map(|_| (lost.requeued, ctx.now() + delay));
+        self.core.dist_attempt_ended(ctx, id, lost.stop, restart)?;
         if let Some(first) = lost.requeue {
-            self.core.killed += lost.requeued as u64;
-            let at = ctx.now() + self.core.resubmit_delay;
-            ctx.log(
-                "dist_restart",
-                &serde_json::json!({ "task": id, "requeued": lost.requeued, "ready_at": at }),
-            );
-            ctx.timer(self.core.resubmit_delay, Msg::Requeue(first))?;
+            ctx.timer(delay, Msg::Requeue(first))?;
         }
         self.drain(ctx)
     }
@@ -1624,6 +1602,38 @@ impl Scheduler {
 }
 
 impl Core {
+    /// The attempt of a distributed run ended by its unit `id` coming back
+    /// unfinished (`run_ledger.rs`, under `annealing` and `gang.rs` alike):
+    /// stops the run's other units (`Body::DistStop`, each `(server, task,
+    /// attempt)` of `stop`) and, once the run restarts with `requeued`
+    /// units ready at `at`, counts and logs the restart. Queueing it again
+    /// is the caller's.
+    fn dist_attempt_ended(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        id: TaskId,
+        stop: Vec<(ActorId, TaskId, u32)>,
+        restart: Option<(usize, SimTime)>,
+    ) -> Result<(), ModelError> {
+        let world = Arc::clone(&self.world);
+        for (server, task, attempt) in stop {
+            ctx.log(
+                "dist_stop",
+                &serde_json::json!({ "task": task, "server": world.name(server), "attempt": attempt }),
+            );
+            self.nic
+                .send(&world, ctx, server, Body::DistStop { task, attempt })?;
+        }
+        if let Some((requeued, at)) = restart {
+            self.killed += requeued as u64;
+            ctx.log(
+                "dist_restart",
+                &serde_json::json!({ "task": id, "requeued": requeued, "ready_at": at }),
+            );
+        }
+        Ok(())
+    }
+
     /// Counts, logs and sends a dispatch decided by a stage that keeps its
     /// own queue (slots, energy, annealing): `body` carries task `id` (or
     /// its preemption) to `server`; its wait counts from `submitted_at`.
