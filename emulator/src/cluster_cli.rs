@@ -120,13 +120,6 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<(), Failure> {
         lenient: false,
     };
     let (label, scenario) = load(&scenario_args)?;
-    if scenario.scheduler.external.is_some() {
-        return Err(Failure::input(format!(
-            "{label}: field `scheduler.external`: multi-process runs do not start an external \
-             scheduler yet (its program would have to run beside the node hosting the \
-             scheduler actor); run it with `dcemu run`"
-        )));
-    }
     let secret = match secret_from(args.secret)? {
         Some(s) => s,
         None => {

@@ -3,10 +3,16 @@
 //! naming the program, the request and the problem, and leaves the results
 //! directory marked `INCOMPLETE` with what the actors logged before, as
 //! for a node that dies. One that behaves runs and replays identically.
+//! Over a coordinator and nodes the program runs beside the scheduler
+//! actor's node, from the coordinator's scenario directory, and gives the
+//! one-process run's results; one that dies fails the run the same way.
 //! Skipped, saying so, where `python3` is absent.
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 fn dcemu(cwd: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dcemu"))
@@ -114,12 +120,6 @@ fn a_scheduler_that_behaves_runs_and_replays_identically() {
         "{out}{}",
         String::from_utf8_lossy(&r.stderr)
     );
-    let c = dcemu(
-        tmp.path(),
-        &["coordinator", "--nodes", "1", "--scenario", &path],
-    );
-    assert_eq!(c.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&c.stderr).contains("scheduler.external"));
 }
 
 #[test]
@@ -190,5 +190,286 @@ fn each_misbehaviour_stops_the_run_with_its_error_and_incomplete_results() {
     assert!(
         err.contains("`./no-such-program`: hello: cannot start it"),
         "{err}"
+    );
+}
+
+const SECRET: &str = "test-secret-0123456789";
+
+/// Kills and reaps the dcemu processes a cluster test started, whatever
+/// happens to the test.
+#[derive(Default)]
+struct Procs(Vec<Child>);
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Starts `dcemu args` in `cwd` with its stderr collected line by line.
+fn spawn(cwd: &Path, args: &[&str], procs: &mut Procs) -> mpsc::Receiver<String> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dcemu"))
+        .args(args)
+        .current_dir(cwd)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the dcemu binary runs");
+    let stderr = child.stderr.take().expect("stderr piped");
+    procs.0.push(child);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn wait_exit(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// Runs `scenario` (relative to `cwd`, the coordinator's working directory)
+/// on a coordinator and two loopback nodes working in `/`, so the program's
+/// relative path resolves only through the coordinator's scenario
+/// directory. Returns the coordinator's exit status and stderr, the
+/// nodes' stderr, and each node's exit status.
+fn on_two_nodes(
+    cwd: &Path,
+    scenario: &str,
+    out: &str,
+) -> (Option<i32>, String, String, Vec<Option<i32>>) {
+    let mut procs = Procs::default();
+    let coordinator = spawn(
+        cwd,
+        &[
+            "coordinator",
+            "--scenario",
+            scenario,
+            "--nodes",
+            "2",
+            "--listen",
+            "127.0.0.1:0",
+            "--failure-timeout",
+            "5s",
+            "-q",
+            "--secret",
+            SECRET,
+            "--out",
+            out,
+        ],
+        &mut procs,
+    );
+    let mut log = Vec::new();
+    let addr = loop {
+        let line = coordinator
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("the coordinator never listened:\n{}", log.join("\n")));
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            let addr = rest.split(',').next().unwrap_or_default().to_string();
+            log.push(line);
+            break addr;
+        }
+        log.push(line);
+    };
+    // their stderr is kept open (a closed pipe would fail their writes)
+    let mut nodes = Vec::new();
+    for name in ["n0", "n1"] {
+        nodes.push(spawn(
+            Path::new("/"),
+            &[
+                "node",
+                "--coordinator",
+                &addr,
+                "--name",
+                name,
+                "--listen",
+                "127.0.0.1:0",
+                "--secret",
+                SECRET,
+            ],
+            &mut procs,
+        ));
+    }
+    let status = wait_exit(&mut procs.0[0], Duration::from_secs(180));
+    while let Ok(line) = coordinator.recv_timeout(Duration::from_millis(300)) {
+        log.push(line);
+    }
+    let codes = (1..3)
+        .map(|i| wait_exit(&mut procs.0[i], Duration::from_secs(20)).and_then(|s| s.code()))
+        .collect();
+    let node_log: Vec<String> = nodes.iter().flat_map(|n| n.try_iter()).collect();
+    (
+        status.and_then(|s| s.code()),
+        log.join("\n"),
+        node_log.join("\n"),
+        codes,
+    )
+}
+
+/// Every file under `dir`, by path relative to it, but `run.json` (wall
+/// clock) and those in `skip`.
+fn results(dir: &Path, skip: &[&str]) -> Vec<(String, Vec<u8>)> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let rel = path.strip_prefix(root).unwrap().display().to_string();
+                out.push((rel, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, dir, &mut files);
+    files.retain(|(p, _)| p != "run.json" && !skip.contains(&p.as_str()));
+    files.sort();
+    files
+}
+
+fn assert_same(a: &Path, b: &Path, skip: &[&str]) {
+    let (x, y) = (results(a, skip), results(b, skip));
+    let names = |v: &[(String, Vec<u8>)]| v.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&x), names(&y), "{} vs {}", a.display(), b.display());
+    for ((p, x), (_, y)) in x.iter().zip(&y) {
+        assert!(
+            x == y,
+            "{p} differs between {} and {}",
+            a.display(),
+            b.display()
+        );
+    }
+}
+
+/// Two tenants on six servers placed at random; `placement` is either the
+/// built-in `random` or the Python example, by a path relative to the
+/// scenario's directory.
+fn random_scenario(dir: &Path, name: &str, external: bool) -> String {
+    let scheduler = if external {
+        "[scheduler.external]\ncommand = [\"python3\", \"py/examples/random_placement.py\"]\n"
+    } else {
+        "[scheduler]\nplacement = \"random\"\n"
+    };
+    let text = format!(
+        r#"
+[run]
+name = "random"
+end = "20m"
+seed = 7
+
+{scheduler}
+[output]
+actor_logs = true
+
+[[server_types]]
+name = "a"
+count = 6
+slots = 2
+
+[[tenants]]
+name = "batch"
+arrivals = {{ process = "poisson", rate_per_s = 0.2 }}
+service = {{ distribution = "exponential", mean = "60s" }}
+
+[[tenants]]
+name = "web"
+arrivals = {{ process = "poisson", rate_per_s = 0.1 }}
+service = {{ distribution = "exponential", mean = "20s" }}
+"#
+    );
+    std::fs::write(dir.join(name), text).unwrap();
+    name.to_string()
+}
+
+#[test]
+fn over_a_coordinator_and_two_nodes_python_random_gives_the_one_process_results() {
+    if !python() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let client = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../clients/python");
+    std::os::unix::fs::symlink(client, tmp.path().join("py")).unwrap();
+    let external = random_scenario(tmp.path(), "external.toml", true);
+    let builtin = random_scenario(tmp.path(), "builtin.toml", false);
+    for (scenario, out) in [(&external, "one-external"), (&builtin, "one-builtin")] {
+        let o = dcemu(tmp.path(), &["run", scenario, "--quiet", "--out", out]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let (status, log, node_log, nodes) = on_two_nodes(tmp.path(), &external, "multi");
+    assert_eq!(status, Some(0), "coordinator:\n{log}\nnodes:\n{node_log}");
+    assert_eq!(
+        nodes,
+        vec![Some(0), Some(0)],
+        "nodes exit cleanly:\n{node_log}"
+    );
+    let multi = tmp.path().join("multi");
+    assert!(multi.join("digest").is_file() && !multi.join("INCOMPLETE").exists());
+    assert!(
+        multi.join("actors/scheduler.jsonl").is_file(),
+        "actor logs are compared too"
+    );
+    // the same scenario: every file, the digest included
+    assert_same(&multi, &tmp.path().join("one-external"), &[]);
+    // the built-in: every file but the scenario naming the program
+    assert_same(
+        &multi,
+        &tmp.path().join("one-builtin"),
+        &["scenario.toml", "digest"],
+    );
+    // run.json names where the program ran, for `dcemu replay`
+    let facts = std::fs::read_to_string(multi.join("run.json")).unwrap();
+    let here = std::fs::canonicalize(tmp.path()).unwrap();
+    assert!(
+        facts.contains(&format!(
+            "\"stream_base\": {:?}",
+            here.display().to_string()
+        )),
+        "{facts}"
+    );
+}
+
+#[test]
+fn over_a_coordinator_and_two_nodes_a_program_that_exits_fails_the_run() {
+    if !python() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("misbehave.py"), PROGRAM).unwrap();
+    let path = scenario(tmp.path(), "exit", "5s");
+    let name = Path::new(&path).file_name().unwrap().to_str().unwrap();
+    let (status, log, node_log, nodes) = on_two_nodes(tmp.path(), name, "out");
+    assert_eq!(status, Some(1), "coordinator:\n{log}\nnodes:\n{node_log}");
+    // the coordinator names the root cause, not a peer's lost link to it
+    for words in [
+        "external scheduler `python3 misbehave.py exit`",
+        "request 3",
+        "it exited",
+    ] {
+        assert!(log.contains(words), "says {words:?}:\n{log}");
+    }
+    assert!(
+        !log.contains("panicked") && !node_log.contains("panicked"),
+        "{log}\n{node_log}"
+    );
+    let dir = tmp.path().join("out");
+    assert!(dir.join("INCOMPLETE").is_file(), "marked incomplete");
+    assert!(!dir.join("digest").exists(), "no digest");
+    assert!(
+        nodes.iter().all(|c| *c != Some(0)),
+        "no node reports success: {nodes:?}"
     );
 }

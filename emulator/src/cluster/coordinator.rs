@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -217,6 +217,7 @@ pub async fn run_coordinator(
             t.arrivals.format.name()
         )));
     }
+    let external_dir = external_dir(scenario).map_err(input)?;
     let prepared = prepare(scenario, None).map_err(|e| input(e.to_string()))?;
     let names: Vec<String> = prepared.actors.iter().map(|(n, _)| n.clone()).collect();
     let slot_table = prepared.slot_table.clone();
@@ -388,6 +389,7 @@ pub async fn run_coordinator(
     }
     for (i, n) in nodes.iter_mut().enumerate() {
         let setup = ToNode::Setup(Box::new(Setup {
+            external_dir: external_dir.clone(),
             index: i as u32,
             nodes: infos.clone(),
             ca: ca.cert_der(),
@@ -598,7 +600,7 @@ pub async fn run_coordinator(
             .collect(),
         assignment: described,
     };
-    let run_json = run_facts(&outcome, &report);
+    let run_json = run_facts(&outcome, &report, external_dir.as_deref());
     staging
         .commit(&outcome.results, &outcome.digest, &[("run.json", run_json)])
         .map_err(|e| fail(e.to_string()))?;
@@ -619,9 +621,39 @@ pub async fn run_coordinator(
     Ok((outcome, report))
 }
 
+/// Where `[scheduler.external]`'s program runs on the node hosting the
+/// scheduler actor: the directory it runs in for `dcemu run` (the scenario
+/// file's, or the working directory for the embedded scenario), made
+/// absolute here so it names the same place whatever a node's working
+/// directory; `None` without the section.
+fn external_dir(scenario: &Scenario) -> Result<Option<String>, String> {
+    if scenario.scheduler.external.is_none() {
+        return Ok(None);
+    }
+    let base = if scenario.base.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        scenario.base.as_path()
+    };
+    let dir = std::fs::canonicalize(base).map_err(|e| {
+        format!(
+            "scheduler.external: cannot resolve the directory its program runs in ({}): {e}",
+            base.display()
+        )
+    })?;
+    dir.to_str().map(|d| Some(d.to_string())).ok_or_else(|| {
+        format!(
+            "scheduler.external: the directory its program runs in ({}) is not UTF-8",
+            dir.display()
+        )
+    })
+}
+
 /// `run.json` of a multi-process run: wall-clock facts, never digested.
-fn run_facts(o: &Outcome, report: &ClusterReport) -> Vec<u8> {
-    let facts = serde_json::json!({
+/// With an external scheduler it names, as `stream_base`, the directory the
+/// program ran in, so `dcemu replay` finds it again as for `dcemu run`.
+fn run_facts(o: &Outcome, report: &ClusterReport, external_dir: Option<&str>) -> Vec<u8> {
+    let mut facts = serde_json::json!({
         "dcemu_version": env!("CARGO_PKG_VERSION"),
         "mode": "coordinator",
         "run_id": report.run_id,
@@ -643,6 +675,9 @@ fn run_facts(o: &Outcome, report: &ClusterReport) -> Vec<u8> {
         "digest": o.digest,
         "wall_metrics": o.wall_metrics,
     });
+    if let Some(dir) = external_dir {
+        facts["stream_base"] = serde_json::Value::String(dir.to_string());
+    }
     let mut bytes = serde_json::to_vec_pretty(&facts).unwrap_or_default();
     bytes.push(b'\n');
     bytes

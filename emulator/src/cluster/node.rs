@@ -177,6 +177,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         ca,
         scenario: scenario_text,
         traces,
+        external_dir,
         assignment,
         max_frame,
         heartbeat_ms,
@@ -201,7 +202,13 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         std::process::id(),
         sanitize(&name)
     )));
-    let scenario = load_scenario(&scratch.0, &scenario_text, &traces).map_err(e)?;
+    let scenario = load_scenario(
+        &scratch.0,
+        &scenario_text,
+        &traces,
+        external_dir.as_deref().map(std::path::Path::new),
+    )
+    .map_err(e)?;
     let logs_dir = scratch.0.join("actors");
     std::fs::create_dir_all(&logs_dir)
         .map_err(|x| e(format!("cannot create {}: {x}", logs_dir.display())))?;
@@ -330,7 +337,10 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         tokio::select! {
             r = replies.recv() => match r {
                 Some(PeerReply::Done(r)) => break r,
-                _ => break Err("the partition thread stopped".to_string()),
+                _ => break Err(Stopped {
+                    reason: "the partition thread stopped".to_string(),
+                    local: false,
+                }),
             },
             _ = sleep(beat) => {
                 let _ = ctl_tx.send(ToCoordinator::Heartbeat {
@@ -345,7 +355,21 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     };
     let output = match result {
         Ok(output) => output,
-        Err(reason) => {
+        Err(Stopped {
+            reason,
+            local: true,
+        }) => {
+            // the root cause is here (a model error, e.g. an external
+            // scheduler's program that died): tell the coordinator at once,
+            // before the peers' echoes (their links to us dropped) reach it
+            let _ = ctl_tx.send(ToCoordinator::Failed {
+                reason: reason.clone(),
+            });
+            drop(ctl_tx);
+            let _ = timeout(Duration::from_secs(2), writer).await;
+            return Err(e(format!("the run failed: {reason}")));
+        }
+        Err(Stopped { reason, .. }) => {
             // a peer stopping is usually the echo of the coordinator's
             // abort: report the coordinator's reason when it comes soon
             let reason = match timeout(Duration::from_millis(500), &mut bye_rx).await {
@@ -443,11 +467,15 @@ fn sanitize(name: &str) -> String {
 }
 
 /// Writes the received scenario and traces where loading expects them and
-/// loads them; the result must print back to the same text.
+/// loads them; the result must print back to the same text. An external
+/// scheduler's program runs in `external_dir` (the coordinator's scenario
+/// directory, [`wire::Setup::external_dir`]), not in this scratch
+/// directory: its command names files relative to the scenario's place.
 fn load_scenario(
     dir: &std::path::Path,
     text: &str,
     traces: &[(String, Vec<u8>)],
+    external_dir: Option<&std::path::Path>,
 ) -> Result<scenario::Scenario, String> {
     std::fs::create_dir_all(dir.join("traces"))
         .map_err(|x| format!("cannot create {}: {x}", dir.display()))?;
@@ -462,8 +490,18 @@ fn load_scenario(
     let path = dir.join("scenario.toml");
     std::fs::write(&path, text).map_err(|x| format!("cannot write {}: {x}", path.display()))?;
     let label = path.display().to_string();
-    let loaded = scenario::load(&label, text, &[])
+    let mut loaded = scenario::load(&label, text, &[])
         .map_err(|x| format!("the scenario from the coordinator does not load: {x}"))?;
+    match (loaded.scheduler.external.is_some(), external_dir) {
+        (true, Some(d)) if d.is_absolute() => loaded.base = d.to_path_buf(),
+        (true, _) => {
+            return Err(
+                "the coordinator named no absolute directory for the external scheduler's program"
+                    .into(),
+            );
+        }
+        (false, _) => {}
+    }
     if loaded.to_toml() != text {
         return Err("the scenario from the coordinator does not load back to itself".into());
     }
@@ -707,7 +745,17 @@ struct RunCmd {
 enum PeerReply {
     Port(Result<u16, String>),
     Mesh(Result<(), String>),
-    Done(Result<crate::engine::partition::PartitionOutput, String>),
+    Done(Result<crate::engine::partition::PartitionOutput, Stopped>),
+}
+
+/// Why the partition stopped before the end of the run.
+struct Stopped {
+    reason: String,
+    /// Whether the cause is in this partition (a model error, a log that
+    /// cannot be written, a panic) rather than a link or a stop order: the
+    /// node then reports it at once, since its peers will soon report the
+    /// loss of their links to it.
+    local: bool,
 }
 
 /// The partition's thread. It owns a current-thread runtime with the peer
@@ -804,8 +852,17 @@ fn peer_thread(
                         transport.close(close_within);
                         Ok(output)
                     }
-                    Ok(Err(engine_error)) => Err(engine_error.to_string()),
-                    Err(_) => Err("its partition panicked".to_string()),
+                    Ok(Err(engine_error)) => Err(Stopped {
+                        local: !matches!(
+                            engine_error,
+                            crate::engine::EngineError::Transport { .. }
+                        ),
+                        reason: engine_error.to_string(),
+                    }),
+                    Err(_) => Err(Stopped {
+                        reason: "its partition panicked".to_string(),
+                        local: true,
+                    }),
                 };
                 let _ = replies.send(PeerReply::Done(reply));
             }

@@ -27,7 +27,9 @@ pub const HARD_MAX_FRAME: usize = 1 << 30;
 /// 5: envelopes carry their cross-partition causal depth
 /// (`Envelope::causal_hops`) and nodes report the deepest
 /// ([`Finished::causal_steps`]).
-pub const PROTOCOL: u32 = 5;
+/// 6: the setup names the directory an external scheduler's program runs
+/// in ([`Setup::external_dir`]).
+pub const PROTOCOL: u32 = 6;
 
 /// Length of a run id in bytes before hex encoding (`tls::random_run_id`).
 pub const RUN_ID_BYTES: usize = 16;
@@ -174,6 +176,12 @@ pub struct Setup {
     pub scenario: String,
     /// Replayed traces: `traces/<tenant>.csv` → bytes.
     pub traces: Vec<(String, Vec<u8>)>,
+    /// With `[scheduler.external]`: the directory its program runs in, the
+    /// coordinator's scenario directory as an absolute path. Only the node
+    /// hosting the scheduler actor starts the program, there: the directory
+    /// must exist on that node (a shared file system, or the same checkout
+    /// at the same path).
+    pub external_dir: Option<String>,
     /// Partition (node index) of every actor, by actor id.
     pub assignment: Vec<u32>,
     pub max_frame: u64,
