@@ -36,7 +36,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use dcemu_actors::kernel::{Actor, Metrics, ModelError};
-use dcemu_topology::{SimTime, format_sim_time};
+use dcemu_topology::SimTime;
 
 pub use horizon::{Distances, Horizon, Reach};
 pub use partition::Partition;
@@ -126,7 +126,7 @@ impl EngineOutput {
 pub enum EngineError {
     #[error("invalid engine setup: {0}")]
     Setup(String),
-    #[error("model error in actor {actor} at t={} ({at} ns): {source}", format_sim_time(*.at))]
+    #[error("model error in actor {actor} at t={}.{:09} s: {source}", *.at / 1_000_000_000, *.at % 1_000_000_000)]
     Model {
         actor: String,
         at: SimTime,
