@@ -8,21 +8,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+mod common;
+use common::{Procs, SECRET};
+
 const BIN: &str = env!("CARGO_BIN_EXE_dcemu");
-const SECRET: &str = "test-secret-0123456789";
-
-/// Kills and reaps every process it holds, whatever happens to the test.
-#[derive(Default)]
-struct Procs(Vec<Child>);
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 /// A child whose stderr lines are collected by a thread.
 struct Watched {

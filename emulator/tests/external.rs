@@ -14,6 +14,9 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+mod common;
+use common::{Procs, SECRET};
+
 fn dcemu(cwd: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dcemu"))
         .args(args)
@@ -191,22 +194,6 @@ fn each_misbehaviour_stops_the_run_with_its_error_and_incomplete_results() {
         err.contains("`./no-such-program`: hello: cannot start it"),
         "{err}"
     );
-}
-
-const SECRET: &str = "test-secret-0123456789";
-
-/// Kills and reaps the dcemu processes a cluster test started, whatever
-/// happens to the test.
-#[derive(Default)]
-struct Procs(Vec<Child>);
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
 }
 
 /// Starts `dcemu args` in `cwd` with its stderr collected line by line.

@@ -1637,6 +1637,31 @@ impl Core {
     /// Counts, logs and sends a dispatch decided by a stage that keeps its
     /// own queue (slots, energy, annealing): `body` carries task `id` (or
     /// its preemption) to `server`; its wait counts from `submitted_at`.
+    /// Counts a dispatch, records how long the task waited for it, and logs
+    /// it (`task_dispatch`, docs/events.md): the one record every path that
+    /// sends a task to a server keeps.
+    fn note_dispatch(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        world: &World,
+        task: TaskId,
+        server: ActorId,
+        queued_ns: SimTime,
+        violation: Option<f64>,
+    ) {
+        self.dispatched += 1;
+        self.queue_wait_s.push(queued_ns as f64 / 1e9);
+        ctx.log(
+            "task_dispatch",
+            &DispatchLog {
+                task,
+                server: world.name(server),
+                queued_ns,
+                violation,
+            },
+        );
+    }
+
     fn send_dispatch(
         &mut self,
         ctx: &mut Ctx<'_, Msg>,
@@ -1646,18 +1671,8 @@ impl Core {
         body: Body,
     ) -> Result<(), ModelError> {
         let queued_ns = ctx.now().saturating_sub(submitted_at);
-        self.dispatched += 1;
-        self.queue_wait_s.push(queued_ns as f64 / 1e9);
         let world = Arc::clone(&self.world);
-        ctx.log(
-            "task_dispatch",
-            &DispatchLog {
-                task: id,
-                server: world.name(server),
-                queued_ns,
-                violation: None,
-            },
-        );
+        self.note_dispatch(ctx, &world, id, server, queued_ns, None);
         if self.in_order {
             self.nic.send_in_order(&world, ctx, server, body)
         } else {
@@ -1787,21 +1802,11 @@ impl Core {
             }
             false => now,
         };
-        let queued = leaves - arrived;
-        self.queue_wait_s.push(queued as f64 / 1e9);
-        self.dispatched += 1;
-        ctx.log(
-            "task_dispatch",
-            &DispatchLog {
-                task: task.id,
-                server: world.name(server),
-                queued_ns: queued,
-                violation: self
-                    .profiles
-                    .contains_key(&task.id)
-                    .then_some(choice.violation),
-            },
-        );
+        let violation = self
+            .profiles
+            .contains_key(&task.id)
+            .then_some(choice.violation);
+        self.note_dispatch(ctx, &world, task.id, server, leaves - arrived, violation);
         let body = Body::Dispatch(task.clone());
         if leaves > now {
             ctx.timer(leaves - now, Msg::Deferred { server, body })?;
@@ -1887,18 +1892,7 @@ impl Core {
                 d.coordinator = Some(servers[0]);
                 d.attempt = run_attempt;
             }
-            let queued = now - arrived;
-            self.queue_wait_s.push(queued as f64 / 1e9);
-            self.dispatched += 1;
-            ctx.log(
-                "task_dispatch",
-                &DispatchLog {
-                    task: unit.id,
-                    server: world.name(server),
-                    queued_ns: queued,
-                    violation: None,
-                },
-            );
+            self.note_dispatch(ctx, &world, unit.id, server, now - arrived, None);
             self.nic.send(&world, ctx, server, Body::Dispatch(unit))?;
         }
         Ok(Attempt::Placed { pool })
