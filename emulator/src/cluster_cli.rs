@@ -97,12 +97,15 @@ fn secret_from(flag: Option<String>) -> Result<Option<String>, Failure> {
     }
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
-    tokio::runtime::Builder::new_multi_thread()
+/// The process's actix system (its process-level actors run on the main
+/// thread), over a tokio runtime whose one worker drives quinn's endpoint.
+fn system() -> Result<actix_rt::SystemRunner, Failure> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
-        .map_err(|e| Failure::run(format!("cannot start the async runtime: {e}")))
+        .map_err(|e| Failure::run(format!("cannot start the async runtime: {e}")))?;
+    Ok(actix_rt::System::with_tokio_rt(move || rt))
 }
 
 fn cluster_failure(e: ClusterError) -> Failure {
@@ -146,11 +149,9 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<(), Failure> {
             .clamp(Duration::from_millis(20), Duration::from_secs(1)),
         max_frame: args.max_frame as usize,
     };
-    let rt = runtime()?;
-    let (outcome, report) = rt
+    let (outcome, report) = system()?
         .block_on(run_coordinator(&scenario, &opts, staging))
         .map_err(cluster_failure)?;
-    rt.shutdown_timeout(Duration::from_secs(1));
     if !args.quiet {
         print_summary(&label, &scenario, &outcome, args.nodes as usize, &out);
         for (name, b) in &report.nodes {
@@ -181,8 +182,7 @@ pub fn node(args: NodeArgs) -> Result<(), Failure> {
     if name.is_empty() || name.len() > 64 || name.chars().any(char::is_control) {
         return Err(Failure::input("--name must be 1-64 printable characters"));
     }
-    let rt = runtime()?;
-    let result = rt.block_on(run_node(NodeOptions {
+    let result = system()?.block_on(run_node(NodeOptions {
         coordinator: args.coordinator,
         name,
         listen: args.listen,
@@ -190,6 +190,5 @@ pub fn node(args: NodeArgs) -> Result<(), Failure> {
         secret,
         connect_timeout: wall(args.connect_timeout),
     }));
-    rt.shutdown_timeout(Duration::from_secs(1));
     result.map_err(cluster_failure)
 }

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use actix::prelude::*;
 use dcemu_topology::{SimTime, format_sim_time};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -33,24 +34,33 @@ impl Mode {
     }
 }
 
-/// Draws progress on its own thread until the run is done.
+/// Draws progress until the run is done: a [`Drawer`] actor on an actix
+/// system of its own thread, so drawing never runs on a partition's thread.
 pub struct Reporter {
     handle: Option<JoinHandle<()>>,
 }
 
 impl Reporter {
     pub fn start(progress: Arc<Progress>, end: SimTime, mode: Mode) -> Self {
-        let handle = match mode {
-            Mode::Quiet => None,
-            Mode::Bar => std::thread::Builder::new()
-                .name("progress".into())
-                .spawn(move || bar(&progress, end))
-                .ok(),
-            Mode::Lines => std::thread::Builder::new()
-                .name("progress".into())
-                .spawn(move || lines(&progress, end))
-                .ok(),
-        };
+        if mode == Mode::Quiet {
+            return Reporter { handle: None };
+        }
+        let handle = std::thread::Builder::new()
+            .name("progress".into())
+            .spawn(move || {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .build()
+                else {
+                    return;
+                };
+                let system = actix_rt::System::with_tokio_rt(move || rt);
+                system.block_on(async move {
+                    Drawer::new(progress, end, mode).start();
+                });
+                let _ = system.run();
+            })
+            .ok();
         Reporter { handle }
     }
 
@@ -63,38 +73,75 @@ impl Reporter {
 }
 
 const STEPS: u64 = 10_000;
+const TICK: Duration = Duration::from_millis(100);
+const LINE_EVERY: Duration = Duration::from_secs(5);
 
-fn bar(progress: &Progress, end: SimTime) {
-    let pb = ProgressBar::new(STEPS);
-    let style = ProgressStyle::with_template(
-        "{spinner} {bar:24} {percent:>3}% {elapsed}, ETA {eta} | {msg}",
-    )
-    .unwrap_or_else(|_| ProgressStyle::default_bar());
-    pb.set_style(style);
-    let started = Instant::now();
-    while !progress.done.load(Ordering::Relaxed) {
-        let (t, events) = (progress.virtual_time(), progress.events());
-        pb.set_position(fraction(t, end));
-        pb.set_message(status(t, end, events, started.elapsed()));
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    pb.finish_and_clear();
+/// Reads the engine's counters every tick and draws them; stops its
+/// system once the engine is done.
+struct Drawer {
+    progress: Arc<Progress>,
+    end: SimTime,
+    started: Instant,
+    last_line: Instant,
+    bar: Option<ProgressBar>,
 }
 
-fn lines(progress: &Progress, end: SimTime) {
-    let started = Instant::now();
-    let mut last = Instant::now();
-    while !progress.done.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(100));
-        if last.elapsed() >= Duration::from_secs(5) {
-            last = Instant::now();
-            let (t, events) = (progress.virtual_time(), progress.events());
-            eprintln!(
-                "progress: {:>3}%  {}",
-                fraction(t, end) * 100 / STEPS,
-                status(t, end, events, started.elapsed())
-            );
+impl Drawer {
+    fn new(progress: Arc<Progress>, end: SimTime, mode: Mode) -> Self {
+        let bar = (mode == Mode::Bar).then(|| {
+            let pb = ProgressBar::new(STEPS);
+            let style = ProgressStyle::with_template(
+                "{spinner} {bar:24} {percent:>3}% {elapsed}, ETA {eta} | {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+            pb.set_style(style);
+            pb
+        });
+        let now = Instant::now();
+        Drawer {
+            progress,
+            end,
+            started: now,
+            last_line: now,
+            bar,
         }
+    }
+
+    fn tick(&mut self) {
+        let (t, events) = (self.progress.virtual_time(), self.progress.events());
+        let wall = self.started.elapsed();
+        match &self.bar {
+            Some(pb) => {
+                pb.set_position(fraction(t, self.end));
+                pb.set_message(status(t, self.end, events, wall));
+            }
+            None if self.last_line.elapsed() >= LINE_EVERY => {
+                self.last_line = Instant::now();
+                eprintln!(
+                    "progress: {:>3}%  {}",
+                    fraction(t, self.end) * 100 / STEPS,
+                    status(t, self.end, events, wall)
+                );
+            }
+            None => {}
+        }
+    }
+}
+
+impl Actor for Drawer {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_interval(TICK, |act, _| {
+            if act.progress.done.load(Ordering::Relaxed) {
+                if let Some(pb) = &act.bar {
+                    pb.finish_and_clear();
+                }
+                System::current().stop();
+            } else {
+                act.tick();
+            }
+        });
     }
 }
 

@@ -180,13 +180,18 @@ fn cluster_digest(dir: &Path, scenario: &[&str], layout: &Layout) -> String {
         status.is_some_and(|s| s.success()),
         "coordinator failed: {status:?}\n{log}"
     );
+    assert!(
+        !log.contains("panicked"),
+        "the coordinator panicked:\n{log}"
+    );
     for (i, node) in nodes.iter_mut().enumerate() {
         let status = wait_exit(&mut procs.0[i + 1], Duration::from_secs(10));
+        let said = node.rest();
         assert!(
             status.is_some_and(|s| s.success()),
-            "node {i} failed: {status:?}\n{}",
-            node.rest()
+            "node {i} failed: {status:?}\n{said}"
         );
+        assert!(!said.contains("panicked"), "node {i} panicked:\n{said}");
     }
     assert!(!out.join("INCOMPLETE").exists());
     std::fs::read_to_string(out.join("digest")).unwrap()

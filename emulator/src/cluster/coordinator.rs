@@ -12,20 +12,22 @@
 //! incomplete.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use dcemu_actors::kernel::Metrics;
-use dcemu_topology::{SimTime, format_sim_time};
-use tokio::sync::mpsc;
+use actix::prelude::*;
+use dcemu_topology::format_sim_time;
 use tokio::time::timeout;
 
 use super::ClusterError;
-use super::tls::{self, Role, RunCa};
-use super::wire::{self, BarrierStats, Join, PeerInfo, Setup, ToCoordinator, ToNode};
+use super::admission::{Admission, GiveUp, Membership, StopAdmission};
+use super::gather::{Attach, Gather, Gathered, Interrupt};
+use super::log_writer::{Flush, LogWriter};
+use super::node_link::{Close, NodeLink, Tell};
+use super::signals::{Interrupts, interrupted};
+use super::tls::{self, RunCa};
+use super::wire::{self, BarrierStats, PeerInfo, Setup, ToNode};
 use crate::engine::ActorOutput;
 use crate::engine::partition::{PartitionOutput, combine};
 use crate::results::Staging;
@@ -55,19 +57,6 @@ pub struct ClusterReport {
     pub nodes: Vec<(String, BarrierStats)>,
     /// Which actors each node hosted, as a human-readable line per node.
     pub assignment: Vec<String>,
-}
-
-struct Joined {
-    conn: quinn::Connection,
-    send: quinn::SendStream,
-    recv: quinn::RecvStream,
-    join: Join,
-}
-
-enum Event {
-    Msg(usize, ToCoordinator),
-    Silent(usize),
-    Lost(usize, String),
 }
 
 /// Rack and pod of every server actor (by actor id), for a three-tier
@@ -253,102 +242,32 @@ pub async fn run_coordinator(
         opts.nodes
     );
 
-    // admission: every connection proves membership or is refused
-    let (joined_tx, mut joined_rx) = mpsc::unbounded_channel::<Joined>();
-    let secret: Arc<[u8]> = Arc::from(opts.secret.as_bytes());
-    let acceptor = {
-        let endpoint = endpoint.clone();
-        let run_id = run_id.clone();
-        tokio::spawn(async move {
-            while let Some(incoming) = endpoint.accept().await {
-                let joined_tx = joined_tx.clone();
-                let secret = secret.clone();
-                let run_id = run_id.clone();
-                tokio::spawn(async move {
-                    let addr = incoming.remote_address();
-                    match admit(incoming, &secret, &run_id).await {
-                        Ok(j) => {
-                            let _ = joined_tx.send(j);
-                        }
-                        Err(why) => eprintln!("coordinator: refused {addr}: {why}"),
-                    }
-                });
-            }
-        })
+    // admission and membership: every connection proves membership or is
+    // refused, and the run waits for its nodes (actors, see `admission`)
+    let (mut interrupts_seen, _interrupts) = {
+        let (addr, seen) = Interrupts::start();
+        (seen, addr)
     };
-    let join_deadline = tokio::time::Instant::now() + opts.join_timeout;
-    let mut nodes: Vec<Joined> = Vec::new();
-    while nodes.len() < opts.nodes {
-        let next = tokio::select! {
-            j = tokio::time::timeout_at(join_deadline, joined_rx.recv()) => j,
-            _ = tokio::signal::ctrl_c() => {
-                abort_all(&mut nodes, "interrupted (Ctrl-C)").await;
-                acceptor.abort();
-                let _ = staging.mark_incomplete("interrupted (Ctrl-C) before the run started");
-                return Err(fail("interrupted (Ctrl-C) while nodes were joining".into()));
-            }
-        };
-        match next {
-            Ok(Some(mut j)) => {
-                if nodes.iter().any(|n| n.join.name == j.join.name) {
-                    eprintln!(
-                        "coordinator: refused a second node named {:?} from {}",
-                        j.join.name,
-                        j.conn.remote_address()
-                    );
-                    let _ = wire::write(
-                        &mut j.send,
-                        &ToNode::Abort {
-                            reason: format!("a node named {:?} already joined", j.join.name),
-                        },
-                        opts.max_frame,
-                    )
-                    .await;
-                    j.conn.close(2u32.into(), b"duplicate name");
-                    continue;
-                }
-                eprintln!(
-                    "coordinator: node {:?} joined from {} ({}/{})",
-                    j.join.name,
-                    j.conn.remote_address(),
-                    nodes.len() + 1,
-                    opts.nodes
-                );
-                nodes.push(j);
-            }
-            Ok(None) | Err(_) => {
-                let reason = format!(
-                    "only {} of {} nodes joined within {} s",
-                    nodes.len(),
-                    opts.nodes,
-                    opts.join_timeout.as_secs()
-                );
-                abort_all(&mut nodes, &reason).await;
-                acceptor.abort();
-                let _ = staging.mark_incomplete(&reason);
-                return Err(fail(reason));
-            }
+    let (membership, joined) = Membership::start(opts.nodes, opts.join_timeout);
+    let admission =
+        Admission::new(endpoint.clone(), &opts.secret, &run_id, membership.clone()).start();
+    let joined = tokio::select! {
+        j = joined => j.unwrap_or_else(|_| Err("the membership actor stopped".into())),
+        _ = interrupted(&mut interrupts_seen) => {
+            membership.do_send(GiveUp("interrupted (Ctrl-C)".into()));
+            let _ = staging.mark_incomplete("interrupted (Ctrl-C) before the run started");
+            // let the nodes read why
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            return Err(fail("interrupted (Ctrl-C) while nodes were joining".into()));
         }
-    }
-    // later joiners are refused by `admit`'s caller: drain and refuse them
-    tokio::spawn(async move {
-        while let Some(mut j) = joined_rx.recv().await {
-            eprintln!(
-                "coordinator: refused node {:?} from {}: the run is full",
-                j.join.name,
-                j.conn.remote_address()
-            );
-            let _ = wire::write(
-                &mut j.send,
-                &ToNode::Abort {
-                    reason: "the run already has all its nodes".into(),
-                },
-                wire::DEFAULT_MAX_FRAME,
-            )
-            .await;
-            j.conn.close(2u32.into(), b"run full");
+    };
+    let nodes = match joined {
+        Ok(nodes) => nodes,
+        Err(reason) => {
+            let _ = staging.mark_incomplete(&reason);
+            return Err(fail(reason));
         }
-    });
+    };
 
     // setup: certificates, addresses, scenario
     let mut infos = Vec::new();
@@ -387,7 +306,45 @@ pub async fn run_coordinator(
             traces.push((LoadedTrace::stored_as(&t.name), bytes));
         }
     }
-    for (i, n) in nodes.iter_mut().enumerate() {
+
+    // from here on, one actor per node holds its control link, and one
+    // gathers what they hear
+    let node_names: Vec<String> = nodes.iter().map(|n| n.join.name.clone()).collect();
+    let (gather, ending) = Gather::new(assignment.clone(), node_names.clone(), opts.max_frame);
+    let gather = gather.start();
+    // connecting the mesh may take a while; heartbeats come once the run starts
+    let silence = opts.failure_timeout.max(opts.join_timeout);
+    let mut conns = Vec::new();
+    let links: Vec<Addr<NodeLink>> = nodes
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| {
+            conns.push(n.conn.clone());
+            NodeLink::new(
+                i,
+                n.conn,
+                n.send,
+                n.recv,
+                opts.max_frame,
+                silence,
+                opts.failure_timeout,
+                gather.clone().recipient(),
+            )
+            .start()
+        })
+        .collect();
+    let logs = scenario.output.actor_logs.then(|| {
+        LogWriter::start(
+            staging.logs_dir(),
+            names.clone(),
+            gather.clone().recipient(),
+        )
+    });
+    gather.do_send(Attach {
+        links: links.clone(),
+        logs: logs.clone(),
+    });
+    for (i, link) in links.iter().enumerate() {
         let setup = ToNode::Setup(Box::new(Setup {
             external_dir: external_dir.clone(),
             index: i as u32,
@@ -400,136 +357,81 @@ pub async fn run_coordinator(
             heartbeat_ms: opts.heartbeat.as_millis() as u64,
             failure_timeout_ms: opts.failure_timeout.as_millis() as u64,
         }));
-        wire::write(&mut n.send, &setup, wire::HARD_MAX_FRAME)
+        let told = link
+            .send(Tell {
+                msg: setup,
+                limit: wire::HARD_MAX_FRAME,
+                within: None,
+            })
             .await
-            .map_err(|e| {
-                fail(format!(
-                    "node {:?}: cannot send the setup: {e}",
-                    n.join.name
-                ))
-            })?;
+            .unwrap_or_else(|e| Err(e.to_string()));
+        told.map_err(|e| {
+            fail(format!(
+                "node {:?}: cannot send the setup: {e}",
+                node_names[i]
+            ))
+        })?;
     }
 
-    // from here on, one task per node reads its control stream
-    let (events_tx, mut events) = mpsc::unbounded_channel::<Event>();
-    let mut sends = Vec::new();
-    let mut conns = Vec::new();
-    let node_names: Vec<String> = nodes.iter().map(|n| n.join.name.clone()).collect();
-    for (i, n) in nodes.into_iter().enumerate() {
-        sends.push(n.send);
-        conns.push(n.conn.clone());
-        let tx = events_tx.clone();
-        let mut recv = n.recv;
-        let mut max_frame = opts.max_frame;
-        // connecting the mesh may take a while; heartbeats come once the run starts
-        let silence = opts.failure_timeout.max(opts.join_timeout);
-        let run_silence = opts.failure_timeout;
-        tokio::spawn(async move {
-            let mut limit = silence;
-            loop {
-                match timeout(limit, wire::read::<ToCoordinator>(&mut recv, max_frame)).await {
-                    Err(_) => {
-                        let _ = tx.send(Event::Silent(i));
-                        return;
-                    }
-                    Ok(Ok(Some(msg))) => {
-                        if matches!(msg, ToCoordinator::Heartbeat { .. }) {
-                            limit = run_silence;
-                        }
-                        // an admitted node's results may outgrow the
-                        // per-window frame limit (see the node's writer)
-                        if matches!(msg, ToCoordinator::Finished(_)) {
-                            max_frame = wire::HARD_MAX_FRAME;
-                        }
-                        if tx.send(Event::Msg(i, msg)).is_err() {
-                            return;
-                        }
-                    }
-                    Ok(Ok(None)) => {
-                        let _ = tx.send(Event::Lost(i, "closed its connection".into()));
-                        return;
-                    }
-                    Ok(Err(e)) => {
-                        let _ = tx.send(Event::Lost(i, e.to_string()));
-                        return;
-                    }
-                }
-            }
-        });
-    }
-    drop(events_tx);
-
-    let n = node_names.len();
-    let mut state = Gather {
-        names: &names,
-        assignment: &assignment,
-        node_names: &node_names,
-        logs_dir: staging.logs_dir(),
-        keep_logs: scenario.output.actor_logs,
-        ready: vec![false; n],
-        vtime: vec![0; n],
-        finished: (0..n).map(|_| None).collect(),
-        done: vec![false; n],
-        actors: BTreeMap::new(),
-        log_file: None,
-    };
-    let outcome = loop {
-        let event = tokio::select! {
-            e = events.recv() => e,
-            _ = tokio::signal::ctrl_c() => {
-                break Err("interrupted (Ctrl-C)".to_string());
-            }
-        };
-        let Some(event) = event else {
-            break Err("every node link closed".into());
-        };
-        match state.handle(event) {
-            Ok(Step::Continue) => {}
-            Ok(Step::AllReady) => {
-                for send in &mut sends {
-                    // a node that cannot be told shows up as lost
-                    let _ = wire::write(send, &ToNode::Start, opts.max_frame).await;
-                }
-                eprintln!("coordinator: every node is connected to every other; running");
-            }
-            Ok(Step::AllDone) => break Ok(()),
-            Err(reason) => break Err(reason),
+    let mut ending = ending;
+    let ended = tokio::select! {
+        e = &mut ending => e,
+        _ = interrupted(&mut interrupts_seen) => {
+            gather.do_send(Interrupt("interrupted (Ctrl-C)".into()));
+            (&mut ending).await
         }
     };
+    let (outcome, mut gathered) = ended.unwrap_or_else(|_| {
+        (
+            Err("the run's gatherer stopped".into()),
+            Gathered::default(),
+        )
+    });
     if let Err(reason) = outcome {
         let reason = format!(
             "{reason} (virtual time reached: {})",
-            format_sim_time(state.vtime.iter().copied().min().unwrap_or(0))
+            format_sim_time(gathered.vtime.iter().copied().min().unwrap_or(0))
         );
-        for send in &mut sends {
-            let _ = timeout(
-                Duration::from_secs(1),
-                wire::write(
-                    send,
-                    &ToNode::Abort {
+        for link in &links {
+            let _ = link
+                .send(Tell {
+                    msg: ToNode::Abort {
                         reason: reason.clone(),
                     },
-                    opts.max_frame,
-                ),
-            )
-            .await;
-            let _ = send.finish();
+                    limit: opts.max_frame,
+                    within: Some(Duration::from_secs(1)),
+                })
+                .await;
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        for c in &conns {
-            c.close(3u32.into(), b"run aborted");
+        let closing: Vec<_> = links
+            .iter()
+            .map(|l| {
+                l.send(Close {
+                    code: 3,
+                    reason: b"run aborted",
+                    within: Duration::from_millis(200),
+                })
+            })
+            .collect();
+        for c in closing {
+            let _ = c.await;
         }
-        acceptor.abort();
+        admission.do_send(StopAdmission);
         let marked = staging
             .mark_incomplete(&reason)
             .map(|p| format!("; results marked incomplete in {}", p.display()))
             .unwrap_or_default();
         return Err(fail(format!("run aborted: {reason}{marked}")));
     }
+    if let Some(logs) = &logs {
+        logs.send(Flush)
+            .await
+            .unwrap_or_else(|e| Err(e.to_string()))
+            .map_err(fail)?;
+    }
 
     // every node is done: assemble exactly as a single-process run does
-    drop(state.log_file.take());
-    let outputs: Vec<Result<PartitionOutput, crate::engine::EngineError>> = state
+    let outputs: Vec<Result<PartitionOutput, crate::engine::EngineError>> = gathered
         .finished
         .iter()
         .enumerate()
@@ -549,15 +451,15 @@ pub async fn run_coordinator(
         .collect();
     let end = scenario.run.end.as_nanos();
     let mut output = combine(outputs, end).map_err(|e| fail(e.to_string()))?;
-    if state.actors.len() != names.len() {
+    if gathered.actors.len() != names.len() {
         return Err(fail(format!(
             "nodes reported {} of {} actors",
-            state.actors.len(),
+            gathered.actors.len(),
             names.len()
         )));
     }
     let logs_dir = staging.logs_dir();
-    output.actors = std::mem::take(&mut state.actors)
+    output.actors = std::mem::take(&mut gathered.actors)
         .into_iter()
         .map(|(id, metrics)| ActorOutput {
             name: names[id as usize].clone(),
@@ -590,7 +492,7 @@ pub async fn run_coordinator(
         run_id: run_id.clone(),
         nodes: node_names
             .iter()
-            .zip(&state.finished)
+            .zip(&gathered.finished)
             .map(|(name, f)| {
                 (
                     name.clone(),
@@ -604,18 +506,31 @@ pub async fn run_coordinator(
     staging
         .commit(&outcome.results, &outcome.digest, &[("run.json", run_json)])
         .map_err(|e| fail(e.to_string()))?;
-    for send in &mut sends {
-        let _ = wire::write(send, &ToNode::Bye, opts.max_frame).await;
-        let _ = send.finish();
+    for link in &links {
+        let _ = link
+            .send(Tell {
+                msg: ToNode::Bye,
+                limit: opts.max_frame,
+                within: Some(Duration::from_secs(5)),
+            })
+            .await;
     }
     // let the nodes read their bye and close first
-    let _ = timeout(Duration::from_secs(5), async {
-        for c in &conns {
-            c.closed().await;
-        }
-    })
-    .await;
-    acceptor.abort();
+    let closing: Vec<_> = links
+        .iter()
+        .map(|l| {
+            l.send(Close {
+                code: 0,
+                reason: b"",
+                within: Duration::from_secs(5),
+            })
+        })
+        .collect();
+    for c in closing {
+        let _ = c.await;
+    }
+    drop(conns);
+    admission.do_send(StopAdmission);
     endpoint.close(0u32.into(), b"done");
     let _ = timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
     Ok((outcome, report))
@@ -681,188 +596,6 @@ fn run_facts(o: &Outcome, report: &ClusterReport, external_dir: Option<&str>) ->
     let mut bytes = serde_json::to_vec_pretty(&facts).unwrap_or_default();
     bytes.push(b'\n');
     bytes
-}
-
-/// Checks a connecting process's membership proof; sends it the
-/// coordinator's proof when it passes. Anything else gets nothing.
-async fn admit(incoming: quinn::Incoming, secret: &[u8], run_id: &str) -> Result<Joined, String> {
-    let conn = incoming
-        .await
-        .map_err(|e| format!("handshake failed: {e}"))?;
-    let refuse = |conn: &quinn::Connection, why: String| {
-        conn.close(2u32.into(), b"not a member of this run");
-        why
-    };
-    let (mut send, mut recv) = timeout(Duration::from_secs(10), conn.accept_bi())
-        .await
-        .map_err(|_| refuse(&conn, "said nothing".into()))?
-        .map_err(|e| format!("connection lost: {e}"))?;
-    let join = match wire::read::<ToCoordinator>(&mut recv, 64 << 10).await {
-        Ok(Some(ToCoordinator::Join(join))) => *join,
-        Ok(_) => return Err(refuse(&conn, "did not ask to join".into())),
-        Err(e) => return Err(refuse(&conn, format!("bad join request: {e}"))),
-    };
-    if join.protocol != wire::PROTOCOL {
-        return Err(refuse(
-            &conn,
-            format!(
-                "protocol {} (this coordinator speaks {})",
-                join.protocol,
-                wire::PROTOCOL
-            ),
-        ));
-    }
-    if !tls::verify_proof(secret, &conn, Role::Node, &join.proof) {
-        return Err(refuse(
-            &conn,
-            format!(
-                "node {:?} could not prove it knows the cluster secret",
-                join.name.chars().take(64).collect::<String>()
-            ),
-        ));
-    }
-    if join.name.is_empty() || join.name.len() > 64 || join.name.chars().any(char::is_control) {
-        return Err(refuse(
-            &conn,
-            "a node name must be 1-64 printable characters".into(),
-        ));
-    }
-    let proof = tls::proof(secret, &conn, Role::Coordinator).map_err(|e| e.to_string())?;
-    let welcome = ToNode::Welcome {
-        proof,
-        run: run_id.to_string(),
-    };
-    wire::write(&mut send, &welcome, 1 << 10)
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(Joined {
-        conn,
-        send,
-        recv,
-        join,
-    })
-}
-
-async fn abort_all(nodes: &mut [Joined], reason: &str) {
-    for n in nodes {
-        let _ = wire::write(
-            &mut n.send,
-            &ToNode::Abort {
-                reason: reason.to_string(),
-            },
-            wire::DEFAULT_MAX_FRAME,
-        )
-        .await;
-        n.conn.close(3u32.into(), b"run aborted");
-    }
-}
-
-enum Step {
-    Continue,
-    AllReady,
-    AllDone,
-}
-
-/// What the coordinator has heard from the nodes while the run goes on.
-struct Gather<'a> {
-    names: &'a [String],
-    assignment: &'a [u32],
-    node_names: &'a [String],
-    logs_dir: PathBuf,
-    keep_logs: bool,
-    ready: Vec<bool>,
-    vtime: Vec<SimTime>,
-    finished: Vec<Option<wire::Finished>>,
-    done: Vec<bool>,
-    actors: BTreeMap<u32, Metrics>,
-    /// The log file being appended to, by actor id.
-    log_file: Option<(u32, std::fs::File)>,
-}
-
-impl Gather<'_> {
-    fn handle(&mut self, event: Event) -> Result<Step, String> {
-        let node = |i: usize| format!("node {:?} (#{i})", self.node_names[i]);
-        match event {
-            Event::Silent(i) => Err(format!("{} stopped answering", node(i))),
-            Event::Lost(i, _) if self.done[i] => Ok(Step::Continue),
-            Event::Lost(i, why) => Err(format!("{} is gone: {why}", node(i))),
-            Event::Msg(i, msg) => match msg {
-                ToCoordinator::Ready => {
-                    self.ready[i] = true;
-                    Ok(if self.ready.iter().all(|&r| r) {
-                        Step::AllReady
-                    } else {
-                        Step::Continue
-                    })
-                }
-                ToCoordinator::Heartbeat { vtime, .. } => {
-                    self.vtime[i] = self.vtime[i].max(vtime);
-                    Ok(Step::Continue)
-                }
-                ToCoordinator::Finished(f) => {
-                    self.finished[i] = Some(*f);
-                    Ok(Step::Continue)
-                }
-                ToCoordinator::Actor { id, metrics } => {
-                    self.check_host(i, id)?;
-                    if self.actors.insert(id, metrics).is_some() {
-                        return Err(format!("{} reported actor #{id} twice", node(i)));
-                    }
-                    Ok(Step::Continue)
-                }
-                ToCoordinator::Log { id, bytes } => {
-                    self.check_host(i, id)?;
-                    if !self.keep_logs {
-                        return Err(format!("{} sent logs the scenario does not keep", node(i)));
-                    }
-                    self.append_log(id, &bytes)?;
-                    Ok(Step::Continue)
-                }
-                ToCoordinator::Done => {
-                    if self.finished[i].is_none() {
-                        return Err(format!("{} said done before finishing", node(i)));
-                    }
-                    self.done[i] = true;
-                    Ok(if self.done.iter().all(|&d| d) {
-                        Step::AllDone
-                    } else {
-                        Step::Continue
-                    })
-                }
-                ToCoordinator::Failed { reason } => Err(format!("{} failed: {reason}", node(i))),
-                ToCoordinator::Join(_) => Err(format!("{} asked to join twice", node(i))),
-            },
-        }
-    }
-
-    fn check_host(&self, node: usize, id: u32) -> Result<(), String> {
-        match self.assignment.get(id as usize) {
-            Some(&n) if n as usize == node => Ok(()),
-            _ => Err(format!(
-                "node {:?} (#{node}) sent results for actor #{id}, which it does not host",
-                self.node_names[node]
-            )),
-        }
-    }
-
-    fn append_log(&mut self, id: u32, bytes: &[u8]) -> Result<(), String> {
-        if self.log_file.as_ref().is_none_or(|(cur, _)| *cur != id) {
-            let path = self
-                .logs_dir
-                .join(format!("{}.jsonl", self.names[id as usize]));
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-            self.log_file = Some((id, file));
-        }
-        if let Some((_, file)) = &mut self.log_file {
-            file.write_all(bytes)
-                .map_err(|e| format!("cannot write the log of actor #{id}: {e}"))?;
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,13 @@
 //! Multi-process runs: a coordinator and node processes over QUIC.
+mod admission;
+mod control_link;
+mod frames;
+mod gather;
+mod log_writer;
 pub mod node;
+mod node_link;
+mod peer_link;
+mod signals;
 pub mod tls;
 pub mod transport;
 pub mod wire;

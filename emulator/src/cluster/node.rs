@@ -15,6 +15,9 @@ use dcemu_actors::model::Msg;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep, timeout};
 
+use super::control_link::{ControlLink, Finish, Heartbeat, Report, StopBeating};
+use super::peer_link::{PeerAcceptor, PeerSystem};
+use super::signals::{Interrupts, interrupted};
 use super::tls::{self, NodeKey, Role};
 use super::transport::{Inbound, Link, QuicTransport};
 use super::wire::{self, BarrierStats, Join, PeerFrame, Setup, ToCoordinator, ToNode};
@@ -23,6 +26,7 @@ use crate::engine::Partition;
 use crate::engine::{Logs, Progress};
 use crate::run::prepare;
 use crate::scenario;
+use actix::prelude::*;
 use dcemu_actors::model::Node;
 
 /// How a node is started.
@@ -292,47 +296,19 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         close_within: failure_timeout,
     })));
 
-    // one task owns the control stream's sending half
-    let (ctl_tx, mut ctl_rx) = mpsc::unbounded_channel::<ToCoordinator>();
-    let writer = tokio::spawn(async move {
-        while let Some(msg) = ctl_rx.recv().await {
-            // one actor's results of a long run (the scheduler's samples of
-            // a month) can outgrow the frame limit meant for the run's batches
-            let limit = match msg {
-                ToCoordinator::Actor { .. } | ToCoordinator::Log { .. } => wire::HARD_MAX_FRAME,
-                _ => max_frame,
-            };
-            wire::write(&mut ctl_send, &msg, limit).await?;
-        }
-        let _ = ctl_send.finish();
-        Ok::<_, wire::WireError>(())
-    });
-    // the coordinator may abort us, or vanish
-    let (bye_tx, mut bye_rx) = tokio::sync::oneshot::channel::<Result<(), String>>();
-    let stop = to_partition.clone();
+    // the control link and the heartbeat are actors from here on
     let of_run = format!("the coordinator at {coordinator} (run {run_id})");
     let results_to = of_run.clone();
-    tokio::spawn(async move {
-        // the control link is this run's only tie to its coordinator: once it
-        // is gone the node stops, and it never dials a coordinator again (a
-        // restarted one on the same address is another run)
-        let outcome = match wire::read::<ToNode>(&mut ctl_recv, max_frame).await {
-            Ok(Some(ToNode::Bye)) => Ok(()),
-            Ok(Some(ToNode::Abort { reason })) => {
-                Err(format!("{of_run} aborted the run: {reason}"))
-            }
-            Ok(Some(other)) => Err(format!("unexpected message from {of_run}: {other:?}")),
-            Ok(None) => Err(format!("{of_run} closed the connection")),
-            Err(x) => Err(format!("lost {of_run}: {x}")),
-        };
-        if let Err(reason) = &outcome {
-            let _ = stop.send(Inbound::Stop {
-                reason: reason.clone(),
-            });
-        }
-        let _ = bye_tx.send(outcome);
-    });
-    let beat = Duration::from_millis(heartbeat_ms.clamp(10, 60_000));
+    let (control, mut last_word) =
+        ControlLink::start(ctl_send, ctl_recv, max_frame, of_run, to_partition.clone());
+    let heartbeat = Heartbeat {
+        every: Duration::from_millis(heartbeat_ms.clamp(10, 60_000)),
+        progress: progress_for_run.clone(),
+        me,
+        to: control.clone(),
+    }
+    .start();
+    let (_interrupts, mut interrupts_seen) = Interrupts::start();
     let result = loop {
         tokio::select! {
             r = replies.recv() => match r {
@@ -342,16 +318,15 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
                     local: false,
                 }),
             },
-            _ = sleep(beat) => {
-                let _ = ctl_tx.send(ToCoordinator::Heartbeat {
-                    vtime: progress_for_run.vtime[me].load(std::sync::atomic::Ordering::Relaxed),
-                    events: progress_for_run.events[me].load(std::sync::atomic::Ordering::Relaxed),
-                });
-            }
-            _ = tokio::signal::ctrl_c() => {
+            _ = interrupted(&mut interrupts_seen) => {
                 let _ = to_partition.send(Inbound::Stop { reason: "interrupted (Ctrl-C)".into() });
             }
         }
+    };
+    let _ = heartbeat.send(StopBeating).await;
+    let report = |msg: ToCoordinator| control.do_send(Report(msg));
+    let finish = || async {
+        let _ = timeout(Duration::from_secs(2), control.send(Finish)).await;
     };
     let output = match result {
         Ok(output) => output,
@@ -362,25 +337,24 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
             // the root cause is here (a model error, e.g. an external
             // scheduler's program that died): tell the coordinator at once,
             // before the peers' echoes (their links to us dropped) reach it
-            let _ = ctl_tx.send(ToCoordinator::Failed {
+            report(ToCoordinator::Failed {
                 reason: reason.clone(),
             });
-            drop(ctl_tx);
-            let _ = timeout(Duration::from_secs(2), writer).await;
+            finish().await;
             return Err(e(format!("the run failed: {reason}")));
         }
         Err(Stopped { reason, .. }) => {
             // a peer stopping is usually the echo of the coordinator's
             // abort: report the coordinator's reason when it comes soon
-            let reason = match timeout(Duration::from_millis(500), &mut bye_rx).await {
+            let reason = match timeout(Duration::from_millis(500), &mut last_word).await {
                 Ok(Ok(Err(coordinator_reason))) => {
-                    let _ = ctl_tx.send(ToCoordinator::Failed {
+                    report(ToCoordinator::Failed {
                         reason: coordinator_reason.clone(),
                     });
                     coordinator_reason
                 }
                 Ok(_) => {
-                    let _ = ctl_tx.send(ToCoordinator::Failed {
+                    report(ToCoordinator::Failed {
                         reason: reason.clone(),
                     });
                     reason
@@ -389,17 +363,16 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
                 // bound) for its abort, or for the control link's loss when
                 // the coordinator itself is gone: either names the root cause
                 Err(_) => {
-                    let _ = ctl_tx.send(ToCoordinator::Failed {
+                    report(ToCoordinator::Failed {
                         reason: reason.clone(),
                     });
-                    match timeout(failure_timeout, &mut bye_rx).await {
+                    match timeout(failure_timeout, &mut last_word).await {
                         Ok(Ok(Err(coordinator_reason))) => coordinator_reason,
                         _ => reason,
                     }
                 }
             };
-            drop(ctl_tx);
-            let _ = timeout(Duration::from_secs(2), writer).await;
+            finish().await;
             return Err(e(format!("the run failed: {reason}")));
         }
     };
@@ -407,7 +380,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     // 7. hand over the results
     let stats = barrier.lock().map(|s| *s).unwrap_or_default();
     drop(cmd_tx);
-    let _ = ctl_tx.send(ToCoordinator::Finished(Box::new(wire::Finished {
+    report(ToCoordinator::Finished(Box::new(wire::Finished {
         events: output.events,
         windows: output.windows,
         last_event: output.last_event,
@@ -417,13 +390,13 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     })));
     let files = matches!(prepared.config.logs, Logs::Files(_));
     for (id, actor) in output.actors {
-        let _ = ctl_tx.send(ToCoordinator::Actor {
+        report(ToCoordinator::Actor {
             id: id.0,
             metrics: actor.metrics,
         });
         if files {
             send_log(
-                &ctl_tx,
+                &control,
                 id.0,
                 &logs_dir.join(format!("{}.jsonl", actor.name)),
             )
@@ -431,14 +404,13 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
             .map_err(e)?;
         }
     }
-    let _ = ctl_tx.send(ToCoordinator::Done);
-    drop(ctl_tx);
-    match writer.await {
+    report(ToCoordinator::Done);
+    match control.send(Finish).await {
         Ok(Ok(())) => {}
         Ok(Err(x)) => return Err(e(format!("cannot send the results to {results_to}: {x}"))),
         Err(x) => return Err(e(format!("cannot send the results to {results_to}: {x}"))),
     }
-    match timeout(failure_timeout * 3, &mut bye_rx).await {
+    match timeout(failure_timeout * 3, &mut last_word).await {
         Ok(Ok(Ok(()))) => {
             conn.close(0u32.into(), b"done");
             endpoint.wait_idle().await;
@@ -508,11 +480,9 @@ fn load_scenario(
     Ok(loaded)
 }
 
-async fn send_log(
-    ctl: &mpsc::UnboundedSender<ToCoordinator>,
-    id: u32,
-    path: &std::path::Path,
-) -> Result<(), String> {
+/// Sends an actor's log in chunks, each written before the next is read,
+/// so a large log never sits whole in memory.
+async fn send_log(ctl: &Addr<ControlLink>, id: u32, path: &std::path::Path) -> Result<(), String> {
     use std::io::Read;
     let mut file = match std::fs::File::open(path) {
         Ok(f) => f,
@@ -535,7 +505,9 @@ async fn send_log(
             return Ok(());
         }
         buf.truncate(filled);
-        let _ = ctl.send(ToCoordinator::Log { id, bytes: buf });
+        ctl.send(Report(ToCoordinator::Log { id, bytes: buf }))
+            .await
+            .map_err(|x| format!("cannot hand over the log of actor #{id}: {x}"))?;
     }
 }
 
@@ -552,12 +524,7 @@ async fn connect_mesh(
 ) -> Result<Vec<Link>, String> {
     let mut links = Vec::new();
     let expected_in = nodes.len() - me - 1;
-    let accept = {
-        let endpoint = endpoint.clone();
-        let nodes = nodes.to_vec();
-        let run = run.to_string();
-        tokio::spawn(async move { accept_peers(endpoint, me, nodes, run, expected_in).await })
-    };
+    let accept = PeerAcceptor::start(endpoint.clone(), me, nodes.to_vec(), run, expected_in);
     for (peer, info) in nodes.iter().enumerate().take(me) {
         let link = loop {
             let attempt = async {
@@ -609,7 +576,6 @@ async fn connect_mesh(
             match attempt.await {
                 Ok(link) => break link,
                 Err(why) if Instant::now() >= deadline => {
-                    accept.abort();
                     return Err(format!(
                         "cannot connect to node {peer} ({}) at {}: {why}",
                         info.name, info.addr
@@ -628,87 +594,6 @@ async fn connect_mesh(
     links.extend(accepted);
     links.sort_by_key(|l| l.peer);
     Ok(links)
-}
-
-async fn accept_peers(
-    endpoint: quinn::Endpoint,
-    me: usize,
-    nodes: Vec<wire::PeerInfo>,
-    run: String,
-    expected: usize,
-) -> Vec<Link> {
-    let mut links: Vec<Link> = Vec::new();
-    while links.len() < expected {
-        let Some(incoming) = endpoint.accept().await else {
-            break;
-        };
-        let from_addr = incoming.remote_address();
-        let checked = async {
-            let conn = incoming.await.map_err(|x| x.to_string())?;
-            let cert = tls::peer_cert(&conn).ok_or("no client certificate")?;
-            let (mut send, mut recv) = timeout(Duration::from_secs(5), conn.accept_bi())
-                .await
-                .map_err(|_| "no hello".to_string())?
-                .map_err(|x| x.to_string())?;
-            let hello = wire::read::<PeerFrame<Msg>>(&mut recv, 1024)
-                .await
-                .map_err(|x| x.to_string())?;
-            let Some(PeerFrame::Hello { from, run: theirs }) = hello else {
-                conn.close(2u32.into(), b"expected hello");
-                return Err("did not say hello".to_string());
-            };
-            if theirs != run {
-                conn.close(2u32.into(), b"another run");
-                return Err(format!(
-                    "it belongs to run {}, not to run {run}",
-                    theirs.chars().take(80).collect::<String>()
-                ));
-            }
-            let from = from as usize;
-            if from <= me || from >= nodes.len() || nodes[from].cert != cert {
-                conn.close(2u32.into(), b"not that node");
-                return Err(format!("claimed to be node {from} without its certificate"));
-            }
-            wire::write(
-                &mut send,
-                &PeerFrame::<Msg>::Hello {
-                    from: me as u32,
-                    run: run.clone(),
-                },
-                wire::DEFAULT_MAX_FRAME,
-            )
-            .await
-            .map_err(|x| x.to_string())?;
-            Ok(Link {
-                peer: from,
-                conn,
-                send,
-                recv,
-            })
-        };
-        match checked.await {
-            Ok(link) if links.iter().all(|l| l.peer != link.peer) => links.push(link),
-            Ok(link) => {
-                link.conn.close(2u32.into(), b"duplicate");
-                eprintln!(
-                    "node {me}: refused a second connection from node {}",
-                    link.peer
-                );
-            }
-            Err(why) => eprintln!("node {me}: refused a peer connection from {from_addr}: {why}"),
-        }
-    }
-    // later connections are refused (and logged) while the run goes on
-    tokio::spawn(async move {
-        while let Some(incoming) = endpoint.accept().await {
-            eprintln!(
-                "node {me}: refused a connection from {} (the mesh is complete)",
-                incoming.remote_address()
-            );
-            incoming.refuse();
-        }
-    });
-    links
 }
 
 /// Commands to the partition's thread.
@@ -767,22 +652,18 @@ fn peer_thread(
     mut cmds: mpsc::UnboundedReceiver<PeerCmd>,
     replies: mpsc::UnboundedSender<PeerReply>,
 ) {
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => Arc::new(rt),
-        Err(x) => {
-            let _ = replies.send(PeerReply::Port(Err(format!("no runtime: {x}"))));
-            return;
-        }
-    };
-    let _context = rt.enter();
-    let endpoint = match quinn::Endpoint::client(listen) {
-        Ok(ep) => ep,
-        Err(x) => {
+    if let Err(x) = PeerSystem::install() {
+        let _ = replies.send(PeerReply::Port(Err(format!("no runtime: {x}"))));
+        return;
+    }
+    let endpoint = match PeerSystem::block_on(async { quinn::Endpoint::client(listen) }) {
+        Some(Ok(ep)) => ep,
+        other => {
+            let why = other.map_or("no runtime".to_string(), |r| {
+                r.err().map(|x| x.to_string()).unwrap_or_default()
+            });
             let _ = replies.send(PeerReply::Port(Err(format!(
-                "cannot listen on {listen}: {x}"
+                "cannot listen on {listen}: {why}"
             ))));
             return;
         }
@@ -793,8 +674,8 @@ fn peer_thread(
         .map_err(|x| x.to_string());
     let _ = replies.send(PeerReply::Port(port));
     let mut links = Vec::new();
-    // waiting for a command drives the runtime, so the links stay serviced
-    while let Some(cmd) = rt.block_on(cmds.recv()) {
+    // waiting for a command drives the system, so the links stay serviced
+    while let Some(Some(cmd)) = PeerSystem::block_on(cmds.recv()) {
         match cmd {
             PeerCmd::Mesh {
                 server,
@@ -805,14 +686,15 @@ fn peer_thread(
                 within,
             } => {
                 endpoint.set_server_config(Some(*server));
-                let result = rt.block_on(connect_mesh(
+                let result = PeerSystem::block_on(connect_mesh(
                     &endpoint,
                     &client,
                     me,
                     &nodes,
                     &run,
                     Instant::now() + within,
-                ));
+                ))
+                .unwrap_or_else(|| Err("no runtime".into()));
                 let reply = match result {
                     Ok(l) => {
                         links = l;
@@ -834,16 +716,17 @@ fn peer_thread(
                     me,
                     close_within,
                 } = *run;
-                let mut transport = QuicTransport::start(
-                    rt.clone(),
-                    me,
-                    nodes,
-                    std::mem::take(&mut links),
-                    assignment,
-                    max_frame,
-                    inbox,
-                    barrier,
-                );
+                let links = std::mem::take(&mut links);
+                let transport = PeerSystem::block_on(async move {
+                    QuicTransport::start(me, nodes, links, assignment, max_frame, inbox, barrier)
+                });
+                let Some(mut transport) = transport else {
+                    let _ = replies.send(PeerReply::Done(Err(Stopped {
+                        reason: "no runtime".into(),
+                        local: true,
+                    })));
+                    continue;
+                };
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     partition.run(&mut transport, &progress)
                 }));
@@ -869,10 +752,10 @@ fn peer_thread(
         }
     }
     endpoint.close(0u32.into(), b"done");
-    let _ = rt.block_on(tokio::time::timeout(
-        Duration::from_secs(1),
-        endpoint.wait_idle(),
-    ));
+    let _ = PeerSystem::block_on(async {
+        let _ = tokio::time::timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
+    });
+    PeerSystem::uninstall();
 }
 
 #[cfg(test)]
@@ -908,7 +791,7 @@ mod tests {
                 cert: c1,
             },
         ];
-        let accepting = tokio::spawn(accept_peers(server, 0, nodes, ours.to_string(), 1));
+        let accepting = PeerAcceptor::start(server, 0, nodes, ours, 1);
         let client = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
         let conn = client
             .connect_with(
@@ -941,7 +824,7 @@ mod tests {
         (closed, took)
     }
 
-    #[tokio::test]
+    #[actix_rt::test]
     async fn a_peer_of_another_run_is_refused_even_with_a_valid_certificate() {
         let a = "0123456789abcdef0123456789abcdef";
         let b = "fedcba9876543210fedcba9876543210";

@@ -7,9 +7,9 @@
 //! does; so the window barrier is a single all-to-all round between nodes,
 //! and the coordinator is not on the per-window path.
 //!
-//! Encoding and decoding run on the tokio runtime (one writer and one
-//! reader task per peer); the partition's thread only hands batches over
-//! and waits for its peers'. Bytes from a peer are checked before they reach
+//! Encoding and writing run in the exchange itself, reading and decoding
+//! in one [`PeerLink`] actor per peer; both on the partition's thread,
+//! whose actix system ([`PeerSystem`]) runs while the exchange waits. Bytes from a peer are checked before they reach
 //! the engine: an oversized or undecodable frame, or an envelope whose
 //! sender the peer does not host or whose receiver this node does not host,
 //! closes that link with the reason, and the run stops with an error.
@@ -22,8 +22,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 
+use super::peer_link::{PeerLink, PeerSystem};
 use super::wire::{self, BarrierStats, PeerFrame};
 use crate::engine::{Horizon, Transport, TransportError};
+use actix::Actor;
 
 /// Envelopes per frame before a batch is split (frames over the size limit
 /// are split further).
@@ -65,12 +67,11 @@ pub struct Link {
 
 /// One node's end of the mesh.
 ///
-/// It owns a current-thread tokio runtime that only runs while the
-/// partition's thread waits in [`Transport::exchange`]: sending, receiving
-/// and decoding then all happen on that one thread, so a window costs no
-/// hand-offs between threads, only the network round itself.
+/// The partition thread's actix system runs only while the thread waits in
+/// [`Transport::exchange`]: sending, receiving and decoding then all happen
+/// on that one thread, so a window costs no hand-offs between threads,
+/// only the network round itself.
 pub struct QuicTransport<M> {
-    rt: Arc<tokio::runtime::Runtime>,
     window: u64,
     sends: Vec<Option<quinn::SendStream>>,
     conns: Vec<quinn::Connection>,
@@ -84,13 +85,12 @@ impl<M> QuicTransport<M>
 where
     M: Serialize + DeserializeOwned + Send + 'static,
 {
-    /// Starts a reader task per link on `rt` (the current-thread runtime the
-    /// links were made on). `assignment[actor id]` is the node hosting each
-    /// actor; `inbox` receives what the readers decode, and whatever else
-    /// holds its sender (the control link) can stop the partition through it.
-    #[allow(clippy::too_many_arguments)]
+    /// Starts a [`PeerLink`] actor per link; call it within the
+    /// [`PeerSystem`] of the thread the links were made on.
+    /// `assignment[actor id]` is the node hosting each actor; `inbox`
+    /// receives what the links decode, and whatever else holds its sender
+    /// (the control link) can stop the partition through it.
     pub fn start(
-        rt: Arc<tokio::runtime::Runtime>,
         me: usize,
         nodes: usize,
         links: Vec<Link>,
@@ -108,7 +108,7 @@ where
         for link in links {
             sends[link.peer] = Some(link.send);
             conns.push(link.conn.clone());
-            rt.spawn(read_loop(
+            PeerLink::new(
                 me,
                 link.peer,
                 link.conn,
@@ -116,10 +116,10 @@ where
                 assignment.clone(),
                 max_frame,
                 to_partition.clone(),
-            ));
+            )
+            .start();
         }
         QuicTransport {
-            rt,
             window: 0,
             sends,
             conns,
@@ -139,7 +139,7 @@ where
         }
         let mut sends: Vec<quinn::SendStream> =
             self.sends.iter_mut().filter_map(Option::take).collect();
-        self.rt.block_on(async {
+        PeerSystem::block_on(async {
             let _ = tokio::time::timeout(limit, async {
                 for s in &mut sends {
                     let _ = s.finish();
@@ -219,58 +219,6 @@ fn encode_chunks<M: Serialize>(
             encode_chunks(second, window, horizon, max_frame, out)
         }
         Err(e) => Err(e),
-    }
-}
-
-async fn read_loop<M: DeserializeOwned>(
-    me: usize,
-    peer: usize,
-    conn: quinn::Connection,
-    mut recv: quinn::RecvStream,
-    assignment: Arc<Vec<u32>>,
-    max_frame: usize,
-    to_partition: mpsc::UnboundedSender<Inbound<M>>,
-) {
-    let fail = |reason: String, bad_input: bool| {
-        if bad_input {
-            conn.close(CLOSE_BAD_INPUT.into(), reason.as_bytes());
-        }
-        let _ = to_partition.send(Inbound::Failed { peer, reason });
-    };
-    loop {
-        let frame = match wire::read::<PeerFrame<M>>(&mut recv, max_frame).await {
-            Ok(Some(frame)) => frame,
-            Ok(None) => return,
-            Err(e @ (wire::WireError::TooLarge { .. } | wire::WireError::Decode(_))) => {
-                return fail(e.to_string(), true);
-            }
-            Err(e) => return fail(e.to_string(), false),
-        };
-        let PeerFrame::Batch {
-            window,
-            horizon,
-            last,
-            envelopes,
-        } = frame
-        else {
-            return fail("sent a hello in the middle of the run".into(), true);
-        };
-        if let Some(problem) = envelopes
-            .iter()
-            .find_map(|e| misrouted(e, me, peer, &assignment))
-        {
-            return fail(problem, true);
-        }
-        let batch = Inbound::Batch {
-            from: peer,
-            window,
-            horizon,
-            last,
-            envelopes,
-        };
-        if to_partition.send(batch).is_err() {
-            return;
-        }
     }
 }
 
@@ -386,8 +334,10 @@ impl<M: Serialize + Send> Transport<M> for QuicTransport<M> {
         incoming: &mut Vec<Envelope<M>>,
     ) -> Result<Horizon, TransportError> {
         let started = Instant::now();
-        let rt = self.rt.clone();
-        let next = rt.block_on(self.exchange_async(outgoing, local, incoming))?;
+        let next = PeerSystem::block_on(self.exchange_async(outgoing, local, incoming))
+            .ok_or_else(|| TransportError::Stopped {
+                reason: "the partition's thread has no peer system".into(),
+            })??;
         if let Ok(mut stats) = self.barrier.lock() {
             stats.record(started.elapsed().as_nanos() as u64);
         }
@@ -442,15 +392,7 @@ mod tests {
         let accepted = accepting.await.unwrap();
         let (_send, recv) = accepted.accept_bi().await.unwrap();
         let (tx, mut rx) = mpsc::unbounded_channel::<Inbound<()>>();
-        tokio::spawn(read_loop(
-            0,
-            1,
-            accepted.clone(),
-            recv,
-            Arc::new(vec![0, 1]),
-            1024,
-            tx,
-        ));
+        PeerLink::new(0, 1, accepted.clone(), recv, Arc::new(vec![0, 1]), 1024, tx).start();
         let reason = match tokio::time::timeout(limit, rx.recv()).await {
             Ok(Some(Inbound::Failed { peer: 1, reason })) => reason,
             Ok(Some(Inbound::Batch { .. })) => "accepted a batch".into(),
@@ -472,7 +414,7 @@ mod tests {
         wire::encode(&frame, 1024).unwrap()
     }
 
-    #[tokio::test]
+    #[actix_rt::test]
     async fn bad_bytes_from_a_peer_close_its_link_with_the_reason() {
         let garbage = vec![0, 0, 0, 3, 0xff, 0xff, 0xff];
         assert!(reader_reaction(garbage).await.contains("undecodable"));
