@@ -459,4 +459,24 @@ fn over_a_coordinator_and_two_nodes_a_program_that_exits_fails_the_run() {
         nodes.iter().all(|c| *c != Some(0)),
         "no node reports success: {nodes:?}"
     );
+    let listing: Vec<String> = std::fs::read_dir(dir.join("actors"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    // what the actors logged up to the stop reaches the results, from the
+    // node that failed and from the one that was stopped
+    let scheduler = std::fs::read_to_string(dir.join("actors/scheduler.jsonl")).unwrap_or_default();
+    assert!(
+        scheduler.lines().count() > 0,
+        "the failed node's logs are kept: {listing:?}"
+    );
+    assert!(
+        listing
+            .iter()
+            .any(|f| f == "server-0001.jsonl" || f == "server-0002.jsonl"),
+        "the stopped node's logs are kept: {listing:?}"
+    );
 }

@@ -17,7 +17,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use dcemu_topology::format_sim_time;
 use tokio::time::timeout;
 
 use super::ClusterError;
@@ -374,11 +373,12 @@ pub async fn run_coordinator(
     }
 
     let mut ending = ending;
-    let ended = tokio::select! {
-        e = &mut ending => e,
-        _ = interrupted(&mut interrupts_seen) => {
-            gather.do_send(Interrupt("interrupted (Ctrl-C)".into()));
-            (&mut ending).await
+    let ended = loop {
+        tokio::select! {
+            e = &mut ending => break e,
+            _ = interrupted(&mut interrupts_seen) => {
+                gather.do_send(Interrupt("interrupted (Ctrl-C)".into()));
+            }
         }
     };
     let (outcome, mut gathered) = ended.unwrap_or_else(|_| {
@@ -388,21 +388,16 @@ pub async fn run_coordinator(
         )
     });
     if let Err(reason) = outcome {
-        let reason = format!(
-            "{reason} (virtual time reached: {})",
-            format_sim_time(gathered.vtime.iter().copied().min().unwrap_or(0))
-        );
-        for link in &links {
-            let _ = link
-                .send(Tell {
-                    msg: ToNode::Abort {
-                        reason: reason.clone(),
-                    },
-                    limit: opts.max_frame,
-                    within: Some(Duration::from_secs(1)),
-                })
-                .await;
-        }
+        // what the nodes handed over before stopping stays with the results
+        let logs_kept = match &logs {
+            Some(logs) => match logs.send(Flush).await {
+                Ok(Ok(())) => String::new(),
+                Ok(Err(why)) => format!("; some actors' logs are missing: {why}"),
+                Err(why) => format!("; some actors' logs are missing: {why}"),
+            },
+            None => String::new(),
+        };
+        let reason = format!("{reason}{logs_kept}");
         let closing: Vec<_> = links
             .iter()
             .map(|l| {

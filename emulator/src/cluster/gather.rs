@@ -1,14 +1,20 @@
 //! What the coordinator hears from the nodes while a run goes on: their
 //! readiness, heartbeats, summaries, actors' metrics and logs. It starts the
 //! run once every node is connected to every other, and ends it when all
-//! are done or at the first failure, handing its findings to the driver.
+//! are done, handing its findings to the driver.
+//!
+//! At the first failure it tells every node to stop, naming the cause and
+//! the virtual time reached, and keeps taking the logs the nodes still hand
+//! over (what their actors logged up to the stop, as `dcemu run` keeps them
+//! with incomplete results) until each node is done, gone or silent; a
+//! second interrupt ends the wait.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use actix::prelude::*;
 use dcemu_actors::kernel::Metrics;
-use dcemu_topology::SimTime;
+use dcemu_topology::{SimTime, format_sim_time};
 use tokio::sync::oneshot;
 
 use super::log_writer::{Append, LogFailed, LogWriter};
@@ -37,6 +43,10 @@ pub struct Gather {
     done: Vec<bool>,
     gathered: Gathered,
     end: Option<oneshot::Sender<Ending>>,
+    /// Why the run stops, once it does; nodes are then only waited for.
+    aborting: Option<String>,
+    /// Nodes heard from for the last time (done, gone or silent).
+    ended: Vec<bool>,
 }
 
 impl Gather {
@@ -63,12 +73,64 @@ impl Gather {
                 actors: BTreeMap::new(),
             },
             end: Some(end),
+            aborting: None,
+            ended: vec![false; n],
         };
         (gather, ending)
     }
 
     fn node(&self, i: usize) -> String {
         format!("node {:?} (#{i})", self.node_names[i])
+    }
+
+    /// Stops the run for `reason`: every node is told, with the virtual
+    /// time reached; the run ends once no node has more to hand over.
+    fn abort(&mut self, reason: String, ctx: &mut Context<Self>) {
+        if self.aborting.is_some() {
+            return;
+        }
+        let reason = format!(
+            "{reason} (virtual time reached: {})",
+            format_sim_time(self.gathered.vtime.iter().copied().min().unwrap_or(0))
+        );
+        for link in &self.links {
+            link.do_send(Tell {
+                msg: ToNode::Abort {
+                    reason: reason.clone(),
+                },
+                limit: self.max_frame,
+                within: Some(Duration::from_secs(1)),
+            });
+        }
+        self.aborting = Some(reason);
+        self.end_if_all_ended(ctx);
+    }
+
+    fn end_if_all_ended(&mut self, ctx: &mut Context<Self>) {
+        if let Some(reason) = &self.aborting
+            && self.ended.iter().all(|&e| e)
+        {
+            let reason = reason.clone();
+            self.finish(Err(reason), ctx);
+        }
+    }
+
+    /// While aborting: only logs, and each node's last word, still count.
+    fn while_aborting(&mut self, event: Event, ctx: &mut Context<Self>) {
+        match event {
+            Event::Msg(i, ToCoordinator::Log { id, bytes }) => {
+                if self.check_host(i, id).is_ok()
+                    && let Some(logs) = &self.logs
+                {
+                    logs.do_send(Append { id, bytes });
+                }
+            }
+            Event::Msg(i, ToCoordinator::Done) | Event::Lost(i, _) | Event::Silent(i) => {
+                self.ended[i] = true;
+            }
+            Event::Msg(..) => {}
+        }
+        self.end_if_all_ended(ctx);
     }
 
     fn finish(&mut self, result: Result<(), String>, ctx: &mut Context<Self>) {
@@ -116,6 +178,7 @@ impl Gather {
                 Ok(Step::Continue)
             }
             ToCoordinator::Done => {
+                self.ended[i] = true;
                 if self.gathered.finished[i].is_none() {
                     return Err(format!("{} said done before finishing", self.node(i)));
                 }
@@ -179,6 +242,12 @@ impl Handler<Event> for Gather {
         if self.end.is_none() {
             return;
         }
+        if self.aborting.is_some() {
+            return self.while_aborting(event, ctx);
+        }
+        if let Event::Lost(i, _) | Event::Silent(i) = event {
+            self.ended[i] = true;
+        }
         let step = match event {
             Event::Silent(i) => Err(format!("{} stopped answering", self.node(i))),
             Event::Lost(i, _) if self.done[i] => Ok(Step::Continue),
@@ -199,7 +268,7 @@ impl Handler<Event> for Gather {
                 eprintln!("coordinator: every node is connected to every other; running");
             }
             Ok(Step::AllDone) => self.finish(Ok(()), ctx),
-            Err(reason) => self.finish(Err(reason), ctx),
+            Err(reason) => self.abort(reason, ctx),
         }
     }
 }
@@ -208,11 +277,15 @@ impl Handler<LogFailed> for Gather {
     type Result = ();
 
     fn handle(&mut self, LogFailed(why): LogFailed, ctx: &mut Context<Self>) {
-        self.finish(Err(why), ctx);
+        match self.aborting.take() {
+            Some(reason) => self.finish(Err(format!("{reason}; then {why}")), ctx),
+            None => self.abort(why, ctx),
+        }
     }
 }
 
-/// End the run now with `0` (e.g. Ctrl-C).
+/// Stop the run for `0` (e.g. Ctrl-C); a second one ends the wait for
+/// the nodes' logs.
 pub struct Interrupt(pub String);
 
 impl Message for Interrupt {
@@ -223,6 +296,9 @@ impl Handler<Interrupt> for Gather {
     type Result = ();
 
     fn handle(&mut self, Interrupt(reason): Interrupt, ctx: &mut Context<Self>) {
-        self.finish(Err(reason), ctx);
+        match self.aborting.clone() {
+            Some(first) => self.finish(Err(first), ctx),
+            None => self.abort(reason, ctx),
+        }
     }
 }

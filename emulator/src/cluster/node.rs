@@ -225,6 +225,16 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         )));
     }
     let assignment_usize: Vec<usize> = assignment.iter().map(|&p| p as usize).collect();
+    let hosted_logs: Vec<(u32, PathBuf)> = match &prepared.config.logs {
+        Logs::Files(_) => prepared
+            .actors
+            .iter()
+            .enumerate()
+            .filter(|(id, _)| assignment[*id] == index)
+            .map(|(id, (name, _))| (id as u32, logs_dir.join(format!("{name}.jsonl"))))
+            .collect(),
+        _ => Vec::new(),
+    };
     let mut parts = crate::engine::partition::split(
         &prepared.config,
         prepared.actors,
@@ -325,7 +335,18 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     };
     let _ = heartbeat.send(StopBeating).await;
     let report = |msg: ToCoordinator| control.do_send(Report(msg));
+    // a stopped run's logs (what its actors logged up to the stop) still
+    // go to the coordinator, as `dcemu run` keeps them with incomplete results
     let finish = || async {
+        let _ = timeout(failure_timeout * 3, async {
+            for (id, path) in &hosted_logs {
+                if send_log(&control, *id, path).await.is_err() {
+                    break;
+                }
+            }
+        })
+        .await;
+        report(ToCoordinator::Done);
         let _ = timeout(Duration::from_secs(2), control.send(Finish)).await;
     };
     let output = match result {
