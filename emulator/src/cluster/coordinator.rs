@@ -193,19 +193,7 @@ pub async fn run_coordinator(
             crate::engine::MAX_PARTITIONS
         )));
     }
-    if let Some(t) = scenario
-        .tenants
-        .iter()
-        .zip(&scenario.streams)
-        .find_map(|(t, s)| s.as_ref().filter(|s| s.format.is_public()).map(|_| t))
-    {
-        return Err(input(format!(
-            "tenant {:?} streams a {} trace: multi-process runs ship csv traces to the nodes, not public-format ones yet; run it with `dcemu run` (docs/traces.md)",
-            t.name,
-            t.arrivals.format.name()
-        )));
-    }
-    let external_dir = external_dir(scenario).map_err(input)?;
+    let shared_dir = shared_dir(scenario).map_err(input)?;
     let prepared = prepare(scenario, None).map_err(|e| input(e.to_string()))?;
     let names: Vec<String> = prepared.actors.iter().map(|(n, _)| n.clone()).collect();
     let slot_table = prepared.slot_table.clone();
@@ -296,7 +284,8 @@ pub async fn run_coordinator(
         eprintln!("coordinator: {line} on {:?}", infos[idx].name);
     }
     let scenario_text = scenario.to_toml();
-    // csv traces travel to the nodes whole (public formats are refused above).
+    // csv traces travel to the nodes whole; public formats are streamed by
+    // each node from the shared directory
     let mut traces: Vec<(String, Vec<u8>)> = Vec::new();
     for (t, tr) in scenario.tenants.iter().zip(&scenario.traces) {
         if let Some(tr) = tr {
@@ -345,7 +334,7 @@ pub async fn run_coordinator(
     });
     for (i, link) in links.iter().enumerate() {
         let setup = ToNode::Setup(Box::new(Setup {
-            external_dir: external_dir.clone(),
+            shared_dir: shared_dir.clone(),
             index: i as u32,
             nodes: infos.clone(),
             ca: ca.cert_der(),
@@ -497,7 +486,7 @@ pub async fn run_coordinator(
             .collect(),
         assignment: described,
     };
-    let run_json = run_facts(&outcome, &report, external_dir.as_deref());
+    let run_json = run_facts(&outcome, &report, shared_dir.as_deref());
     staging
         .commit(&outcome.results, &outcome.digest, &[("run.json", run_json)])
         .map_err(|e| fail(e.to_string()))?;
@@ -531,13 +520,18 @@ pub async fn run_coordinator(
     Ok((outcome, report))
 }
 
-/// Where `[scheduler.external]`'s program runs on the node hosting the
-/// scheduler actor: the directory it runs in for `dcemu run` (the scenario
-/// file's, or the working directory for the embedded scenario), made
-/// absolute here so it names the same place whatever a node's working
-/// directory; `None` without the section.
-fn external_dir(scenario: &Scenario) -> Result<Option<String>, String> {
-    if scenario.scheduler.external.is_none() {
+/// The directory `dcemu run` would start `[scheduler.external]`'s program
+/// in and read public-format traces from (the scenario file's, or the
+/// working directory for the embedded scenario), made absolute so it names
+/// the same place whatever a node's working directory
+/// ([`Setup::shared_dir`]); `None` without either.
+fn shared_dir(scenario: &Scenario) -> Result<Option<String>, String> {
+    let streams = scenario
+        .streams
+        .iter()
+        .flatten()
+        .any(|s| s.format.is_public());
+    if scenario.scheduler.external.is_none() && !streams {
         return Ok(None);
     }
     let base = if scenario.base.as_os_str().is_empty() {
@@ -547,22 +541,20 @@ fn external_dir(scenario: &Scenario) -> Result<Option<String>, String> {
     };
     let dir = std::fs::canonicalize(base).map_err(|e| {
         format!(
-            "scheduler.external: cannot resolve the directory its program runs in ({}): {e}",
+            "cannot resolve the scenario's directory ({}), where the external scheduler runs and traces are read: {e}",
             base.display()
         )
     })?;
-    dir.to_str().map(|d| Some(d.to_string())).ok_or_else(|| {
-        format!(
-            "scheduler.external: the directory its program runs in ({}) is not UTF-8",
-            dir.display()
-        )
-    })
+    dir.to_str()
+        .map(|d| Some(d.to_string()))
+        .ok_or_else(|| format!("the scenario's directory ({}) is not UTF-8", dir.display()))
 }
 
 /// `run.json` of a multi-process run: wall-clock facts, never digested.
-/// With an external scheduler it names, as `stream_base`, the directory the
-/// program ran in, so `dcemu replay` finds it again as for `dcemu run`.
-fn run_facts(o: &Outcome, report: &ClusterReport, external_dir: Option<&str>) -> Vec<u8> {
+/// With an external scheduler or streamed traces it names, as
+/// `stream_base`, the directory they were found in, so `dcemu replay` finds
+/// them again as for `dcemu run`.
+fn run_facts(o: &Outcome, report: &ClusterReport, shared_dir: Option<&str>) -> Vec<u8> {
     let mut facts = serde_json::json!({
         "dcemu_version": env!("CARGO_PKG_VERSION"),
         "mode": "coordinator",
@@ -585,7 +577,7 @@ fn run_facts(o: &Outcome, report: &ClusterReport, external_dir: Option<&str>) ->
         "digest": o.digest,
         "wall_metrics": o.wall_metrics,
     });
-    if let Some(dir) = external_dir {
+    if let Some(dir) = shared_dir {
         facts["stream_base"] = serde_json::Value::String(dir.to_string());
     }
     let mut bytes = serde_json::to_vec_pretty(&facts).unwrap_or_default();

@@ -181,7 +181,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         ca,
         scenario: scenario_text,
         traces,
-        external_dir,
+        shared_dir,
         assignment,
         max_frame,
         heartbeat_ms,
@@ -210,7 +210,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         &scratch.0,
         &scenario_text,
         &traces,
-        external_dir.as_deref().map(std::path::Path::new),
+        shared_dir.as_deref().map(std::path::Path::new),
     )
     .map_err(e)?;
     let logs_dir = scratch.0.join("actors");
@@ -459,16 +459,17 @@ fn sanitize(name: &str) -> String {
         .collect()
 }
 
-/// Writes the received scenario and traces where loading expects them and
-/// loads them; the result must print back to the same text. An external
-/// scheduler's program runs in `external_dir` (the coordinator's scenario
-/// directory, [`wire::Setup::external_dir`]), not in this scratch
-/// directory: its command names files relative to the scenario's place.
+/// Writes the received scenario and csv traces where loading expects them
+/// and loads them; the result must print back to the same text. An
+/// external scheduler's program runs in, and public-format traces are read
+/// from, `shared_dir` (the coordinator's scenario directory,
+/// [`wire::Setup::shared_dir`]), not this scratch directory: the scenario
+/// names them relative to its own place.
 fn load_scenario(
     dir: &std::path::Path,
     text: &str,
     traces: &[(String, Vec<u8>)],
-    external_dir: Option<&std::path::Path>,
+    shared_dir: Option<&std::path::Path>,
 ) -> Result<scenario::Scenario, String> {
     std::fs::create_dir_all(dir.join("traces"))
         .map_err(|x| format!("cannot create {}: {x}", dir.display()))?;
@@ -483,17 +484,22 @@ fn load_scenario(
     let path = dir.join("scenario.toml");
     std::fs::write(&path, text).map_err(|x| format!("cannot write {}: {x}", path.display()))?;
     let label = path.display().to_string();
-    let mut loaded = scenario::load(&label, text, &[])
-        .map_err(|x| format!("the scenario from the coordinator does not load: {x}"))?;
-    match (loaded.scheduler.external.is_some(), external_dir) {
-        (true, Some(d)) if d.is_absolute() => loaded.base = d.to_path_buf(),
-        (true, _) => {
-            return Err(
-                "the coordinator named no absolute directory for the external scheduler's program"
-                    .into(),
-            );
+    let shared_dir = match shared_dir {
+        Some(d) if !d.is_absolute() => {
+            return Err(format!(
+                "the coordinator named a relative scenario directory {}",
+                d.display()
+            ));
         }
-        (false, _) => {}
+        other => other,
+    };
+    let loaded = scenario::load_with(&label, text, &[], shared_dir)
+        .map_err(|x| format!("the scenario from the coordinator does not load: {x}"))?;
+    if loaded.scheduler.external.is_some() && shared_dir.is_none() {
+        return Err(
+            "the coordinator named no absolute directory for the external scheduler's program"
+                .into(),
+        );
     }
     if loaded.to_toml() != text {
         return Err("the scenario from the coordinator does not load back to itself".into());

@@ -28,8 +28,9 @@ pub const HARD_MAX_FRAME: usize = 1 << 30;
 /// (`Envelope::causal_hops`) and nodes report the deepest
 /// ([`Finished::causal_steps`]).
 /// 6: the setup names the directory an external scheduler's program runs
-/// in ([`Setup::external_dir`]).
-pub const PROTOCOL: u32 = 6;
+/// in. 7: that directory ([`Setup::shared_dir`]) is also where nodes read
+/// public-format traces.
+pub const PROTOCOL: u32 = 7;
 
 /// Length of a run id in bytes before hex encoding (`tls::random_run_id`).
 pub const RUN_ID_BYTES: usize = 16;
@@ -176,12 +177,14 @@ pub struct Setup {
     pub scenario: String,
     /// Replayed traces: `traces/<tenant>.csv` → bytes.
     pub traces: Vec<(String, Vec<u8>)>,
-    /// With `[scheduler.external]`: the directory its program runs in, the
-    /// coordinator's scenario directory as an absolute path. Only the node
-    /// hosting the scheduler actor starts the program, there: the directory
-    /// must exist on that node (a shared file system, or the same checkout
-    /// at the same path).
-    pub external_dir: Option<String>,
+    /// With `[scheduler.external]` or a public-format trace: the
+    /// coordinator's scenario directory as an absolute path. The external
+    /// scheduler's program runs there (only on the node hosting the
+    /// scheduler actor), and every node reads public-format traces from
+    /// there (streamed, never shipped: they may be many GB), so it must
+    /// exist on the nodes that need it (a shared file system or volume, or
+    /// the same checkout at the same path).
+    pub shared_dir: Option<String>,
     /// Partition (node index) of every actor, by actor id.
     pub assignment: Vec<u32>,
     pub max_frame: u64,
