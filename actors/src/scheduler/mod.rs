@@ -77,7 +77,9 @@ use classification::Classifier;
 use classification::cf::CfParams;
 use energy::{EnergyServer, EnergyStage, Flow};
 use placement::expected_rate;
-use preemption::{EvictionStats, Returned, SlotAction, SlotPlacer, SlotServer, SlotStage};
+use preemption::{
+    EvictionStats, Returned, RunningSlot, SlotAction, SlotPlacer, SlotServer, SlotStage,
+};
 
 /// Times one application is reclassified at most (phase detection, §3.4).
 pub const MAX_RECLASSIFICATIONS: u32 = 3;
@@ -297,6 +299,46 @@ impl SlotPlacer for CorePlacer<'_> {
             exclude: None,
         };
         core.placement.choose_victim(&req, &core.cluster, &options)
+    }
+
+    fn picks_victims(&self, _: &Task) -> bool {
+        self.energy.is_none() && self.core.placement.picks_victims()
+    }
+
+    /// The placement's pick among every running task, with the cores and
+    /// memory the scheduler counts for each.
+    fn pick_victim(
+        &mut self,
+        task: &Task,
+        running: &[RunningSlot],
+        rng: &mut ActorRng,
+    ) -> Option<TaskId> {
+        let core = &mut *self.core;
+        let views: Vec<placement::RunningTask> = running
+            .iter()
+            .map(|r| {
+                let placed = core.placed.get(&r.task);
+                placement::RunningTask {
+                    server: r.server,
+                    task: r.task,
+                    priority: r.priority,
+                    started: r.started,
+                    cores: placed.map_or(1, |p| p.cores),
+                    memory_mb: placed.map_or(0, |p| p.memory_mb),
+                    admissible: r.admissible,
+                }
+            })
+            .collect();
+        let req = Request {
+            task,
+            profile: core.profiles.get(&task.id),
+            allowed: None,
+            exclude: None,
+        };
+        let k = core
+            .placement
+            .pick_victim(&req, &core.cluster, &views, rng)?;
+        views.get(k).map(|v| v.task)
     }
 
     /// With a flow, a victim's eviction must leave the evictor's bandwidth
