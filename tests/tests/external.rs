@@ -132,6 +132,44 @@ fn python_least_loaded_gives_the_builtin_least_loaded_metrics() {
     assert!(dcemu_tests::metric(&ours, "apps_profiled") > 0.0);
 }
 
+/// The Python priority scheduler with evictions (protocol v2, placement
+/// and preemption) re-implements the built-in `least-loaded` under the
+/// `priority` slot stage with `mrs` and with `lrs`: the thesis's Google
+/// scenario gives the built-in's results, file for file, evictions
+/// included.
+#[test]
+fn python_priority_evict_gives_the_builtin_priority_stage_results() {
+    if !python() {
+        return;
+    }
+    let path = "scenarios/thesis/google-15h.toml";
+    let label = root().join(path).display().to_string();
+    let text = std::fs::read_to_string(&label).unwrap();
+    for rule in ["mrs", "lrs"] {
+        let eviction = format!("scheduler.eviction={rule}");
+        let sets = ["run.end=1h", eviction.as_str()];
+        let builtin: Vec<&str> = sets
+            .iter()
+            .copied()
+            .chain(["scheduler.placement=least-loaded"])
+            .collect();
+        let ours = run_with(&scenario(&label, &text, &builtin), 1);
+        let program = format!(
+            "{}\n[scheduler.external]\ncommand = [\"python3\", {:?}, \"{rule}\"]\n\
+             stages = [\"placement\", \"preemption\"]\n",
+            text.replacen("placement = \"random\"", "placement = \"external\"", 1),
+            example("priority_evict.py")
+        );
+        let theirs = run_with(&scenario(&label, &program, &sets), 1);
+        assert_same_results(&ours, &theirs, rule);
+        assert_eq!(ours.metrics, theirs.metrics, "{rule}");
+        assert!(
+            dcemu_tests::metric(&ours, "preemptions") > 50.0,
+            "{rule}: the built-in evicts here"
+        );
+    }
+}
+
 #[test]
 fn best_fit_by_memory_runs_deterministically_without_losing_a_task() {
     if !python() {
