@@ -787,7 +787,8 @@ pub struct ExternalConfig {
     /// The program and its arguments, run from the scenario file's
     /// directory, e.g. `["python3", "my_scheduler.py"]`.
     pub command: Vec<String>,
-    /// The stages it decides; `placement` is the one today.
+    /// The stages it decides: `placement` (the default), and with it
+    /// `preemption` under a slot stage.
     #[serde(default = "default_external_stages")]
     pub stages: Vec<ExternalStage>,
     /// Virtual time a decision takes: its dispatch leaves the scheduler this
@@ -810,6 +811,20 @@ pub struct ExternalConfig {
 pub enum ExternalStage {
     /// Where each task runs (the placement stage's `place`).
     Placement,
+    /// Which running task a task that found no free slot evicts, among
+    /// those the slot stage admits (protocol v2's `preempt`); with
+    /// `placement`, under a slot stage.
+    Preemption,
+}
+
+impl ExternalStage {
+    /// Its name in `stages` and in the `hello`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExternalStage::Placement => "placement",
+            ExternalStage::Preemption => "preemption",
+        }
+    }
 }
 
 fn default_external_stages() -> Vec<ExternalStage> {
@@ -1056,6 +1071,26 @@ impl SchedulerConfig {
                             p.name()
                         ),
                     );
+                }
+                if e.stages.contains(&ExternalStage::Preemption) {
+                    if !e.stages.contains(&ExternalStage::Placement) {
+                        push(
+                            "external.stages",
+                            "names \"preemption\" without \"placement\": the program chooses \
+                             victims as the placement stage does (where the task starts), so it \
+                             decides both: [\"placement\", \"preemption\"]"
+                                .into(),
+                        );
+                    }
+                    if self.slots == SlotPolicy::None {
+                        push(
+                            "external.stages",
+                            "names \"preemption\" but scheduler.slots is \"none\": there is no \
+                             preemption stage to hand out (choose \"priority\", \"wasp\" or \
+                             \"hybrid\")"
+                                .into(),
+                        );
+                    }
                 }
                 if e.timeout.as_nanos() == 0 {
                     push("external.timeout", "must be above 0s".into());

@@ -1,5 +1,6 @@
-//! Protocol v1 of the external scheduler (docs/external-scheduler.md): the
-//! messages dcemu writes to the program, the decoder of what it answers,
+//! Protocols v1 and v2 of the external scheduler
+//! (docs/external-scheduler.md): the messages dcemu writes to the program,
+//! the decoder of what it answers,
 //! and [`Oracle`], the one exchange the model asks of whatever runs the
 //! program. Pure data: no process, no pipe, no clock here (the process
 //! lives in `dcemu::external`), so the model stays sans-IO and a run's
@@ -7,10 +8,24 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::ExternalStage;
 use crate::net::ServerReport;
 
-/// The protocol version dcemu speaks; `hello` carries it both ways.
-pub const PROTOCOL: u32 = 1;
+/// The highest protocol version dcemu speaks. v1 hands out the placement
+/// stage (`place` requests); v2 adds the preemption stage (`preempt`
+/// requests, answered with an `evict`).
+pub const PROTOCOL: u32 = 2;
+
+/// The version dcemu offers in its `hello` for `stages`: the lowest that
+/// carries them, so that a v1 program keeps running unchanged wherever v1
+/// suffices. The program must answer with the version offered.
+pub fn protocol_for(stages: &[ExternalStage]) -> u32 {
+    if stages.contains(&ExternalStage::Preemption) {
+        2
+    } else {
+        1
+    }
+}
 
 /// Longest line dcemu reads from the program, in bytes (a response is a few
 /// dozen; this bounds what a runaway program makes dcemu buffer).
@@ -41,7 +56,7 @@ pub struct Hello<'a> {
     #[serde(rename = "type")]
     pub kind: &'static str,
     pub protocol: u32,
-    pub stages: &'a [&'static str],
+    pub stages: &'a [&'a str],
     /// Each server's configuration, by index (requests name servers by it).
     pub servers: Vec<HelloServer>,
     /// The scheduler's random stream: ChaCha8 (rand_chacha 0.9's
@@ -123,6 +138,40 @@ pub struct ServerState {
     pub primary_room: Option<u32>,
     /// Its latest report, if it sent one.
     pub report: Option<ServerReport>,
+    /// In a `preempt` request (v2): the tasks running there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub running: Option<Vec<RunningView>>,
+}
+
+/// A preemption request (v2): `task` found no free slot it may take, and
+/// the preemption stage admits victims for it; which one goes, if any?
+#[derive(Debug, Serialize)]
+pub struct PreemptRequest {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub id: u64,
+    pub time_ns: u64,
+    pub task: TaskView,
+    pub profile: Option<ProfileView>,
+    /// Every server with a task running there, by index, each with
+    /// `running`.
+    pub servers: Vec<ServerState>,
+    pub rng_word_pos: u64,
+}
+
+/// A running task as the scheduler sees it (v2's `preempt`).
+#[derive(Debug, Serialize)]
+pub struct RunningView {
+    pub id: u64,
+    pub priority: u8,
+    /// When its current execution started (an evicted task restarts).
+    pub started_ns: u64,
+    pub cores: u32,
+    pub memory_mb: u64,
+    /// Whether the preemption stage admits it as a victim for the task of
+    /// the request (its rules: a lower priority, evictable, on a server the
+    /// task may use).
+    pub admissible: bool,
 }
 
 /// What the program decided for one request.
@@ -131,9 +180,21 @@ pub struct Response {
     pub id: u64,
     pub task: u64,
     pub decision: Decision,
+    /// Running tasks to evict so that the task starts in their slot (v2,
+    /// with `place`, answering a `preempt` request).
+    pub evict: Vec<Evict>,
     /// Where the scheduler's random stream stands after the program's
     /// draws (absent: it drew nothing).
     pub rng_word_pos: Option<u64>,
+}
+
+/// One eviction the program decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evict {
+    pub task: u64,
+    /// Why, in the program's words (error messages quote it; results do
+    /// not hold it, so that equal decisions give equal results).
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,7 +221,17 @@ struct RawResponse {
     #[serde(default)]
     server: Option<u32>,
     #[serde(default)]
+    evict: Option<Vec<RawEvict>>,
+    #[serde(default)]
     rng_word_pos: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEvict {
+    task: u64,
+    #[serde(default)]
+    reason: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -188,10 +259,23 @@ pub fn decode_response(line: &str) -> Result<Response, String> {
             ));
         }
     };
+    let evict: Vec<Evict> = raw
+        .evict
+        .unwrap_or_default()
+        .into_iter()
+        .map(|e| Evict {
+            task: e.task,
+            reason: e.reason,
+        })
+        .collect();
+    if decision == Decision::Wait && !evict.is_empty() {
+        return Err("decision \"wait\" with an \"evict\" (evictions go with \"place\")".into());
+    }
     Ok(Response {
         id: raw.id,
         task: raw.task,
         decision,
+        evict,
         rng_word_pos: raw.rng_word_pos,
     })
 }
@@ -206,6 +290,17 @@ pub fn encode_response(r: &Response) -> String {
             v["server"] = server.into();
         }
         Decision::Wait => v["decision"] = "wait".into(),
+    }
+    if !r.evict.is_empty() {
+        let evict: Vec<serde_json::Value> = r
+            .evict
+            .iter()
+            .map(|e| match &e.reason {
+                Some(reason) => serde_json::json!({ "task": e.task, "reason": reason }),
+                None => serde_json::json!({ "task": e.task }),
+            })
+            .collect();
+        v["evict"] = evict.into();
     }
     if let Some(pos) = r.rng_word_pos {
         v["rng_word_pos"] = pos.into();
@@ -253,9 +348,23 @@ mod tests {
                 id: 3,
                 task: 9,
                 decision: Decision::Place { server: 2 },
+                evict: Vec::new(),
                 rng_word_pos: None
             })
         );
+        let r = decode_response(
+            r#"{"id":4,"task":9,"decision":"place","server":1,"evict":[{"task":7,"reason":"mrs"}]}"#,
+        );
+        assert_eq!(
+            r.as_ref().map(|r| r.evict.clone()),
+            Ok(vec![Evict {
+                task: 7,
+                reason: Some("mrs".into())
+            }])
+        );
+        if let Ok(r) = r {
+            assert_eq!(decode_response(&encode_response(&r)), Ok(r));
+        }
         let r = decode_response(r#"{"id":3,"task":9,"decision":"wait","rng_word_pos":17}"#);
         assert_eq!(
             r.map(|r| (r.decision, r.rng_word_pos)),
@@ -270,6 +379,11 @@ mod tests {
         assert!(e(r#"{"id":1,"task":1,"decision":"wait","server":1}"#).contains("with a"));
         assert!(e(r#"{"id":1,"task":1,"decision":"wait","sever":1}"#).contains("unknown field"));
         assert!(e(r#"{"id":-1,"task":1,"decision":"wait"}"#).starts_with("malformed"));
+        assert!(e(r#"{"id":1,"task":1,"decision":"wait","evict":[{"task":2}]}"#).contains("evict"));
+        assert!(
+            e(r#"{"id":1,"task":1,"decision":"place","server":0,"evict":[{"tsk":2}]}"#)
+                .contains("unknown field")
+        );
         assert!(decode_hello(r#"{"type":"place","protocol":1}"#).is_err());
         assert_eq!(
             decode_hello(r#"{"type":"hello","protocol":1,"name":"ll"}"#),

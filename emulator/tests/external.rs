@@ -5,7 +5,8 @@
 //! for a node that dies. One that behaves runs and replays identically.
 //! Over a coordinator and nodes the program runs beside the scheduler
 //! actor's node, from the coordinator's scenario directory, and gives the
-//! one-process run's results; one that dies fails the run the same way.
+//! one-process run's results (protocol v1, and v2 with evictions); one that
+//! dies fails the run the same way.
 //! Skipped, saying so, where `python3` is absent.
 
 use std::io::{BufRead, BufReader};
@@ -427,6 +428,71 @@ fn over_a_coordinator_and_two_nodes_python_random_gives_the_one_process_results(
         )),
         "{facts}"
     );
+}
+
+/// Protocol v2 over a coordinator and two nodes: `priority_evict.py`
+/// deciding placement and preemption under the `priority` slot stage gives
+/// the one-process run's results, file for file, evictions included.
+#[test]
+fn over_a_coordinator_and_two_nodes_python_priority_evict_gives_the_one_process_results() {
+    if !python() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let client = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../clients/python");
+    std::os::unix::fs::symlink(client, tmp.path().join("py")).unwrap();
+    let text = r#"
+[run]
+name = "evict"
+end = "20m"
+seed = 7
+
+[scheduler]
+slots = "priority"
+
+[scheduler.external]
+command = ["python3", "py/examples/priority_evict.py"]
+stages = ["placement", "preemption"]
+
+[output]
+actor_logs = true
+
+[[server_types]]
+name = "a"
+count = 3
+slots = 1
+
+[[tenants]]
+name = "low"
+arrivals = { process = "poisson", rate_per_s = 0.5 }
+service = { distribution = "exponential", mean = "50s" }
+
+[[tenants]]
+name = "high"
+priority = 5
+arrivals = { process = "poisson", rate_per_s = 0.05 }
+service = { distribution = "exponential", mean = "20s" }
+"#;
+    std::fs::write(tmp.path().join("evict.toml"), text).unwrap();
+    let o = dcemu(
+        tmp.path(),
+        &["run", "evict.toml", "--quiet", "--out", "one"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let metrics = std::fs::read_to_string(tmp.path().join("one/metrics.json")).unwrap();
+    let metrics: serde_json::Value = serde_json::from_str(&metrics).unwrap();
+    assert!(
+        metrics["preemptions"].as_f64().unwrap_or(0.0) > 10.0,
+        "it evicts"
+    );
+    let (status, log, node_log, nodes) = on_two_nodes(tmp.path(), "evict.toml", "multi");
+    assert_eq!(status, Some(0), "coordinator:\n{log}\nnodes:\n{node_log}");
+    assert_eq!(
+        nodes,
+        vec![Some(0), Some(0)],
+        "nodes exit cleanly:\n{node_log}"
+    );
+    assert_same(&tmp.path().join("multi"), &tmp.path().join("one"), &[]);
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! dcemu reads them (`dcemu::external::read_line`: bounded, UTF-8), each
 //! decoded as a response and as a `hello`. Beyond "no panic", checks that:
 //! - an accepted response encodes (`encode_response`, as a program writes
-//!   it) to a line that decodes to the same response;
+//!   it) to a line that decodes to the same response, its `evict` list
+//!   (protocol v2) included, and never evicts with a `wait`;
 //! - a refused line gets a non-empty message, and a refused response one
 //!   that says what is wrong (malformed, a decision, a server).
 #![no_main]
@@ -11,7 +12,7 @@
 use std::io::BufReader;
 
 use dcemu::external::read_line;
-use dcemu_actors::external::{decode_hello, decode_response, encode_response};
+use dcemu_actors::external::{Decision, decode_hello, decode_response, encode_response};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -30,6 +31,10 @@ fuzz_target!(|data: &[u8]| {
         assert!(!line.contains('\n'), "a line never holds its newline");
         match decode_response(&line) {
             Ok(r) => {
+                assert!(
+                    r.evict.is_empty() || r.decision != Decision::Wait,
+                    "evictions go with a place"
+                );
                 let again = encode_response(&r);
                 assert_eq!(decode_response(&again), Ok(r), "round trip of {again}");
             }

@@ -132,6 +132,148 @@ fn python_least_loaded_gives_the_builtin_least_loaded_metrics() {
     assert!(dcemu_tests::metric(&ours, "apps_profiled") > 0.0);
 }
 
+/// The Python priority scheduler with evictions (protocol v2, placement
+/// and preemption) re-implements the built-in `least-loaded` under the
+/// `priority` slot stage with `mrs` and with `lrs`: the thesis's Google
+/// scenario gives the built-in's results, file for file, evictions
+/// included.
+#[test]
+fn python_priority_evict_gives_the_builtin_priority_stage_results() {
+    if !python() {
+        return;
+    }
+    let path = "scenarios/thesis/google-15h.toml";
+    let label = root().join(path).display().to_string();
+    let text = std::fs::read_to_string(&label).unwrap();
+    for rule in ["mrs", "lrs"] {
+        let eviction = format!("scheduler.eviction={rule}");
+        let sets = ["run.end=1h", eviction.as_str()];
+        let builtin: Vec<&str> = sets
+            .iter()
+            .copied()
+            .chain(["scheduler.placement=least-loaded"])
+            .collect();
+        let ours = run_with(&scenario(&label, &text, &builtin), 1);
+        let program = format!(
+            "{}\n[scheduler.external]\ncommand = [\"python3\", {:?}, \"{rule}\"]\n\
+             stages = [\"placement\", \"preemption\"]\n",
+            text.replacen("placement = \"random\"", "placement = \"external\"", 1),
+            example("priority_evict.py")
+        );
+        let theirs = run_with(&scenario(&label, &program, &sets), 1);
+        assert_same_results(&ours, &theirs, rule);
+        assert_eq!(ours.metrics, theirs.metrics, "{rule}");
+        assert!(
+            dcemu_tests::metric(&ours, "preemptions") > 50.0,
+            "{rule}: the built-in evicts here"
+        );
+    }
+}
+
+/// Three one-slot servers under the `priority` slot stage: class-0 tasks
+/// fill them, class-5 tasks evict them; `priority_evict.py` decides
+/// placement and preemption.
+const EVICTIONS: &str = r#"
+[run]
+name = "evictions"
+end = "30m"
+
+[scheduler]
+slots = "priority"
+
+[[server_types]]
+name = "a"
+count = 3
+slots = 1
+
+[[tenants]]
+name = "low"
+arrivals = { process = "poisson", rate_per_s = 0.5 }
+service = { distribution = "exponential", mean = "50s" }
+
+[[tenants]]
+name = "high"
+priority = 5
+arrivals = { process = "poisson", rate_per_s = 0.05 }
+service = { distribution = "exponential", mean = "20s" }
+"#;
+
+/// A decision latency under a slot stage: each decision of the program
+/// (placement and preemption under the `priority` stage) takes 5 s of
+/// virtual time, so victims are often chosen while their own dispatch
+/// still waits. Dispatches and preemptions leave in decision order, so no
+/// preemption overtakes its victim's dispatch (no server ever runs more
+/// than its slot), no task is lost, every start waits at least the
+/// latency, and the run is deterministic, on 1 and on 3 partitions.
+#[test]
+fn decision_latency_under_a_slot_stage_defers_dispatches_and_preemptions_in_order() {
+    if !python() {
+        return;
+    }
+    let program = format!(
+        "{EVICTIONS}\n[scheduler.external]\ncommand = [\"python3\", {:?}]\n\
+         stages = [\"placement\", \"preemption\"]\n",
+        example("priority_evict.py")
+    );
+    let s = |latency: &str| {
+        let set = format!("scheduler.external.decision_latency={latency}");
+        scenario("evictions-latency", &program, &[set.as_str()])
+    };
+    let zero = run_with(&s("0s"), 1);
+    let slow = run_with(&s("5s"), 1);
+    assert_no_task_lost(&slow, "latency 5s under a slot stage");
+    let m = |o: &Outcome, name: &str| dcemu_tests::metric(o, name);
+    assert!(
+        m(&slow, "preemptions") > 20.0,
+        "it evicts: {}",
+        m(&slow, "preemptions")
+    );
+    assert_within_slots(&zero, 1);
+    assert_within_slots(&slow, 1);
+    let log = slow
+        .results
+        .read("actors/scheduler.jsonl")
+        .unwrap()
+        .unwrap();
+    let waits: Vec<u64> = String::from_utf8(log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["kind"] == "task_dispatch")
+        .map(|v| v["queued_ns"].as_u64().unwrap())
+        .collect();
+    assert!(waits.len() > 20, "{} dispatches", waits.len());
+    assert!(
+        waits.iter().all(|&w| w >= 5_000_000_000),
+        "each start, evicting or not, leaves 5 s after its decision at the earliest"
+    );
+    assert_eq!(slow.digest, run_with(&s("5s"), 1).digest, "deterministic");
+    assert_eq!(slow.digest, run_with(&s("5s"), 3).digest, "on 3 partitions");
+}
+
+/// No server ever runs more tasks than its `slots` (its `task_start`
+/// log's `running`), which a preemption that overtook its victim's
+/// dispatch would make it do: the victim would start after its evictor
+/// took its slot.
+fn assert_within_slots(o: &Outcome, slots: u64) {
+    let mut starts = 0;
+    for path in o
+        .results
+        .paths()
+        .filter(|p| p.starts_with("actors/server-"))
+    {
+        let text = o.results.read(path).unwrap().unwrap();
+        for line in String::from_utf8(text).unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            if v["kind"] == "task_start" {
+                starts += 1;
+                assert!(v["running"].as_u64().unwrap() <= slots, "{path}: {line}");
+            }
+        }
+    }
+    assert!(starts > 100, "the servers logged their starts");
+}
+
 #[test]
 fn best_fit_by_memory_runs_deterministically_without_losing_a_task() {
     if !python() {

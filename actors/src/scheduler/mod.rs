@@ -77,7 +77,9 @@ use classification::Classifier;
 use classification::cf::CfParams;
 use energy::{EnergyServer, EnergyStage, Flow};
 use placement::expected_rate;
-use preemption::{EvictionStats, Returned, SlotAction, SlotPlacer, SlotServer, SlotStage};
+use preemption::{
+    EvictionStats, Returned, RunningSlot, SlotAction, SlotPlacer, SlotServer, SlotStage,
+};
 
 /// Times one application is reclassified at most (phase detection, §3.4).
 pub const MAX_RECLASSIFICATIONS: u32 = 3;
@@ -140,6 +142,9 @@ struct CorePlacer<'a> {
     strict: bool,
     /// The ARQ pool of the latest start's server, before the start moved it.
     pool: usize,
+    /// Virtual time the latest decision that chose a server or a victim
+    /// took (`Placement::decision_latency`), for the start it leads to.
+    latency: u64,
 }
 
 impl<'a> CorePlacer<'a> {
@@ -153,6 +158,7 @@ impl<'a> CorePlacer<'a> {
             violation: 0.0,
             strict,
             pool: 0,
+            latency: 0,
         }
     }
 }
@@ -206,6 +212,7 @@ impl SlotPlacer for CorePlacer<'_> {
         if self.strict && !core.appropriate(&req, &choice) {
             return None;
         }
+        self.latency = core.placement.decision_latency();
         self.violation = choice.violation;
         Some(choice.server)
     }
@@ -219,6 +226,10 @@ impl SlotPlacer for CorePlacer<'_> {
         rng: &mut ActorRng,
     ) {
         let core = &mut *self.core;
+        let latency = std::mem::take(&mut self.latency);
+        if latency > 0 {
+            core.slot_latency.insert(task.id, latency);
+        }
         self.pool = core.pool[server as usize];
         let id = core.cluster.servers()[server as usize].id;
         if let Some(v) = victim {
@@ -297,6 +308,47 @@ impl SlotPlacer for CorePlacer<'_> {
             exclude: None,
         };
         core.placement.choose_victim(&req, &core.cluster, &options)
+    }
+
+    fn picks_victims(&self, _: &Task) -> bool {
+        self.energy.is_none() && self.core.placement.picks_victims()
+    }
+
+    /// The placement's pick among every running task, with the cores and
+    /// memory the scheduler counts for each.
+    fn pick_victim(
+        &mut self,
+        task: &Task,
+        running: &[RunningSlot],
+        rng: &mut ActorRng,
+    ) -> Option<TaskId> {
+        let core = &mut *self.core;
+        let views: Vec<placement::RunningTask> = running
+            .iter()
+            .map(|r| {
+                let placed = core.placed.get(&r.task);
+                placement::RunningTask {
+                    server: r.server,
+                    task: r.task,
+                    priority: r.priority,
+                    started: r.started,
+                    cores: placed.map_or(1, |p| p.cores),
+                    memory_mb: placed.map_or(0, |p| p.memory_mb),
+                    admissible: r.admissible,
+                }
+            })
+            .collect();
+        let req = Request {
+            task,
+            profile: core.profiles.get(&task.id),
+            allowed: None,
+            exclude: None,
+        };
+        let k = core
+            .placement
+            .pick_victim(&req, &core.cluster, &views, rng)?;
+        self.latency = core.placement.decision_latency();
+        views.get(k).map(|v| v.task)
     }
 
     /// With a flow, a victim's eviction must leave the evictor's bandwidth
@@ -394,6 +446,10 @@ struct Core {
     /// (`Placement::decision_latency`): dispatches leave no earlier, in the
     /// order they were decided.
     busy_until: SimTime,
+    /// Virtual time the decision that started each task of a slot pass
+    /// took, until the pass sends its dispatch or preemption (only tasks
+    /// whose decision took some: an external program's with a latency).
+    slot_latency: BTreeMap<TaskId, u64>,
 }
 
 /// Paragon's classification engine and the lab that measures for it.
@@ -663,6 +719,7 @@ impl Scheduler {
                 in_order: cfg.slots.slotted()
                     || (cfg.placement.energy_aware() && cfg.admission != AdmissionKind::Fifo),
                 busy_until: 0,
+                slot_latency: BTreeMap::new(),
                 world,
             },
         }
@@ -787,10 +844,7 @@ impl Scheduler {
                 self.core.tick = None;
                 return self.drain(ctx);
             }
-            Msg::Deferred { server, body } => {
-                let world = Arc::clone(&self.core.world);
-                return self.core.nic.send(&world, ctx, server, body);
-            }
+            Msg::Deferred { server, body } => return self.core.send(ctx, server, body),
             other => return Err(unexpected("scheduler", other.name())),
         };
         let world = Arc::clone(&self.core.world);
@@ -1159,7 +1213,7 @@ impl Scheduler {
             self.core.refresh_pool(i);
             let (id, submitted_at) = (task.id, task.submitted_at);
             self.core
-                .send_dispatch(ctx, id, submitted_at, server, Body::Dispatch(task))?;
+                .send_dispatch(ctx, id, submitted_at, server, Body::Dispatch(task), 0)?;
         }
         self.drain(ctx)
     }
@@ -1252,8 +1306,9 @@ impl Scheduler {
                     (id, submitted_at, server, Body::Preempt { victim, task })
                 }
             };
+            let latency = self.core.slot_latency.remove(&id).unwrap_or(0);
             self.core
-                .send_dispatch(ctx, id, submitted_at, server, body)?;
+                .send_dispatch(ctx, id, submitted_at, server, body, latency)?;
         }
         Ok(())
     }
@@ -1296,7 +1351,7 @@ impl Scheduler {
             let server = self.core.cluster.servers()[i as usize].id;
             let (id, submitted_at) = (task.id, task.submitted_at);
             self.core
-                .send_dispatch(ctx, id, submitted_at, server, Body::Dispatch(task))?;
+                .send_dispatch(ctx, id, submitted_at, server, Body::Dispatch(task), 0)?;
         }
         self.arm_slot_tick(ctx)
     }
@@ -1315,7 +1370,7 @@ impl Scheduler {
             }
             let (id, submitted_at) = (p.task.id, p.task.submitted_at);
             self.core
-                .send_dispatch(ctx, id, submitted_at, p.server, Body::Dispatch(p.task))?;
+                .send_dispatch(ctx, id, submitted_at, p.server, Body::Dispatch(p.task), 0)?;
         }
         Ok(())
     }
@@ -1662,6 +1717,10 @@ impl Core {
         );
     }
 
+    /// Sends a dispatch or preemption decided now whose decision took
+    /// `latency` of virtual time: it leaves when the decision is done, after
+    /// every earlier decision's (`busy_until`), through a `Msg::Deferred`
+    /// timer; at once when nothing takes time.
     fn send_dispatch(
         &mut self,
         ctx: &mut Ctx<'_, Msg>,
@@ -1669,10 +1728,40 @@ impl Core {
         submitted_at: SimTime,
         server: ActorId,
         body: Body,
+        latency: u64,
     ) -> Result<(), ModelError> {
-        let queued_ns = ctx.now().saturating_sub(submitted_at);
+        let now = ctx.now();
+        let leaves = self.leaves(now, latency);
+        let queued_ns = leaves.saturating_sub(submitted_at);
         let world = Arc::clone(&self.world);
         self.note_dispatch(ctx, &world, id, server, queued_ns, None);
+        if leaves > now {
+            ctx.timer(leaves - now, Msg::Deferred { server, body })?;
+            return Ok(());
+        }
+        self.send(ctx, server, body)
+    }
+
+    /// When a decision taken at `now` that took `latency` is done: decisions
+    /// are done in order, one after the other.
+    fn leaves(&mut self, now: SimTime, latency: u64) -> SimTime {
+        if latency > 0 || self.busy_until > now {
+            self.busy_until = self.busy_until.max(now).saturating_add(latency);
+            self.busy_until
+        } else {
+            now
+        }
+    }
+
+    /// Sends `body` to `server`, in the order sent where a `Preempt` must
+    /// not overtake its victim's `Dispatch` (`in_order`).
+    fn send(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        server: ActorId,
+        body: Body,
+    ) -> Result<(), ModelError> {
+        let world = Arc::clone(&self.world);
         if self.in_order {
             self.nic.send_in_order(&world, ctx, server, body)
         } else {
@@ -1795,13 +1884,7 @@ impl Core {
         }
         let now = ctx.now();
         let latency = self.placement.decision_latency();
-        let leaves = match latency > 0 || self.busy_until > now {
-            true => {
-                self.busy_until = self.busy_until.max(now).saturating_add(latency);
-                self.busy_until
-            }
-            false => now,
-        };
+        let leaves = self.leaves(now, latency);
         let violation = self
             .profiles
             .contains_key(&task.id)

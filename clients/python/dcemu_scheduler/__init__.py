@@ -1,8 +1,10 @@
 """Write a scheduler for dcemu in Python: ``on_request(request) -> decision``.
 
 dcemu starts your program (``[scheduler.external]`` in a scenario) and asks
-it, at every placement decision, where a task should run; this module
-speaks protocol v1 (docs/external-scheduler.md) on stdin/stdout for you::
+it, at every placement decision, where a task should run, and with
+``stages = ["placement", "preemption"]`` which running task a task that
+found no free slot evicts (``on_preempt``); this module speaks protocols v1
+and v2 (docs/external-scheduler.md) on stdin/stdout for you::
 
     from dcemu_scheduler import Place, Request, Wait, run
 
@@ -24,19 +26,24 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional, Protocol, TextIO, Union
 
 from .chacha import ChaCha8
 
 __all__ = [
     "PROTOCOL",
+    "PROTOCOLS",
     "ChaCha8",
     "Decision",
+    "Evict",
     "Place",
+    "PreemptDecision",
+    "PreemptRequest",
     "Profile",
     "Report",
     "Request",
+    "RunningTask",
     "Scheduler",
     "Server",
     "ServerState",
@@ -46,8 +53,12 @@ __all__ = [
     "serve",
 ]
 
-PROTOCOL = 1
-"""The protocol version this module speaks."""
+PROTOCOL = 2
+"""The highest protocol version this module speaks."""
+
+PROTOCOLS = (1, 2)
+"""The versions it speaks: it answers dcemu's ``hello`` with the one offered
+(v1 for the placement stage alone, v2 with the preemption stage)."""
 
 
 @dataclass(frozen=True)
@@ -107,8 +118,23 @@ class Profile:
 
 
 @dataclass(frozen=True)
+class RunningTask:
+    """A task running on a server (v2's ``preempt`` requests)."""
+
+    id: int
+    priority: int
+    started_ns: int
+    """When its current execution started (an evicted task restarts)."""
+    cores: int
+    memory_mb: int
+    admissible: bool
+    """Whether the preemption stage lets the task asking evict it."""
+
+
+@dataclass(frozen=True)
 class ServerState:
-    """A server the task may use now, as the scheduler sees it."""
+    """A server as the scheduler sees it: in a ``place`` request one the
+    task may use now; in a ``preempt`` request one with tasks running."""
 
     server: Server
     free_slots: int
@@ -116,6 +142,9 @@ class ServerState:
     primary_room: Optional[int]
     """Slots its primary tenant leaves, when dcemu bounds room by it."""
     report: Optional[Report]
+    running: list[RunningTask] = field(default_factory=list)
+    """In a ``preempt`` request: its running tasks, least recently started
+    first."""
 
     @property
     def index(self) -> int:
@@ -157,6 +186,25 @@ class Request:
     """Every server, by index."""
 
 
+@dataclass
+class PreemptRequest:
+    """``task`` found no free slot it may take and the preemption stage
+    admits victims for it: which one goes (``Evict``), if any (``Wait``)?"""
+
+    id: int
+    time_ns: int
+    task: Task
+    profile: Optional[Profile]
+    servers: list[ServerState]
+    """Every server with tasks running, by index, each with ``running``."""
+    rng: ChaCha8
+    cluster: list[Server]
+
+    def admissible(self) -> list[tuple[ServerState, RunningTask]]:
+        """The victims the preemption stage admits, by server then start."""
+        return [(s, r) for s in self.servers for r in s.running if r.admissible]
+
+
 @dataclass(frozen=True)
 class Place:
     """Start the task on the server of this index."""
@@ -169,36 +217,74 @@ class Wait:
     """Leave the task queued until something changes."""
 
 
+@dataclass(frozen=True)
+class Evict:
+    """Evict running ``task`` from ``server`` and start the task asking in
+    its slot. ``reason`` goes into dcemu's error messages, not the results."""
+
+    task: int
+    server: int
+    reason: Optional[str] = None
+
+
 Decision = Union[Place, Wait]
+PreemptDecision = Union[Evict, Wait]
 
 
 class Scheduler(Protocol):
-    """Anything with ``on_request``; ``on_hello`` is optional."""
+    """Anything with ``on_request``; ``on_hello(servers)`` and
+    ``on_preempt(request)`` (for the preemption stage) are optional."""
 
     def on_request(self, request: Request) -> Decision: ...
 
 
 Handler = Union[Scheduler, Callable[[Request], Decision]]
+PreemptHandler = Callable[[PreemptRequest], PreemptDecision]
 
 
 def _report(v: Optional[dict]) -> Optional[Report]:
     return None if v is None else Report(**v)
 
 
-def serve(handler: Handler, stdin: TextIO, stdout: TextIO) -> int:
+def _state(cluster: list[Server], s: dict) -> ServerState:
+    return ServerState(
+        server=cluster[s["index"]],
+        free_slots=s["free_slots"],
+        free_memory_mb=s["free_memory_mb"],
+        primary_room=s.get("primary_room"),
+        report=_report(s.get("report")),
+        running=[RunningTask(**r) for r in s.get("running") or []],
+    )
+
+
+def _profile(p: Optional[dict]) -> Optional[Profile]:
+    return None if p is None else Profile(p["speed"], p["tolerated"], p["caused"])
+
+
+def serve(
+    handler: Handler,
+    stdin: TextIO,
+    stdout: TextIO,
+    on_preempt: Optional[PreemptHandler] = None,
+) -> int:
     """Answers dcemu on ``stdin``/``stdout`` until it closes ``stdin``;
-    returns the number of requests answered."""
+    returns the number of requests answered. ``preempt`` requests go to
+    ``on_preempt``, else to the handler's ``on_preempt`` method."""
     decide: Callable[[Request], Decision] = (
         handler if callable(handler) and not hasattr(handler, "on_request") else handler.on_request  # type: ignore[union-attr]
     )
+    preempt: Optional[PreemptHandler] = on_preempt or getattr(handler, "on_preempt", None)
     first = stdin.readline()
     if not first:
         return 0
     hello = json.loads(first)
     if hello.get("type") != "hello":
         raise ValueError(f"expected hello from dcemu, got {first!r}")
-    if hello.get("protocol") != PROTOCOL:
-        raise ValueError(f"dcemu speaks protocol {hello.get('protocol')}, this module {PROTOCOL}")
+    version = hello.get("protocol")
+    if version not in PROTOCOLS:
+        raise ValueError(f"dcemu offers protocol {version}, this module speaks {PROTOCOLS}")
+    if "preemption" in hello.get("stages", []) and preempt is None:
+        raise ValueError("dcemu hands out the preemption stage, but the scheduler has no on_preempt")
     cluster = [
         Server(
             index=s["index"],
@@ -217,44 +303,61 @@ def serve(handler: Handler, stdin: TextIO, stdout: TextIO) -> int:
     on_hello = getattr(handler, "on_hello", None)
     if on_hello is not None:
         on_hello(cluster)
-    stdout.write(json.dumps({"type": "hello", "protocol": PROTOCOL}) + "\n")
+    stdout.write(json.dumps({"type": "hello", "protocol": version}) + "\n")
     stdout.flush()
     answered = 0
     # one stream object for the run: its block cache serves the next requests
     rng = ChaCha8(key, stream)
     for line in stdin:
         msg = json.loads(line)
-        if msg.get("type") != "place":
-            raise ValueError(f"unknown request type {msg.get('type')!r}")
+        kind = msg.get("type")
+        if kind not in ("place", "preempt") or (kind == "preempt" and preempt is None):
+            raise ValueError(f"unknown request type {kind!r}")
         rng.word_pos = msg["rng_word_pos"]
-        p = msg.get("profile")
-        req = Request(
-            id=msg["id"],
-            time_ns=msg["time_ns"],
-            task=Task(**msg["task"]),
-            profile=None if p is None else Profile(p["speed"], p["tolerated"], p["caused"]),
-            servers=[
-                ServerState(
-                    server=cluster[s["index"]],
-                    free_slots=s["free_slots"],
-                    free_memory_mb=s["free_memory_mb"],
-                    primary_room=s.get("primary_room"),
-                    report=_report(s.get("report")),
+        out: dict = {"id": msg["id"], "task": msg["task"]["id"]}
+        servers = [_state(cluster, s) for s in msg["servers"]]
+        if kind == "place":
+            decision = decide(
+                Request(
+                    id=msg["id"],
+                    time_ns=msg["time_ns"],
+                    task=Task(**msg["task"]),
+                    profile=_profile(msg.get("profile")),
+                    servers=servers,
+                    rng=rng,
+                    cluster=cluster,
                 )
-                for s in msg["servers"]
-            ],
-            rng=rng,
-            cluster=cluster,
-        )
-        decision = decide(req)
-        out: dict = {"id": req.id, "task": req.task.id}
-        if isinstance(decision, Place):
-            out["decision"] = "place"
-            out["server"] = decision.server
-        elif isinstance(decision, Wait):
-            out["decision"] = "wait"
-        else:
-            raise TypeError(f"on_request returned {decision!r}, not Place or Wait")
+            )
+            if isinstance(decision, Place):
+                out["decision"] = "place"
+                out["server"] = decision.server
+            elif isinstance(decision, Wait):
+                out["decision"] = "wait"
+            else:
+                raise TypeError(f"on_request returned {decision!r}, not Place or Wait")
+        elif preempt is not None:
+            victim = preempt(
+                PreemptRequest(
+                    id=msg["id"],
+                    time_ns=msg["time_ns"],
+                    task=Task(**msg["task"]),
+                    profile=_profile(msg.get("profile")),
+                    servers=servers,
+                    rng=rng,
+                    cluster=cluster,
+                )
+            )
+            if isinstance(victim, Evict):
+                out["decision"] = "place"
+                out["server"] = victim.server
+                evict: dict = {"task": victim.task}
+                if victim.reason is not None:
+                    evict["reason"] = victim.reason
+                out["evict"] = [evict]
+            elif isinstance(victim, Wait):
+                out["decision"] = "wait"
+            else:
+                raise TypeError(f"on_preempt returned {victim!r}, not Evict or Wait")
         if rng.word_pos != msg["rng_word_pos"]:
             out["rng_word_pos"] = rng.word_pos
         stdout.write(json.dumps(out) + "\n")
@@ -263,6 +366,6 @@ def serve(handler: Handler, stdin: TextIO, stdout: TextIO) -> int:
     return answered
 
 
-def run(handler: Handler) -> None:
+def run(handler: Handler, on_preempt: Optional[PreemptHandler] = None) -> None:
     """Serves dcemu on this process's stdin and stdout."""
-    serve(handler, sys.stdin, sys.stdout)
+    serve(handler, sys.stdin, sys.stdout, on_preempt)

@@ -93,16 +93,6 @@ pub const REFUSALS: &[Refusal] = &[
             fields
         },
     },
-    Refusal {
-        combination: "`scheduler.external` decision latency above 0s with `slots` ≠ `none`",
-        reason: "a slot stage sends its dispatches and preemptions as it decides them; an external decision that takes virtual time is modelled without one: set slots = \"none\", or decision_latency and latency_per_server to \"0s\"",
-        fields: |s| match &s.scheduler.external {
-            Some(e) if s.scheduler.slots.slotted() && e.latency_ns(1) > 0 => {
-                vec!["scheduler.external.decision_latency".to_string()]
-            }
-            _ => Vec::new(),
-        },
-    },
 ];
 
 fn field_if(refused: bool, field: &str) -> Vec<String> {

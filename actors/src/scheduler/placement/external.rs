@@ -1,20 +1,23 @@
-//! `external`: a program outside dcemu places the tasks
-//! (`[scheduler.external]`, docs/external-scheduler.md).
+//! `external`: a program outside dcemu places the tasks, and with protocol
+//! v2 picks the victims of the preemption stage (`[scheduler.external]`,
+//! docs/external-scheduler.md).
 
 use dcemu_topology::SimTime;
 
-use crate::config::ExternalConfig;
+use crate::config::{ExternalConfig, ExternalStage};
 use crate::external::{
-    Decision, Hello, HelloServer, Oracle, PROTOCOL, PlaceRequest, ProfileView, RngKey, ServerState,
-    TaskView, decode_hello, decode_response,
+    Decision, Hello, HelloServer, Oracle, PlaceRequest, PreemptRequest, ProfileView, Response,
+    RngKey, RunningView, ServerState, TaskView, decode_hello, decode_response, protocol_for,
 };
 use crate::kernel::{ActorRng, Metrics, ModelError};
 use crate::scheduler::cluster_view::ServerSpec;
 
-use super::{Choice, ClusterView, Placement, Request};
+use super::{Choice, ClusterView, Placement, Request, RunningTask};
 
-/// `external`: asks the program at every placement decision, over protocol
-/// v1, where the task should run. The request carries what the scheduler
+/// `external`: asks the program at every placement decision where the task
+/// should run (protocol v1's `place`), and, when it decides the preemption
+/// stage too (v2), which admissible victim a task that found no free slot
+/// evicts (`preempt`). The request carries what the scheduler
 /// itself sees then (the task, its profile, the servers it may use with
 /// their free slots, memory and latest reports, the position of the
 /// scheduler's random stream); virtual time stands still while the program
@@ -26,6 +29,8 @@ use super::{Choice, ClusterView, Placement, Request};
 pub struct External {
     oracle: Option<Box<dyn Oracle>>,
     cfg: ExternalConfig,
+    /// The version offered in `hello` ([`protocol_for`] its stages).
+    protocol: u32,
     servers: Vec<HelloServer>,
     primary_aware: bool,
     greeted: bool,
@@ -50,6 +55,7 @@ impl External {
     ) -> Self {
         External {
             oracle,
+            protocol: protocol_for(&cfg.stages),
             cfg: cfg.clone(),
             servers: servers
                 .iter()
@@ -76,6 +82,10 @@ impl External {
         }
     }
 
+    fn decides_preemption(&self) -> bool {
+        self.cfg.stages.contains(&ExternalStage::Preemption)
+    }
+
     fn exchange(&mut self, line: &str) -> Result<String, String> {
         let oracle = self
             .oracle
@@ -89,10 +99,11 @@ impl External {
     }
 
     fn greet(&mut self, rng: &ActorRng) -> Result<(), String> {
+        let stages: Vec<&str> = self.cfg.stages.iter().map(|s| s.name()).collect();
         let hello = Hello {
             kind: "hello",
-            protocol: PROTOCOL,
-            stages: &["placement"],
+            protocol: self.protocol,
+            stages: &stages,
             servers: std::mem::take(&mut self.servers),
             rng: RngKey {
                 key: rng.get_seed().iter().map(|b| format!("{b:02x}")).collect(),
@@ -103,75 +114,50 @@ impl External {
         let line = serde_json::to_string(&hello).map_err(|e| e.to_string())?;
         self.servers = hello.servers;
         let reply = decode_hello(&self.exchange(&line)?)?;
-        if reply.protocol != PROTOCOL {
+        if reply.protocol != self.protocol {
             return Err(format!(
-                "it speaks protocol v{}, dcemu speaks v{PROTOCOL}",
-                reply.protocol
+                "it speaks protocol v{}, dcemu speaks v{} for the stages {:?} (answer with \
+                 the version the hello offers)",
+                reply.protocol,
+                self.protocol,
+                stages.join(", ")
             ));
         }
         self.greeted = true;
         Ok(())
     }
 
-    /// One request and its checked answer.
-    fn ask(
+    /// Greets the program if it was not yet, and numbers the next request:
+    /// its id, how errors name it, and the random stream's position.
+    fn open(
         &mut self,
-        req: &Request<'_>,
+        kind: &str,
+        task: u64,
         cluster: &ClusterView,
-        rng: &mut ActorRng,
-    ) -> Result<Option<Choice>, String> {
+        rng: &ActorRng,
+    ) -> Result<(u64, String, u64), String> {
         if !self.greeted {
             self.primary_aware = cluster.primary_aware();
             self.greet(rng).map_err(|e| format!("hello: {e}"))?;
         }
         let id = self.next_id;
         self.next_id += 1;
-        let what = format!("request {id} (place task {})", req.task.id);
+        let what = format!("request {id} ({kind} task {task})");
         let word_pos = u64::try_from(rng.get_word_pos())
             .map_err(|_| format!("{what}: the random stream is past 2^64 words"))?;
-        let all = cluster.servers();
-        let servers: Vec<ServerState> = cluster
-            .with_free()
-            .iter()
-            .filter(|&&i| req.may_use(i))
-            .map(|&i| {
-                let s = &all[i as usize];
-                ServerState {
-                    index: i,
-                    free_slots: s.free,
-                    free_memory_mb: s.memory_free_mb,
-                    primary_room: (s.primary_room != u32::MAX).then_some(s.primary_room),
-                    report: cluster.report(i).copied(),
-                }
-            })
-            .collect();
-        self.latency_ns = self.cfg.latency_ns(servers.len());
-        let t = req.task;
-        let request = PlaceRequest {
-            kind: "place",
-            id,
-            time_ns: self.now,
-            task: TaskView {
-                id: t.id,
-                priority: t.priority,
-                cores: t.cores,
-                memory_mb: t.memory_mb,
-                service_ns: t.service_ns,
-                flow_bps: t.flow_bps,
-                app: t.app,
-                submitted_ns: t.submitted_at,
-                evictions: t.evictions,
-            },
-            profile: req.profile.map(|p| ProfileView {
-                speed: p.speed.clone(),
-                tolerated: p.tolerated.to_vec(),
-                caused: p.caused.to_vec(),
-            }),
-            servers,
-            rng_word_pos: word_pos,
-        };
-        let line = serde_json::to_string(&request).map_err(|e| format!("{what}: {e}"))?;
-        let answer = self.exchange(&line).map_err(|e| format!("{what}: {e}"))?;
+        Ok((id, what, word_pos))
+    }
+
+    /// Sends `line`, decodes the answer and checks that it answers request
+    /// `id` about `task`; moves the random stream where it says.
+    fn answer(
+        &mut self,
+        line: &str,
+        (id, what, word_pos): (u64, &str, u64),
+        task: u64,
+        rng: &mut ActorRng,
+    ) -> Result<Response, String> {
+        let answer = self.exchange(line).map_err(|e| format!("{what}: {e}"))?;
         let response = decode_response(&answer).map_err(|e| format!("{what}: {e}"))?;
         if response.id != id {
             return Err(format!(
@@ -180,7 +166,7 @@ impl External {
                 response.id
             ));
         }
-        if response.task != t.id {
+        if response.task != task {
             return Err(format!(
                 "{what}: the response decides for task {}, which is not the task asked about",
                 response.task
@@ -195,15 +181,50 @@ impl External {
             }
             rng.set_word_pos(u128::from(pos));
         }
+        Ok(response)
+    }
+
+    /// One placement request and its checked answer.
+    fn ask(
+        &mut self,
+        req: &Request<'_>,
+        cluster: &ClusterView,
+        rng: &mut ActorRng,
+    ) -> Result<Option<Choice>, String> {
+        let t = req.task;
+        let (id, what, word_pos) = self.open("place", t.id, cluster, rng)?;
+        let all = cluster.servers();
+        let servers: Vec<ServerState> = cluster
+            .with_free()
+            .iter()
+            .filter(|&&i| req.may_use(i))
+            .map(|&i| server_state(cluster, i, None))
+            .collect();
+        self.latency_ns = self.cfg.latency_ns(servers.len());
+        let request = PlaceRequest {
+            kind: "place",
+            id,
+            time_ns: self.now,
+            task: task_view(t),
+            profile: profile_view(req),
+            servers,
+            rng_word_pos: word_pos,
+        };
+        let line = serde_json::to_string(&request).map_err(|e| format!("{what}: {e}"))?;
+        let response = self.answer(&line, (id, &what, word_pos), t.id, rng)?;
+        if !response.evict.is_empty() {
+            return Err(format!(
+                "{what}: the response evicts, but evictions answer only a \"preempt\" request \
+                 (a task that found no free slot; stages [\"placement\", \"preemption\"], \
+                 protocol v2)"
+            ));
+        }
         let server = match response.decision {
             Decision::Wait => return Ok(None),
             Decision::Place { server } => server,
         };
         let Some(s) = all.get(server as usize) else {
-            return Err(format!(
-                "{what}: server {server} does not exist (servers are 0 to {})",
-                all.len().saturating_sub(1)
-            ));
+            return Err(no_server(&what, server, all.len()));
         };
         if !req.may_use(server) {
             return Err(format!(
@@ -225,6 +246,151 @@ impl External {
         }
         Ok(Some(Choice::clean(server)))
     }
+
+    /// One preemption request (v2) and its checked answer: an index into
+    /// `running` of an admissible victim on the server named, or `None`.
+    fn ask_victim(
+        &mut self,
+        req: &Request<'_>,
+        cluster: &ClusterView,
+        running: &[RunningTask],
+        rng: &mut ActorRng,
+    ) -> Result<Option<usize>, String> {
+        let t = req.task;
+        let (id, what, word_pos) = self.open("preempt", t.id, cluster, rng)?;
+        let mut servers: Vec<ServerState> = Vec::new();
+        for r in running {
+            let view = RunningView {
+                id: r.task,
+                priority: r.priority,
+                started_ns: r.started,
+                cores: r.cores,
+                memory_mb: r.memory_mb,
+                admissible: r.admissible,
+            };
+            match servers.last_mut() {
+                Some(s) if s.index == r.server => {
+                    if let Some(list) = s.running.as_mut() {
+                        list.push(view);
+                    }
+                }
+                _ => servers.push(server_state(cluster, r.server, Some(vec![view]))),
+            }
+        }
+        self.latency_ns = self.cfg.latency_ns(servers.len());
+        let request = PreemptRequest {
+            kind: "preempt",
+            id,
+            time_ns: self.now,
+            task: task_view(t),
+            profile: profile_view(req),
+            servers,
+            rng_word_pos: word_pos,
+        };
+        let line = serde_json::to_string(&request).map_err(|e| format!("{what}: {e}"))?;
+        let response = self.answer(&line, (id, &what, word_pos), t.id, rng)?;
+        let server = match response.decision {
+            Decision::Wait => return Ok(None),
+            Decision::Place { server } => server,
+        };
+        let count = cluster.servers().len();
+        if server as usize >= count {
+            return Err(no_server(&what, server, count));
+        }
+        let victim = match response.evict.as_slice() {
+            [one] => one,
+            [] => {
+                return Err(format!(
+                    "{what}: decision \"place\" on server {server} evicts nothing: a task that \
+                     found no free slot starts only in the slot of the task it evicts \
+                     (\"evict\": [{{\"task\": ...}}])"
+                ));
+            }
+            more => {
+                return Err(format!(
+                    "{what}: the response evicts {} tasks: a task takes one slot, so it \
+                     evicts one",
+                    more.len()
+                ));
+            }
+        };
+        let said = victim
+            .reason
+            .as_deref()
+            .map_or_else(String::new, |r| format!(" (its reason: {:?})", shorten(r)));
+        let Some(k) = running.iter().position(|r| r.task == victim.task) else {
+            return Err(format!(
+                "{what}: it evicts task {}, which is not running{said}",
+                victim.task
+            ));
+        };
+        let r = &running[k];
+        if r.server != server {
+            return Err(format!(
+                "{what}: it evicts task {} on server {server}, but the task runs on server {}{said}",
+                r.task, r.server
+            ));
+        }
+        if !r.admissible {
+            return Err(format!(
+                "{what}: task {} (priority {}) may not be evicted for task {} (priority {}): \
+                 the preemption stage admits only the tasks the request marks \"admissible\" \
+                 (a lower priority than the task's, evictable, on a server it may use){said}",
+                r.task, r.priority, t.id, t.priority
+            ));
+        }
+        Ok(Some(k))
+    }
+}
+
+/// A server of `cluster` as a request shows it.
+fn server_state(cluster: &ClusterView, i: u32, running: Option<Vec<RunningView>>) -> ServerState {
+    let s = &cluster.servers()[i as usize];
+    ServerState {
+        index: i,
+        free_slots: s.free,
+        free_memory_mb: s.memory_free_mb,
+        primary_room: (s.primary_room != u32::MAX).then_some(s.primary_room),
+        report: cluster.report(i).copied(),
+        running,
+    }
+}
+
+fn task_view(t: &crate::task::Task) -> TaskView {
+    TaskView {
+        id: t.id,
+        priority: t.priority,
+        cores: t.cores,
+        memory_mb: t.memory_mb,
+        service_ns: t.service_ns,
+        flow_bps: t.flow_bps,
+        app: t.app,
+        submitted_ns: t.submitted_at,
+        evictions: t.evictions,
+    }
+}
+
+fn profile_view(req: &Request<'_>) -> Option<ProfileView> {
+    req.profile.map(|p| ProfileView {
+        speed: p.speed.clone(),
+        tolerated: p.tolerated.to_vec(),
+        caused: p.caused.to_vec(),
+    })
+}
+
+fn no_server(what: &str, server: u32, count: usize) -> String {
+    format!(
+        "{what}: server {server} does not exist (servers are 0 to {})",
+        count.saturating_sub(1)
+    )
+}
+
+/// `s` cut to 80 characters for an error message.
+fn shorten(s: &str) -> String {
+    match s.char_indices().nth(80) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
 }
 
 impl Placement for External {
@@ -239,6 +405,35 @@ impl Placement for External {
         }
         match self.ask(req, cluster, rng) {
             Ok(choice) => choice,
+            Err(e) => {
+                self.failed = Some(e);
+                None
+            }
+        }
+    }
+
+    /// Under v2 the program scores victims: it picks them
+    /// ([`Placement::pick_victim`]).
+    fn scores_victims(&self) -> bool {
+        self.decides_preemption()
+    }
+
+    fn picks_victims(&self) -> bool {
+        self.decides_preemption()
+    }
+
+    fn pick_victim(
+        &mut self,
+        req: &Request<'_>,
+        cluster: &ClusterView,
+        running: &[RunningTask],
+        rng: &mut ActorRng,
+    ) -> Option<usize> {
+        if self.failed.is_some() {
+            return None;
+        }
+        match self.ask_victim(req, cluster, running, rng) {
+            Ok(k) => k,
             Err(e) => {
                 self.failed = Some(e);
                 None

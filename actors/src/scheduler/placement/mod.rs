@@ -89,6 +89,21 @@ pub struct VictimOption {
     pub victim_memory_mb: u64,
 }
 
+/// A running task as the slot stage and the scheduler know it, offered to
+/// a placement that picks victims itself ([`Placement::pick_victim`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RunningTask {
+    pub server: u32,
+    pub task: TaskId,
+    pub priority: u8,
+    /// When its current execution started.
+    pub started: dcemu_topology::SimTime,
+    pub cores: u32,
+    pub memory_mb: u64,
+    /// Whether the preemption stage admits it as a victim of the request.
+    pub admissible: bool,
+}
+
 /// A placement policy.
 pub trait Placement: Send {
     /// The server that should run `req.task`, or `None` to leave it queued.
@@ -138,6 +153,27 @@ pub trait Placement: Send {
         _req: &Request<'_>,
         _cluster: &ClusterView,
         _options: &[VictimOption],
+    ) -> Option<usize> {
+        None
+    }
+
+    /// Whether the policy picks the victim itself among every admissible
+    /// one, in place of the preemption stage's eviction rule (an external
+    /// program deciding the preemption stage). Then the stage still
+    /// decides whether the task may evict at all, and which tasks it may.
+    fn picks_victims(&self) -> bool {
+        false
+    }
+
+    /// The victim `req.task` evicts: an index into `running` (every task
+    /// running, `admissible` marking the stage's candidates) of an
+    /// admissible one, or `None`: the task waits.
+    fn pick_victim(
+        &mut self,
+        _req: &Request<'_>,
+        _cluster: &ClusterView,
+        _running: &[RunningTask],
+        _rng: &mut ActorRng,
     ) -> Option<usize> {
         None
     }

@@ -194,6 +194,38 @@ pub trait SlotPlacer {
     ) -> Option<usize> {
         None
     }
+
+    /// Whether the placement picks `task`'s victim itself among every
+    /// admissible one ([`SlotPlacer::pick_victim`]), in place of the
+    /// eviction rule (an external program deciding the preemption stage).
+    /// Asked only where [`SlotPlacer::scores_victims`] holds.
+    fn picks_victims(&self, _task: &Task) -> bool {
+        false
+    }
+
+    /// The victim `task` evicts, one of `running` (every running task, by
+    /// server and start, the ones the stage admits marked); `None`: it
+    /// waits.
+    fn pick_victim(
+        &mut self,
+        _task: &Task,
+        _running: &[RunningSlot],
+        _rng: &mut ActorRng,
+    ) -> Option<TaskId> {
+        None
+    }
+}
+
+/// A running task as the slot stage knows it, offered to a placement that
+/// picks victims itself ([`SlotPlacer::pick_victim`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RunningSlot {
+    pub server: u32,
+    pub task: TaskId,
+    pub priority: u8,
+    pub started: SimTime,
+    /// Whether the stage admits it as a victim for the task asking.
+    pub admissible: bool,
 }
 
 /// One server as the slot stage sees it.
@@ -818,7 +850,7 @@ impl SlotStage {
             };
             self.victims(task.priority, scope, scores, rng)
         }?;
-        let victim = self.placed_victim(task, victim, &admissible, placer, rng);
+        let victim = self.placed_victim(task, victim, &admissible, placer, rng)?;
         self.preempt(task.clone(), victim, now, Some(placer), rng)
     }
 
@@ -913,7 +945,10 @@ impl SlotStage {
             if scores
                 && let (Some(p), Some(task)) = (placer.as_deref_mut(), self.tasks.get(&id).cloned())
             {
-                victim = self.placed_victim(&task, victim, &admissible, p, rng);
+                let Some(placed) = self.placed_victim(&task, victim, &admissible, p, rng) else {
+                    break;
+                };
+                victim = placed;
             }
             let Some(task) = self.take(id) else { break };
             let Some(action) = self.preempt(task, victim, now, placer.as_deref_mut(), rng) else {
@@ -954,7 +989,9 @@ impl SlotStage {
     /// One option per server: the rule's own pick on its server first (a
     /// placement indifferent between servers keeps it), and on each other
     /// server the victim the rule picks among its equals there (`rnd`: one
-    /// drawn uniformly). Placements without a criterion are not asked.
+    /// drawn uniformly). Placements without a criterion are not asked. A
+    /// placement that picks victims itself chooses among all admissible
+    /// ones, or none: the task waits ([`SlotStage::picked_victim`]).
     fn placed_victim(
         &mut self,
         task: &Task,
@@ -962,10 +999,13 @@ impl SlotStage {
         admissible: &[TaskId],
         placer: &mut dyn SlotPlacer,
         rng: &mut ActorRng,
-    ) -> TaskId {
+    ) -> Option<TaskId> {
+        if placer.picks_victims(task) {
+            return self.picked_victim(task, victim, admissible, placer, rng);
+        }
         let at = |id: TaskId| self.slots.running.get(&id).map(|r| (r.server, r.started));
         let Some((home, started)) = at(victim) else {
-            return victim;
+            return Some(victim);
         };
         let eviction = self.policy.eviction();
         let mut on: BTreeMap<u32, Vec<TaskId>> = BTreeMap::new();
@@ -977,7 +1017,7 @@ impl SlotStage {
             }
         }
         if on.is_empty() {
-            return victim;
+            return Some(victim);
         }
         let mut options = vec![(home, victim)];
         for (server, ids) in on {
@@ -991,7 +1031,38 @@ impl SlotStage {
             .and_then(|i| options.get(i))
             .map_or(victim, |o| o.1);
         self.victims_placed += u64::from(chosen != victim);
-        chosen
+        Some(chosen)
+    }
+
+    /// The victim `placer` picks among every running task, the admissible
+    /// ones marked; one it was not offered as admissible is none.
+    fn picked_victim(
+        &mut self,
+        task: &Task,
+        victim: TaskId,
+        admissible: &[TaskId],
+        placer: &mut dyn SlotPlacer,
+        rng: &mut ActorRng,
+    ) -> Option<TaskId> {
+        let ok: BTreeSet<TaskId> = admissible.iter().copied().collect();
+        let mut running: Vec<RunningSlot> = self
+            .slots
+            .running
+            .iter()
+            .map(|(&id, r)| RunningSlot {
+                server: r.server,
+                task: id,
+                priority: r.priority,
+                started: r.started,
+                admissible: ok.contains(&id),
+            })
+            .collect();
+        running.sort_by_key(|r| (r.server, r.started, r.task));
+        let chosen = placer
+            .pick_victim(task, &running, rng)
+            .filter(|v| ok.contains(v))?;
+        self.victims_placed += u64::from(chosen != victim);
+        Some(chosen)
     }
 
     /// Asks `placer` where queued task `id` goes, among the servers with a
