@@ -21,7 +21,8 @@
 //!    the placement behind ARQ or a slot stage otherwise; `annealing`
 //!    (`annealing.rs`) queues distributed runs by itself beside the
 //!    pipeline's single tasks, and under any other placement `gang.rs`
-//!    queues a run whole for the placement to place unit by unit.
+//!    queues a run whole for the placement to place unit by unit (a slot
+//!    stage starts it whole in free slots, `preemption/gang.rs`).
 //!    docs/scheduler.md lists what composes and what is still refused.
 //!
 //! After placement, reactive phase detection (Paragon §3.4) watches the
@@ -738,7 +739,10 @@ impl Scheduler {
                 if self.slot_admission {
                     self.admission.requeue(task, ctx.now());
                 } else if let Some(stage) = self.slots.as_mut() {
-                    stage.enqueue(task);
+                    match self.core.gangs.take_rest(task.id) {
+                        Some(rest) => stage.enqueue_gang(task, rest),
+                        None => stage.enqueue(task),
+                    }
                 }
                 return self.arm_slot_tick(ctx);
             }
@@ -821,9 +825,15 @@ impl Scheduler {
                     return Ok(());
                 }
                 if task.dist.is_some() {
+                    let mut task = task;
                     // a run queues as its unit 0 once complete (gang.rs);
                     // its units are not profiled (their application is
-                    // in the distributed catalog, ASPLOS'16, not Paragon's)
+                    // in the distributed catalog, ASPLOS'16, not Paragon's);
+                    // under a slot stage each unit is a task of one slot
+                    // (thesis §6.2.3.1, `preemption/gang.rs`)
+                    if self.slots.is_some() {
+                        task.cores = 1;
+                    }
                     return match self.core.gangs.arrive(task) {
                         Some(first) => self.admit(first, 0, ctx),
                         None => Ok(()),
@@ -880,6 +890,7 @@ impl Scheduler {
                 self.arm_slot_tick(ctx)
             }
             Body::Finished { task, .. } if self.slots.is_some() => {
+                self.core.gangs.finished(task);
                 if let Some(stage) = self.slots.as_mut() {
                     stage.release(task, src);
                 }
@@ -910,7 +921,7 @@ impl Scheduler {
                     evictions: task.evictions,
                 };
                 ctx.log("task_evicted", &log);
-                if self.slots.is_none() {
+                if self.slots.is_none() || self.core.gangs.owns(task.id) {
                     return self.handle_killed(task, src, ctx);
                 }
                 if self.slot_placer
@@ -1109,9 +1120,19 @@ impl Scheduler {
         src: ActorId,
         ctx: &mut Ctx<'_, Msg>,
     ) -> Result<(), ModelError> {
-        let (pool, busy_s) = self.core.leave(task.id, src, task.cores, ctx)?;
-        self.admission.record_busy(pool, busy_s);
+        if let Some(stage) = self.slots.as_mut() {
+            stage.release(task.id, src);
+            if self.slot_placer
+                && let Some((pool, busy_s)) = self.core.forget(task.id, src, ctx.now())
+            {
+                self.admission.record_busy(pool, busy_s);
+            }
+        } else {
+            let (pool, busy_s) = self.core.leave(task.id, src, task.cores, ctx)?;
+            self.admission.record_busy(pool, busy_s);
+        }
         self.core.release_flow(task.id, ctx)?;
+        self.energy_release(task.id, src, ctx)?;
         let id = task.id;
         let lost = self.core.gangs.lost(task);
         let delay = self.core.resubmit_delay;
@@ -1213,10 +1234,15 @@ impl Scheduler {
                     .pools
                     .map(|ps| core.pool.iter().map(|p| ps.contains(p)).collect());
                 let admits = |i: u32| allow.as_ref().is_none_or(|a| a[i as usize]);
+                let rest = core.gangs.rest(task.id).map(<[Task]>::to_vec);
                 let mut placer = CorePlacer::new(&mut *core, energy.as_deref_mut(), scope.strict);
                 let allowed = allow.is_some().then_some(&admits as &dyn Fn(u32) -> bool);
-                let Some(action) = stage.try_start(task, allowed, now, ctx.rng(), &mut placer)
-                else {
+                let rng = ctx.rng();
+                let action = match rest {
+                    Some(rest) => stage.try_start_gang(task, &rest, allowed, now, rng, &mut placer),
+                    None => stage.try_start(task, allowed, now, rng, &mut placer),
+                };
+                let Some(action) = action else {
                     return Ok(Attempt::NoRoom);
                 };
                 let pool = placer.pool;
@@ -1231,6 +1257,10 @@ impl Scheduler {
             let (id, submitted_at, server, body) = match action {
                 SlotAction::Dispatch { task, server } => {
                     (task.id, task.submitted_at, server, Body::Dispatch(task))
+                }
+                SlotAction::Gang { units } => {
+                    self.core.launch_run(ctx, units)?;
+                    continue;
                 }
                 SlotAction::Preempt {
                     victim,
@@ -1479,7 +1509,10 @@ impl Scheduler {
         if let Some(stage) = self.slots.as_mut()
             && !self.slot_admission
         {
-            stage.enqueue(task);
+            match self.core.gangs.take_rest(task.id) {
+                Some(rest) => stage.enqueue_gang(task, rest),
+                None => stage.enqueue(task),
+            }
             return self.arm_slot_tick(ctx);
         }
         let now = ctx.now();
@@ -1630,6 +1663,32 @@ impl Core {
                 "dist_restart",
                 &serde_json::json!({ "task": id, "requeued": requeued, "ready_at": at }),
             );
+        }
+        Ok(())
+    }
+
+    /// A distributed run a slot stage started whole (`preemption/gang.rs`):
+    /// its attempt begins (`gang.rs`), and each unit goes to its server
+    /// with unit 0's server as the run's coordinator.
+    fn launch_run(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        units: Vec<(Task, ActorId)>,
+    ) -> Result<(), ModelError> {
+        let Some((first, coordinator)) = units.first().map(|(t, s)| (t.clone(), *s)) else {
+            return Ok(());
+        };
+        let run = first.dist.map_or(first.id, |d| d.run);
+        let attempt = self.gangs.attempt(run);
+        let placed = units.iter().map(|(t, s)| (t.id, *s)).collect();
+        self.gangs.started(first.id, run, placed);
+        for (mut unit, server) in units {
+            if let Some(d) = unit.dist.as_mut() {
+                d.coordinator = Some(coordinator);
+                d.attempt = attempt;
+            }
+            let (id, submitted_at) = (unit.id, unit.submitted_at);
+            self.send_dispatch(ctx, id, submitted_at, server, Body::Dispatch(unit))?;
         }
         Ok(())
     }
