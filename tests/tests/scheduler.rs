@@ -409,7 +409,18 @@ fn the_mission_datacenter_shows_every_mechanism_at_once_on_any_partitioning() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let text = std::fs::read_to_string(root.join("scenarios/datacenter.toml")).unwrap();
     let scenario = load("datacenter.toml", &text, &[]).unwrap_or_else(|e| panic!("{e}"));
-    assert_every_mechanism_at_work(&run(&scenario, 1), "datacenter");
+    let six = run(&scenario, 1);
+    assert_every_mechanism_at_work(&six, "datacenter");
+    // its distributed tenant: runs start whole under HYBRID, and a unit
+    // evicted or killed for a primary restarts its run (the summary's
+    // `distributed` line)
+    for key in [
+        "dist_apps_completed",
+        "dist_runs_restarted",
+        "dist_units_stopped",
+    ] {
+        assert!(metric(&six, key) > 0.0, "datacenter: {key} is 0");
+    }
     // the first hour is enough to cross every kind of message between
     // partitions; six hours on three threads would cost CI a minute
     let hour = load("datacenter.toml", &text, &["run.end=1h".parse().unwrap()])
