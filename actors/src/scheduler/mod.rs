@@ -22,7 +22,8 @@
 //!    (`annealing.rs`) queues distributed runs by itself beside the
 //!    pipeline's single tasks, and under any other placement `gang.rs`
 //!    queues a run whole for the placement to place unit by unit (a slot
-//!    stage starts it whole in free slots, `preemption/gang.rs`).
+//!    stage starts it whole in free slots, `preemption/gang.rs`; an
+//!    energy stage that queues by itself, `energy_gang.rs`).
 //!    docs/scheduler.md lists what composes and what is still refused.
 //!
 //! After placement, reactive phase detection (Paragon §3.4) watches the
@@ -39,6 +40,7 @@ pub mod annealing;
 pub mod classification;
 mod cluster_view;
 pub mod energy;
+mod energy_gang;
 mod flows;
 pub mod gang;
 pub mod placement;
@@ -105,6 +107,10 @@ pub struct Scheduler {
     /// the queue and offers it at the start of each time slot (GEMS batches
     /// per slot, thesis §4.2.5).
     energy_admission: bool,
+    /// Distributed runs waiting for an energy stage that queues by itself
+    /// (`energy_queues`): their unit 0s, in arrival order
+    /// (`energy_gang.rs`).
+    energy_runs: Vec<Task>,
     /// The placement stage chooses the free slot of each start of the slot
     /// stage (`placement` other than `random`); the scheduler's cluster
     /// view then follows the slot stage's starts and releases.
@@ -617,6 +623,7 @@ impl Scheduler {
                 && cfg.admission != AdmissionKind::Fifo,
             slots: slot_stage,
             energy,
+            energy_runs: Vec::new(),
             slot_tick: None,
             annealing: (cfg.placement == PlacementKind::Annealing)
                 .then(|| annealing::AnnealingStage::new(cfg, servers)),
@@ -723,7 +730,9 @@ impl Scheduler {
         let packet = match msg {
             Msg::Packet(packet) => packet,
             Msg::Requeue(task) if self.energy_queues => {
-                if let Some(stage) = self.energy.as_mut() {
+                if self.core.gangs.rest(task.id).is_some() {
+                    self.energy_runs.push(task);
+                } else if let Some(stage) = self.energy.as_mut() {
                     stage.enqueue(task);
                 }
                 return self.arm_slot_tick(ctx);
@@ -808,7 +817,11 @@ impl Scheduler {
                         tenant: world.name(task.tenant).to_string(),
                     },
                 );
-                if let Some(stage) = self.energy.as_mut().filter(|_| self.energy_queues) {
+                if let Some(stage) = self
+                    .energy
+                    .as_mut()
+                    .filter(|_| self.energy_queues && task.dist.is_none())
+                {
                     stage.enqueue(task);
                     return self.arm_slot_tick(ctx);
                 }
@@ -835,6 +848,10 @@ impl Scheduler {
                         task.cores = 1;
                     }
                     return match self.core.gangs.arrive(task) {
+                        Some(first) if self.energy_queues => {
+                            self.energy_runs.push(first);
+                            self.arm_slot_tick(ctx)
+                        }
                         Some(first) => self.admit(first, 0, ctx),
                         None => Ok(()),
                     };
@@ -879,6 +896,7 @@ impl Scheduler {
                 self.dist_pass(ctx)
             }
             Body::Finished { task, .. } if self.energy_queues => {
+                self.core.gangs.finished(task);
                 ctx.log(
                     "slot_release",
                     &ReleaseLog {
@@ -1127,7 +1145,7 @@ impl Scheduler {
             {
                 self.admission.record_busy(pool, busy_s);
             }
-        } else {
+        } else if !self.energy_queues {
             let (pool, busy_s) = self.core.leave(task.id, src, task.cores, ctx)?;
             self.admission.record_busy(pool, busy_s);
         }
@@ -1191,7 +1209,7 @@ impl Scheduler {
             return a.queued() + self.admission.len();
         }
         if let Some(e) = self.energy.as_ref().filter(|_| self.energy_queues) {
-            return e.queued();
+            return e.queued() + self.energy_runs.len() + self.core.gangs.waiting();
         }
         self.admission.len()
             + self.slots.as_ref().map_or(0, SlotStage::queued)
@@ -1301,10 +1319,25 @@ impl Scheduler {
         let core = &mut self.core;
         let mut energy = self.energy.as_mut();
         let mut starts: Vec<(Task, u32)> = Vec::new();
+        let mut runs: Vec<Vec<(Task, u32)>> = Vec::new();
         let mut place = |task: &Task, _: SimTime, scope: Scope<'_>| {
             let allow: Option<Vec<bool>> = scope
                 .pools
                 .map(|ps| core.pool.iter().map(|p| ps.contains(p)).collect());
+            if let Some(rest) = core.gangs.rest(task.id) {
+                let units: Vec<Task> = std::iter::once(task.clone())
+                    .chain(rest.iter().cloned())
+                    .collect();
+                let admits = |i: u32| allow.as_ref().is_none_or(|a| a[i as usize]);
+                let mut placer = CorePlacer::new(&mut *core, energy.as_deref_mut(), scope.strict);
+                let Some((servers, pool)) =
+                    start_run_placed(&mut placer, &units, &admits, now, ctx.rng())
+                else {
+                    return Ok(Attempt::NoRoom);
+                };
+                runs.push(units.into_iter().zip(servers).collect());
+                return Ok(Attempt::Placed { pool });
+            }
             let cluster = &core.cluster;
             let room = |i: u32| {
                 allow.as_ref().is_none_or(|a| a[i as usize])
@@ -1322,6 +1355,13 @@ impl Scheduler {
         };
         self.admission.schedule(now, &pools, &mut place)?;
         self.core.tell(ctx)?;
+        for run in runs {
+            let units = run
+                .into_iter()
+                .map(|(t, i)| (t, self.core.cluster.servers()[i as usize].id))
+                .collect();
+            self.core.launch_run(ctx, units)?;
+        }
         for (task, i) in starts {
             let server = self.core.cluster.servers()[i as usize].id;
             let (id, submitted_at) = (task.id, task.submitted_at);
@@ -1335,6 +1375,32 @@ impl Scheduler {
     /// 4.1): reservations go to the switches, tasks to their servers.
     fn energy_pass(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         let world = Arc::clone(&self.core.world);
+        let Some(stage) = self.energy.as_mut() else {
+            return Ok(());
+        };
+        if !self.energy_runs.is_empty() {
+            let cluster = &self.core.cluster;
+            let id_of = |i: u32| cluster.servers()[i as usize].id;
+            let runs = energy_gang::place_runs(
+                stage,
+                &world.network,
+                &mut self.energy_runs,
+                &self.core.gangs,
+                &id_of,
+                ctx.rng(),
+            );
+            for run in runs {
+                for f in &run.flows {
+                    self.core.flow_notice(ctx, f, true)?;
+                }
+                let units = run
+                    .units
+                    .into_iter()
+                    .map(|(t, i)| (t, self.core.cluster.servers()[i as usize].id))
+                    .collect();
+                self.core.launch_run(ctx, units)?;
+            }
+        }
         let Some(stage) = self.energy.as_mut() else {
             return Ok(());
         };
@@ -2537,6 +2603,41 @@ impl Core {
         }
         Ok(())
     }
+}
+
+/// A distributed run behind ARQ with an energy-aware placement (no slot
+/// stage): each unit in turn on a server `admits` holds with its slots
+/// free and none of the run's units (ASPLOS'16 Figure 5), chosen by the
+/// energy stage; only when every unit has one are they all booked, so a
+/// run starts whole or not at all. Returns the servers and the ARQ pool of
+/// unit 0's.
+fn start_run_placed(
+    placer: &mut CorePlacer<'_>,
+    units: &[Task],
+    admits: &dyn Fn(u32) -> bool,
+    now: SimTime,
+    rng: &mut ActorRng,
+) -> Option<(Vec<u32>, usize)> {
+    let mut servers: Vec<u32> = Vec::with_capacity(units.len());
+    for unit in units {
+        let cluster = &placer.core.cluster;
+        let room: Vec<bool> = (0..cluster.servers().len() as u32)
+            .map(|i| {
+                admits(i)
+                    && !servers.contains(&i)
+                    && cluster.servers()[i as usize].fits(unit, false)
+            })
+            .collect();
+        servers.push(placer.choose(unit, &|i| room[i as usize], rng)?);
+    }
+    let mut pool = 0;
+    for (k, (unit, &i)) in units.iter().zip(&servers).enumerate() {
+        placer.started(unit, i, None, now, rng);
+        if k == 0 {
+            pool = placer.pool;
+        }
+    }
+    Some((servers, pool))
 }
 
 /// ARQ band of a quality `q` in 0–100 over `classes` bands, 0 the highest

@@ -46,17 +46,6 @@ pub const REFUSALS: &[Refusal] = &[
         },
     },
     Refusal {
-        combination: "`distributed` tenants with an energy-aware `placement`",
-        reason: "a distributed run starts all its units together; the energy-aware placements place one task at a time: use another placement",
-        fields: |s| {
-            let distributed = s.tenants.iter().any(|t| t.distributed);
-            field_if(
-                distributed && s.scheduler.placement.energy_aware(),
-                "scheduler.placement",
-            )
-        },
-    },
-    Refusal {
         combination: "`annealing` with `slots` ≠ `none`",
         reason: "`annealing` places every unit itself: use slots = \"none\"",
         fields: |s| {
