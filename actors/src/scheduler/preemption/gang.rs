@@ -12,6 +12,9 @@
 //!   slots are for phase I's single tasks, §9.2.1), on a server of its own
 //!   that the placement accepts; otherwise nothing of it starts and it
 //!   holds the head of the queue, as any task that gets no slot does;
+//! - WASP's level for production (§8.1.2) does not bind it: a run's speed
+//!   follows its slowest units (ASPLOS'16 §3.3), so its units take free
+//!   slots of any level;
 //! - it evicts nothing to make room: the thesis evicts one victim for one
 //!   evictor (§6.2.3.3), and a run would have to evict up to one task per
 //!   unit and lose all their work whenever it still could not start;
