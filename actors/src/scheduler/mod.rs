@@ -270,6 +270,40 @@ impl SlotPlacer for CorePlacer<'_> {
         }
     }
 
+    /// Books as [`SlotPlacer::started`] does, and undoes it if the unit's
+    /// flow found no path with its bandwidth (the run's units booked
+    /// before it may have taken a shared link's).
+    fn start_unit(&mut self, task: &Task, server: u32, now: SimTime, rng: &mut ActorRng) -> bool {
+        let before = self.core.notices.len();
+        self.started(task, server, None, now, rng);
+        let refused = self.core.notices[before..]
+            .iter()
+            .any(|n| matches!(n, Notice::Refused { task: t, .. } if *t == task.id));
+        if refused {
+            self.withdraw(task, server);
+        }
+        !refused
+    }
+
+    /// Frees what `task` was booked on `server` (view, flows, the energy
+    /// stage's ledger) and drops its notices: the switches never hear of
+    /// it.
+    fn withdraw(&mut self, task: &Task, server: u32) {
+        let core = &mut *self.core;
+        if core.placed.remove(&task.id).is_some() {
+            core.vacate(task.id, server, task.cores, task.memory_mb);
+        }
+        core.flows.release(&core.world.network, task.id);
+        if let Some(energy) = self.energy.as_deref_mut() {
+            let id = core.cluster.servers()[server as usize].id;
+            energy.release(task.id, id);
+        }
+        core.notices.retain(|n| match n {
+            Notice::Flow(f, _) => f.task != task.id,
+            Notice::Refused { task: t, .. } => *t != task.id,
+        });
+    }
+
     fn gates_victims(&self, task: &Task) -> bool {
         task.flow_bps > 0 || self.energy.is_some()
     }
@@ -2608,9 +2642,9 @@ impl Core {
 /// A distributed run behind ARQ with an energy-aware placement (no slot
 /// stage): each unit in turn on a server `admits` holds with its slots
 /// free and none of the run's units (ASPLOS'16 Figure 5), chosen by the
-/// energy stage; only when every unit has one are they all booked, so a
-/// run starts whole or not at all. Returns the servers and the ARQ pool of
-/// unit 0's.
+/// energy stage and booked with its path, so that the next unit sees it;
+/// if one finds none, every booking is undone and the run waits whole.
+/// Returns the servers and the ARQ pool of unit 0's.
 fn start_run_placed(
     placer: &mut CorePlacer<'_>,
     units: &[Task],
@@ -2619,6 +2653,7 @@ fn start_run_placed(
     rng: &mut ActorRng,
 ) -> Option<(Vec<u32>, usize)> {
     let mut servers: Vec<u32> = Vec::with_capacity(units.len());
+    let mut pool = 0;
     for unit in units {
         let cluster = &placer.core.cluster;
         let room: Vec<bool> = (0..cluster.servers().len() as u32)
@@ -2628,14 +2663,19 @@ fn start_run_placed(
                     && cluster.servers()[i as usize].fits(unit, false)
             })
             .collect();
-        servers.push(placer.choose(unit, &|i| room[i as usize], rng)?);
-    }
-    let mut pool = 0;
-    for (k, (unit, &i)) in units.iter().zip(&servers).enumerate() {
-        placer.started(unit, i, None, now, rng);
-        if k == 0 {
+        let server = placer
+            .choose(unit, &|i| room[i as usize], rng)
+            .filter(|&i| placer.start_unit(unit, i, now, rng));
+        let Some(server) = server else {
+            for (u, &i) in units.iter().zip(&servers) {
+                placer.withdraw(u, i);
+            }
+            return None;
+        };
+        if servers.is_empty() {
             pool = placer.pool;
         }
+        servers.push(server);
     }
     Some((servers, pool))
 }

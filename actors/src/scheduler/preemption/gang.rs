@@ -56,8 +56,8 @@ impl SlotStage {
         let units: Vec<Task> = std::iter::once(first.clone())
             .chain(rest.iter().cloned())
             .collect();
-        let servers = self.gang_servers(&units, allowed, Some(&mut *placer), rng)?;
-        Some(self.start_gang(units, servers, now, Some(placer), rng))
+        let servers = self.gang_servers(&units, allowed, Some(placer), now, rng)?;
+        Some(self.start_gang(units, servers, now))
     }
 
     /// Starts the queued run whose unit 0 is `id`, if it can start whole.
@@ -65,28 +65,31 @@ impl SlotStage {
         &mut self,
         id: TaskId,
         now: SimTime,
-        mut placer: Option<&mut (dyn SlotPlacer + '_)>,
+        placer: Option<&mut (dyn SlotPlacer + '_)>,
         rng: &mut ActorRng,
     ) -> Option<SlotAction> {
         let first = self.tasks.get(&id)?.clone();
         let rest = self.gang_rest.get(&id)?;
         let units: Vec<Task> = std::iter::once(first).chain(rest.iter().cloned()).collect();
-        let servers = self.gang_servers(&units, None, placer.as_deref_mut(), rng)?;
+        let servers = self.gang_servers(&units, None, placer, now, rng)?;
         self.take(id);
         self.gang_rest.remove(&id);
-        Some(self.start_gang(units, servers, now, placer, rng))
+        Some(self.start_gang(units, servers, now))
     }
 
     /// A server for each unit, in unit order: a free slot on a server no
     /// other unit of the run has, that `allowed` admits, chosen by
-    /// `placer` (or uniformly among such free slots, §6.2.3.1); `None` if
-    /// one unit finds none, or the run would exceed the regular share.
-    /// Books nothing.
+    /// `placer` and booked there as it goes, so that the next unit sees
+    /// it (a shared link's bandwidth; or uniformly among such free slots
+    /// without a placer, §6.2.3.1). `None` if one unit finds none, or the
+    /// run would exceed the regular share: then the placer's bookings are
+    /// undone. The slot stage's own ledger is booked by `start_gang`.
     fn gang_servers(
         &self,
         units: &[Task],
         allowed: Admits<'_>,
         mut placer: Option<&mut (dyn SlotPlacer + '_)>,
+        now: SimTime,
         rng: &mut ActorRng,
     ) -> Option<Vec<u32>> {
         let n = units.len() as u32;
@@ -95,15 +98,26 @@ impl SlotStage {
             return None;
         }
         let mut used = BTreeSet::new();
-        let mut servers = Vec::with_capacity(units.len());
+        let mut servers: Vec<u32> = Vec::with_capacity(units.len());
         for unit in units {
             let candidates = |i: u32| {
                 self.slots.has_free(i) && allowed.is_none_or(|ok| ok(i)) && !used.contains(&i)
             };
             let server = match placer.as_deref_mut() {
-                Some(p) => p.choose(unit, &candidates, rng).filter(|&i| candidates(i)),
+                Some(p) => p
+                    .choose(unit, &candidates, rng)
+                    .filter(|&i| candidates(i))
+                    .filter(|&i| p.start_unit(unit, i, now, rng)),
                 None => self.random_free_of(&candidates, rng),
-            }?;
+            };
+            let Some(server) = server else {
+                if let Some(p) = placer.as_deref_mut() {
+                    for (u, &i) in units.iter().zip(&servers) {
+                        p.withdraw(u, i);
+                    }
+                }
+                return None;
+            };
             used.insert(server);
             servers.push(server);
         }
@@ -130,20 +144,11 @@ impl SlotStage {
         None
     }
 
-    /// Starts every unit on its server, in regular slots.
-    fn start_gang(
-        &mut self,
-        units: Vec<Task>,
-        servers: Vec<u32>,
-        now: SimTime,
-        mut placer: Option<&mut (dyn SlotPlacer + '_)>,
-        rng: &mut ActorRng,
-    ) -> SlotAction {
+    /// Starts every unit on its server, in regular slots (the placer, if
+    /// any, booked them already).
+    fn start_gang(&mut self, units: Vec<Task>, servers: Vec<u32>, now: SimTime) -> SlotAction {
         let mut started: Vec<(Task, ActorId)> = Vec::with_capacity(units.len());
         for (task, server) in units.into_iter().zip(servers) {
-            if let Some(p) = placer.as_deref_mut() {
-                p.started(&task, server, None, now, rng);
-            }
             if let SlotAction::Dispatch { task, server } = self.start(task, server, now, false) {
                 started.push((task, server));
             }
@@ -240,6 +245,63 @@ mod tests {
             hosts.dedup();
             assert_eq!(hosts.len(), 3, "{policy:?}: distinct hosts");
         }
+    }
+
+    /// A placement that books each unit as it starts and cannot book one
+    /// on server `refused` (its path is full): it records what it booked
+    /// and what it had to undo.
+    struct Booking {
+        refused: u32,
+        booked: Vec<(TaskId, u32)>,
+        withdrawn: Vec<(TaskId, u32)>,
+    }
+
+    impl SlotPlacer for Booking {
+        fn choose(&mut self, t: &Task, ok: &dyn Fn(u32) -> bool, r: &mut ActorRng) -> Option<u32> {
+            First.choose(t, ok, r)
+        }
+
+        fn started(&mut self, t: &Task, at: u32, _: Option<TaskId>, _: SimTime, _: &mut ActorRng) {
+            self.booked.push((t.id, at));
+        }
+
+        fn start_unit(&mut self, t: &Task, at: u32, now: SimTime, r: &mut ActorRng) -> bool {
+            if at == self.refused {
+                return false;
+            }
+            self.started(t, at, None, now, r);
+            true
+        }
+
+        fn withdraw(&mut self, t: &Task, at: u32) {
+            self.withdrawn.push((t.id, at));
+        }
+    }
+
+    #[test]
+    fn a_gang_whose_last_unit_cannot_be_booked_undoes_the_others() {
+        let mut rng = actor_rng(5, "gang");
+        let mut s = stage(
+            SlotPolicy::Priority,
+            EvictionPolicy::Mrs,
+            &[(1, 1.0), (1, 1.0), (1, 1.0)],
+        );
+        let (first, rest) = gang(10, 3, 0);
+        s.enqueue_gang(first, rest);
+        let mut placer = Booking {
+            refused: 2,
+            booked: Vec::new(),
+            withdrawn: Vec::new(),
+        };
+        assert!(s.schedule_placed(1, &mut rng, Some(&mut placer)).is_empty());
+        assert_eq!(placer.booked, vec![(10, 0), (11, 1)]);
+        assert_eq!(placer.withdrawn, placer.booked, "every booking undone");
+        assert_eq!((s.slots.free_total, s.queued()), (3, 3), "nothing started");
+        assert!(conserved(&s));
+        placer.refused = 9;
+        let out = s.schedule_placed(2, &mut rng, Some(&mut placer));
+        assert_eq!(started(&out).len(), 1, "it starts once its paths are free");
+        assert!(conserved(&s));
     }
 
     #[test]

@@ -162,6 +162,18 @@ pub trait SlotPlacer {
         rng: &mut ActorRng,
     );
 
+    /// `task`, a unit of a distributed run, starts on `server` in a free
+    /// slot if the placement can book it there (a path with its bandwidth
+    /// included); `false` books nothing (`gang.rs`).
+    fn start_unit(&mut self, task: &Task, server: u32, now: SimTime, rng: &mut ActorRng) -> bool {
+        self.started(task, server, None, now, rng);
+        true
+    }
+
+    /// Undoes [`SlotPlacer::start_unit`] of `task` on `server`: its run
+    /// cannot start whole.
+    fn withdraw(&mut self, _task: &Task, _server: u32) {}
+
     /// Whether a start of `task` needs more than a slot where the placement
     /// is concerned (bandwidth on a path for its flow, an energy-aware
     /// placement's CPU, memory and path): then a victim is one whose
