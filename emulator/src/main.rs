@@ -404,6 +404,14 @@ fn print_summary(label: &str, s: &Scenario, o: &Outcome, partitions: usize, out:
             n("block_reads")
         );
     }
+    if o.metrics.contains_key("dist_apps_completed") {
+        println!(
+            "  distributed    {} runs finished; {} restarted whole after a unit was lost, {} units stopped with them",
+            n("dist_apps_completed"),
+            n("dist_runs_restarted"),
+            n("dist_units_stopped")
+        );
+    }
     if o.metrics.contains_key("arq_diverted_up") {
         println!(
             "  admission      ARQ diverted {} tasks to better pools, {} to lesser ones",

@@ -324,3 +324,81 @@ fn every_other_placement_places_runs_on_distinct_hosts_and_reruns_them_whole() {
     }
     assert!(restarted > 0.0, "some placement re-ran a killed run");
 }
+
+/// The runs of `o`'s mix (tasks below 48: 12 runs of 4 units) as they were
+/// dispatched: (run, time) → the servers its units went to.
+fn unit_starts(o: &Outcome) -> std::collections::BTreeMap<(u64, u64), Vec<String>> {
+    let mut by_run: std::collections::BTreeMap<(u64, u64), Vec<String>> = Default::default();
+    for d in kind(&log(o, "scheduler"), "task_dispatch") {
+        let task = d["task"].as_u64().unwrap();
+        if task < 48 {
+            let t = d["t_ns"].as_u64().unwrap();
+            by_run
+                .entry((task / 4, t))
+                .or_default()
+                .push(d["server"].as_str().unwrap().to_string());
+        }
+    }
+    by_run
+}
+
+/// Under each slot stage (docs/scheduler.md, "Distributed runs under a
+/// slot stage"), on hosts of four slots crowded by a tenant of a higher
+/// priority class: every run starts whole on distinct hosts, one slot a
+/// unit; a unit evicted for a higher class (or killed for a primary
+/// tenant) stops its run, which starts again whole; no task is lost, the
+/// servers never get more tasks than slots (the run would stop with an
+/// invariant error), and 1 and 3 partitions agree (issue 22).
+#[test]
+fn every_slot_stage_starts_runs_whole_and_reruns_an_evicted_run() {
+    let (mut restarted, mut preemptions) = (0.0, 0.0);
+    for slots in ["priority", "wasp", "hybrid"] {
+        for (placement, admission) in [("random", "fifo"), ("paragon", "arq")] {
+            let label =
+                format!("slots = {slots}, placement = {placement}, admission = {admission}");
+            let set = [
+                format!("scheduler.slots={slots}"),
+                format!("scheduler.placement={placement}"),
+                format!("scheduler.admission={admission}"),
+                format!(
+                    "scheduler.sticky_slots={}",
+                    if slots == "hybrid" { 8 } else { 0 }
+                ),
+                "server_types.0.slots=4".to_string(),
+                "workload.unit_cores=4".to_string(),
+                "tenants.1.priority=5".to_string(),
+                "tenants.1.arrivals.rate_per_s=0.2".to_string(),
+            ];
+            let set: Vec<&str> = set.iter().map(String::as_str).collect();
+            let one = harvested_mix(&set, 1);
+            assert_no_task_lost(&one, &label);
+            let m = |k: &str| one.metrics.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
+            eprintln!(
+                "{label}: runs done {} restarted {} preemptions {} killed {} dispatched {}",
+                m("dist_apps_completed"),
+                m("dist_runs_restarted"),
+                m("preemptions"),
+                m("killed_containers"),
+                m("tasks_dispatched")
+            );
+            assert!(m("dist_apps_completed") > 0.0, "{label}: runs end");
+            restarted += m("dist_runs_restarted");
+            preemptions += m("preemptions");
+            let starts = unit_starts(&one);
+            assert!(starts.len() >= 12, "{label}: every run placed");
+            for (key, servers) in &starts {
+                let mut distinct = servers.clone();
+                distinct.sort();
+                distinct.dedup();
+                assert_eq!(servers.len(), 4, "{label}: run {key:?} starts whole");
+                assert_eq!(distinct.len(), 4, "{label}: run {key:?} on distinct hosts");
+            }
+            assert_eq!(one.digest, harvested_mix(&set, 3).digest, "{label}");
+        }
+    }
+    assert!(preemptions > 0.0, "the higher class evicted tasks");
+    assert!(
+        restarted > 0.0,
+        "some stage re-ran a run whose unit was lost"
+    );
+}

@@ -151,7 +151,9 @@ fn every_scenario_runs_without_losing_a_task() {
             + m("tasks_waiting_wake_end")
             + m("killed_containers")
             + m("evictions_memory")
-            + m("evictions_priority");
+            + m("evictions_priority")
+            // distributed units stopped with their run (docs/scheduler.md)
+            + out.metrics.get("dist_units_stopped").and_then(|v| v.as_u64()).unwrap_or(0);
         assert!(
             m("tasks_dispatched") >= reached,
             "{label}: a task reached a server without a dispatch"

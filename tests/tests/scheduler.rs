@@ -409,7 +409,18 @@ fn the_mission_datacenter_shows_every_mechanism_at_once_on_any_partitioning() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let text = std::fs::read_to_string(root.join("scenarios/datacenter.toml")).unwrap();
     let scenario = load("datacenter.toml", &text, &[]).unwrap_or_else(|e| panic!("{e}"));
-    assert_every_mechanism_at_work(&run(&scenario, 1), "datacenter");
+    let six = run(&scenario, 1);
+    assert_every_mechanism_at_work(&six, "datacenter");
+    // its distributed tenant: runs start whole under HYBRID, and a unit
+    // evicted or killed for a primary restarts its run (the summary's
+    // `distributed` line)
+    for key in [
+        "dist_apps_completed",
+        "dist_runs_restarted",
+        "dist_units_stopped",
+    ] {
+        assert!(metric(&six, key) > 0.0, "datacenter: {key} is 0");
+    }
     // the first hour is enough to cross every kind of message between
     // partitions; six hours on three threads would cost CI a minute
     let hour = load("datacenter.toml", &text, &["run.end=1h".parse().unwrap()])
@@ -614,23 +625,8 @@ fn distributed_tenants_run_with_every_stage_or_are_refused_by_the_table() {
                     format!("scheduler.placement={placement}"),
                     format!("power.policy={power}"),
                 ]);
-                let energy_aware = matches!(
-                    placement,
-                    "gems"
-                        | "gems-nosleep"
-                        | "gems-nonetwork"
-                        | "beps"
-                        | "brfs-dot"
-                        | "brfs-norm"
-                        | "rrs"
-                );
-                let expected = if slots != "none" {
-                    Some(("scheduler.slots", "starts all its units together"))
-                } else if energy_aware {
-                    Some(("scheduler.placement", "starts all its units together"))
-                } else {
-                    None
-                };
+                let expected = (placement == "annealing" && slots != "none")
+                    .then_some(("scheduler.slots", "places every unit"));
                 match (loaded, expected) {
                     (Ok(scenario), None) => {
                         let one = run(&scenario, 1);
@@ -656,9 +652,83 @@ fn distributed_tenants_run_with_every_stage_or_are_refused_by_the_table() {
             }
         }
     }
-    assert_eq!(ran, 2 * (PLACEMENTS.len() - 7));
+    // every combination but `annealing` under a slot stage
+    let annealing = usize::from(PLACEMENTS.contains(&"annealing"));
+    assert_eq!(ran, 2 * 4 * PLACEMENTS.len() - 2 * 3 * annealing);
     assert_eq!(ran + refused, 2 * 4 * PLACEMENTS.len());
     assert!(runs_done > 0.0, "distributed runs end in some combinations");
+}
+
+/// Each run of the distributed tenant `mix` of `o`, as it started: (run,
+/// time) → the servers its units were dispatched to. The tenant's tasks
+/// are its units, runs of `units` consecutive ids.
+fn run_starts(o: &Outcome, units: usize) -> std::collections::BTreeMap<(u64, u64), Vec<String>> {
+    let sched = log(o, "scheduler");
+    let mut ids: Vec<u64> = kind(&sched, "task_arrive")
+        .into_iter()
+        .filter(|a| {
+            a["tenant"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("tenant-mix-"))
+        })
+        .map(|a| a["task"].as_u64().unwrap())
+        .collect();
+    ids.sort_unstable();
+    let mut starts: std::collections::BTreeMap<(u64, u64), Vec<String>> = Default::default();
+    for d in kind(&sched, "task_dispatch") {
+        let task = d["task"].as_u64().unwrap();
+        if let Ok(k) = ids.binary_search(&task) {
+            let run = ids[k / units * units];
+            starts
+                .entry((run, d["t_ns"].as_u64().unwrap()))
+                .or_default()
+                .push(d["server"].as_str().unwrap().to_string());
+        }
+    }
+    starts
+}
+
+/// GEMS with a distributed tenant on the default datacenter, in each of
+/// the energy stage's settings: queueing by itself (`fifo`, no slots),
+/// behind ARQ, and behind a slot stage (docs/scheduler.md, "Distributed
+/// runs under the energy-aware placements"): every run starts whole, its
+/// units on distinct hosts; nothing is lost; 1 and 3 partitions agree.
+#[test]
+fn energy_aware_placements_start_distributed_runs_whole_on_distinct_hosts() {
+    for (admission, slots) in [("fifo", "none"), ("arq", "none"), ("arq", "hybrid")] {
+        let label = format!("gems, admission = {admission}, slots = {slots}");
+        let scenario = with_distributed_tenant(&[
+            "run.end=1h".to_string(),
+            "scheduler.placement=gems".to_string(),
+            format!("scheduler.admission={admission}"),
+            format!("scheduler.slots={slots}"),
+            format!(
+                "scheduler.sticky_slots={}",
+                if slots == "hybrid" { 32 } else { 0 }
+            ),
+        ])
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
+        let one = run(&scenario, 1);
+        assert_no_task_lost(&one, &label);
+        assert!(
+            metric(&one, "dist_apps_completed") > 0.0,
+            "{label}: runs end"
+        );
+        let starts = run_starts(&one, 2);
+        let runs: std::collections::BTreeSet<u64> = starts.keys().map(|k| k.0).collect();
+        assert!(
+            runs.len() >= 6,
+            "{label}: most of the 12 runs started: {starts:?}"
+        );
+        for (key, servers) in &starts {
+            assert_eq!(servers.len(), 2, "{label}: run {key:?} starts whole");
+            assert_ne!(
+                servers[0], servers[1],
+                "{label}: run {key:?} on distinct hosts"
+            );
+        }
+        assert_eq!(one.digest, run(&scenario, 3).digest, "{label}");
+    }
 }
 
 /// Reservations the scheduler logged, less its releases: the flows it

@@ -73,6 +73,13 @@ impl Gangs {
         self.queued.get(&task).map(Vec::as_slice)
     }
 
+    /// Hands the other units of the run whose unit 0 is `task` over to a
+    /// stage that queues runs whole itself (a slot stage,
+    /// `preemption/gang.rs`): they no longer wait here.
+    pub fn take_rest(&mut self, task: TaskId) -> Option<Vec<Task>> {
+        self.queued.remove(&task)
+    }
+
     /// The attempt the run of `run` starts as.
     pub fn attempt(&self, run: TaskId) -> u32 {
         self.ledger.attempt(run)

@@ -21,7 +21,9 @@
 //!    the placement behind ARQ or a slot stage otherwise; `annealing`
 //!    (`annealing.rs`) queues distributed runs by itself beside the
 //!    pipeline's single tasks, and under any other placement `gang.rs`
-//!    queues a run whole for the placement to place unit by unit.
+//!    queues a run whole for the placement to place unit by unit (a slot
+//!    stage starts it whole in free slots, `preemption/gang.rs`; an
+//!    energy stage that queues by itself, `energy_gang.rs`).
 //!    docs/scheduler.md lists what composes and what is still refused.
 //!
 //! After placement, reactive phase detection (Paragon §3.4) watches the
@@ -38,6 +40,7 @@ pub mod annealing;
 pub mod classification;
 mod cluster_view;
 pub mod energy;
+mod energy_gang;
 mod flows;
 pub mod gang;
 pub mod placement;
@@ -106,6 +109,10 @@ pub struct Scheduler {
     /// the queue and offers it at the start of each time slot (GEMS batches
     /// per slot, thesis §4.2.5).
     energy_admission: bool,
+    /// Distributed runs waiting for an energy stage that queues by itself
+    /// (`energy_queues`): their unit 0s, in arrival order
+    /// (`energy_gang.rs`).
+    energy_runs: Vec<Task>,
     /// The placement stage chooses the free slot of each start of the slot
     /// stage (`placement` other than `random`); the scheduler's cluster
     /// view then follows the slot stage's starts and releases.
@@ -272,6 +279,40 @@ impl SlotPlacer for CorePlacer<'_> {
                 bps: task.flow_bps,
             }),
         }
+    }
+
+    /// Books as [`SlotPlacer::started`] does, and undoes it if the unit's
+    /// flow found no path with its bandwidth (the run's units booked
+    /// before it may have taken a shared link's).
+    fn start_unit(&mut self, task: &Task, server: u32, now: SimTime, rng: &mut ActorRng) -> bool {
+        let before = self.core.notices.len();
+        self.started(task, server, None, now, rng);
+        let refused = self.core.notices[before..]
+            .iter()
+            .any(|n| matches!(n, Notice::Refused { task: t, .. } if *t == task.id));
+        if refused {
+            self.withdraw(task, server);
+        }
+        !refused
+    }
+
+    /// Frees what `task` was booked on `server` (view, flows, the energy
+    /// stage's ledger) and drops its notices: the switches never hear of
+    /// it.
+    fn withdraw(&mut self, task: &Task, server: u32) {
+        let core = &mut *self.core;
+        if core.placed.remove(&task.id).is_some() {
+            core.vacate(task.id, server, task.cores, task.memory_mb);
+        }
+        core.flows.release(&core.world.network, task.id);
+        if let Some(energy) = self.energy.as_deref_mut() {
+            let id = core.cluster.servers()[server as usize].id;
+            energy.release(task.id, id);
+        }
+        core.notices.retain(|n| match n {
+            Notice::Flow(f, _) => f.task != task.id,
+            Notice::Refused { task: t, .. } => *t != task.id,
+        });
     }
 
     fn gates_victims(&self, task: &Task) -> bool {
@@ -672,6 +713,7 @@ impl Scheduler {
                 && cfg.admission != AdmissionKind::Fifo,
             slots: slot_stage,
             energy,
+            energy_runs: Vec::new(),
             slot_tick: None,
             annealing: (cfg.placement == PlacementKind::Annealing)
                 .then(|| annealing::AnnealingStage::new(cfg, servers)),
@@ -779,7 +821,9 @@ impl Scheduler {
         let packet = match msg {
             Msg::Packet(packet) => packet,
             Msg::Requeue(task) if self.energy_queues => {
-                if let Some(stage) = self.energy.as_mut() {
+                if self.core.gangs.rest(task.id).is_some() {
+                    self.energy_runs.push(task);
+                } else if let Some(stage) = self.energy.as_mut() {
                     stage.enqueue(task);
                 }
                 return self.arm_slot_tick(ctx);
@@ -795,7 +839,10 @@ impl Scheduler {
                 if self.slot_admission {
                     self.admission.requeue(task, ctx.now());
                 } else if let Some(stage) = self.slots.as_mut() {
-                    stage.enqueue(task);
+                    match self.core.gangs.take_rest(task.id) {
+                        Some(rest) => stage.enqueue_gang(task, rest),
+                        None => stage.enqueue(task),
+                    }
                 }
                 return self.arm_slot_tick(ctx);
             }
@@ -858,7 +905,11 @@ impl Scheduler {
                         tenant: world.name(task.tenant).to_string(),
                     },
                 );
-                if let Some(stage) = self.energy.as_mut().filter(|_| self.energy_queues) {
+                if let Some(stage) = self
+                    .energy
+                    .as_mut()
+                    .filter(|_| self.energy_queues && task.dist.is_none())
+                {
                     stage.enqueue(task);
                     return self.arm_slot_tick(ctx);
                 }
@@ -875,10 +926,20 @@ impl Scheduler {
                     return Ok(());
                 }
                 if task.dist.is_some() {
+                    let mut task = task;
                     // a run queues as its unit 0 once complete (gang.rs);
                     // its units are not profiled (their application is
-                    // in the distributed catalog, ASPLOS'16, not Paragon's)
+                    // in the distributed catalog, ASPLOS'16, not Paragon's);
+                    // under a slot stage each unit is a task of one slot
+                    // (thesis §6.2.3.1, `preemption/gang.rs`)
+                    if self.slots.is_some() {
+                        task.cores = 1;
+                    }
                     return match self.core.gangs.arrive(task) {
+                        Some(first) if self.energy_queues => {
+                            self.energy_runs.push(first);
+                            self.arm_slot_tick(ctx)
+                        }
                         Some(first) => self.admit(first, 0, ctx),
                         None => Ok(()),
                     };
@@ -923,6 +984,7 @@ impl Scheduler {
                 self.dist_pass(ctx)
             }
             Body::Finished { task, .. } if self.energy_queues => {
+                self.core.gangs.finished(task);
                 ctx.log(
                     "slot_release",
                     &ReleaseLog {
@@ -934,6 +996,7 @@ impl Scheduler {
                 self.arm_slot_tick(ctx)
             }
             Body::Finished { task, .. } if self.slots.is_some() => {
+                self.core.gangs.finished(task);
                 if let Some(stage) = self.slots.as_mut() {
                     stage.release(task, src);
                 }
@@ -964,7 +1027,7 @@ impl Scheduler {
                     evictions: task.evictions,
                 };
                 ctx.log("task_evicted", &log);
-                if self.slots.is_none() {
+                if self.slots.is_none() || self.core.gangs.owns(task.id) {
                     return self.handle_killed(task, src, ctx);
                 }
                 if self.slot_placer
@@ -1163,9 +1226,19 @@ impl Scheduler {
         src: ActorId,
         ctx: &mut Ctx<'_, Msg>,
     ) -> Result<(), ModelError> {
-        let (pool, busy_s) = self.core.leave(task.id, src, task.cores, ctx)?;
-        self.admission.record_busy(pool, busy_s);
+        if let Some(stage) = self.slots.as_mut() {
+            stage.release(task.id, src);
+            if self.slot_placer
+                && let Some((pool, busy_s)) = self.core.forget(task.id, src, ctx.now())
+            {
+                self.admission.record_busy(pool, busy_s);
+            }
+        } else if !self.energy_queues {
+            let (pool, busy_s) = self.core.leave(task.id, src, task.cores, ctx)?;
+            self.admission.record_busy(pool, busy_s);
+        }
         self.core.release_flow(task.id, ctx)?;
+        self.energy_release(task.id, src, ctx)?;
         let id = task.id;
         let lost = self.core.gangs.lost(task);
         let delay = self.core.resubmit_delay;
@@ -1224,7 +1297,7 @@ impl Scheduler {
             return a.queued() + self.admission.len();
         }
         if let Some(e) = self.energy.as_ref().filter(|_| self.energy_queues) {
-            return e.queued();
+            return e.queued() + self.energy_runs.len() + self.core.gangs.waiting();
         }
         self.admission.len()
             + self.slots.as_ref().map_or(0, SlotStage::queued)
@@ -1267,10 +1340,15 @@ impl Scheduler {
                     .pools
                     .map(|ps| core.pool.iter().map(|p| ps.contains(p)).collect());
                 let admits = |i: u32| allow.as_ref().is_none_or(|a| a[i as usize]);
+                let rest = core.gangs.rest(task.id).map(<[Task]>::to_vec);
                 let mut placer = CorePlacer::new(&mut *core, energy.as_deref_mut(), scope.strict);
                 let allowed = allow.is_some().then_some(&admits as &dyn Fn(u32) -> bool);
-                let Some(action) = stage.try_start(task, allowed, now, ctx.rng(), &mut placer)
-                else {
+                let rng = ctx.rng();
+                let action = match rest {
+                    Some(rest) => stage.try_start_gang(task, &rest, allowed, now, rng, &mut placer),
+                    None => stage.try_start(task, allowed, now, rng, &mut placer),
+                };
+                let Some(action) = action else {
                     return Ok(Attempt::NoRoom);
                 };
                 let pool = placer.pool;
@@ -1285,6 +1363,10 @@ impl Scheduler {
             let (id, submitted_at, server, body) = match action {
                 SlotAction::Dispatch { task, server } => {
                     (task.id, task.submitted_at, server, Body::Dispatch(task))
+                }
+                SlotAction::Gang { units } => {
+                    self.core.launch_run(ctx, units)?;
+                    continue;
                 }
                 SlotAction::Preempt {
                     victim,
@@ -1326,10 +1408,25 @@ impl Scheduler {
         let core = &mut self.core;
         let mut energy = self.energy.as_mut();
         let mut starts: Vec<(Task, u32)> = Vec::new();
+        let mut runs: Vec<Vec<(Task, u32)>> = Vec::new();
         let mut place = |task: &Task, _: SimTime, scope: Scope<'_>| {
             let allow: Option<Vec<bool>> = scope
                 .pools
                 .map(|ps| core.pool.iter().map(|p| ps.contains(p)).collect());
+            if let Some(rest) = core.gangs.rest(task.id) {
+                let units: Vec<Task> = std::iter::once(task.clone())
+                    .chain(rest.iter().cloned())
+                    .collect();
+                let admits = |i: u32| allow.as_ref().is_none_or(|a| a[i as usize]);
+                let mut placer = CorePlacer::new(&mut *core, energy.as_deref_mut(), scope.strict);
+                let Some((servers, pool)) =
+                    start_run_placed(&mut placer, &units, &admits, now, ctx.rng())
+                else {
+                    return Ok(Attempt::NoRoom);
+                };
+                runs.push(units.into_iter().zip(servers).collect());
+                return Ok(Attempt::Placed { pool });
+            }
             let cluster = &core.cluster;
             let room = |i: u32| {
                 allow.as_ref().is_none_or(|a| a[i as usize])
@@ -1347,6 +1444,13 @@ impl Scheduler {
         };
         self.admission.schedule(now, &pools, &mut place)?;
         self.core.tell(ctx)?;
+        for run in runs {
+            let units = run
+                .into_iter()
+                .map(|(t, i)| (t, self.core.cluster.servers()[i as usize].id))
+                .collect();
+            self.core.launch_run(ctx, units)?;
+        }
         for (task, i) in starts {
             let server = self.core.cluster.servers()[i as usize].id;
             let (id, submitted_at) = (task.id, task.submitted_at);
@@ -1360,6 +1464,32 @@ impl Scheduler {
     /// 4.1): reservations go to the switches, tasks to their servers.
     fn energy_pass(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         let world = Arc::clone(&self.core.world);
+        let Some(stage) = self.energy.as_mut() else {
+            return Ok(());
+        };
+        if !self.energy_runs.is_empty() {
+            let cluster = &self.core.cluster;
+            let id_of = |i: u32| cluster.servers()[i as usize].id;
+            let runs = energy_gang::place_runs(
+                stage,
+                &world.network,
+                &mut self.energy_runs,
+                &self.core.gangs,
+                &id_of,
+                ctx.rng(),
+            );
+            for run in runs {
+                for f in &run.flows {
+                    self.core.flow_notice(ctx, f, true)?;
+                }
+                let units = run
+                    .units
+                    .into_iter()
+                    .map(|(t, i)| (t, self.core.cluster.servers()[i as usize].id))
+                    .collect();
+                self.core.launch_run(ctx, units)?;
+            }
+        }
         let Some(stage) = self.energy.as_mut() else {
             return Ok(());
         };
@@ -1534,7 +1664,10 @@ impl Scheduler {
         if let Some(stage) = self.slots.as_mut()
             && !self.slot_admission
         {
-            stage.enqueue(task);
+            match self.core.gangs.take_rest(task.id) {
+                Some(rest) => stage.enqueue_gang(task, rest),
+                None => stage.enqueue(task),
+            }
             return self.arm_slot_tick(ctx);
         }
         let now = ctx.now();
@@ -1685,6 +1818,32 @@ impl Core {
                 "dist_restart",
                 &serde_json::json!({ "task": id, "requeued": requeued, "ready_at": at }),
             );
+        }
+        Ok(())
+    }
+
+    /// A distributed run a slot stage started whole (`preemption/gang.rs`):
+    /// its attempt begins (`gang.rs`), and each unit goes to its server
+    /// with unit 0's server as the run's coordinator.
+    fn launch_run(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        units: Vec<(Task, ActorId)>,
+    ) -> Result<(), ModelError> {
+        let Some((first, coordinator)) = units.first().map(|(t, s)| (t.clone(), *s)) else {
+            return Ok(());
+        };
+        let run = first.dist.map_or(first.id, |d| d.run);
+        let attempt = self.gangs.attempt(run);
+        let placed = units.iter().map(|(t, s)| (t.id, *s)).collect();
+        self.gangs.started(first.id, run, placed);
+        for (mut unit, server) in units {
+            if let Some(d) = unit.dist.as_mut() {
+                d.coordinator = Some(coordinator);
+                d.attempt = attempt;
+            }
+            let (id, submitted_at) = (unit.id, unit.submitted_at);
+            self.send_dispatch(ctx, id, submitted_at, server, Body::Dispatch(unit))?;
         }
         Ok(())
     }
@@ -2561,6 +2720,47 @@ impl Core {
         }
         Ok(())
     }
+}
+
+/// A distributed run behind ARQ with an energy-aware placement (no slot
+/// stage): each unit in turn on a server `admits` holds with its slots
+/// free and none of the run's units (ASPLOS'16 Figure 5), chosen by the
+/// energy stage and booked with its path, so that the next unit sees it;
+/// if one finds none, every booking is undone and the run waits whole.
+/// Returns the servers and the ARQ pool of unit 0's.
+fn start_run_placed(
+    placer: &mut CorePlacer<'_>,
+    units: &[Task],
+    admits: &dyn Fn(u32) -> bool,
+    now: SimTime,
+    rng: &mut ActorRng,
+) -> Option<(Vec<u32>, usize)> {
+    let mut servers: Vec<u32> = Vec::with_capacity(units.len());
+    let mut pool = 0;
+    for unit in units {
+        let cluster = &placer.core.cluster;
+        let room: Vec<bool> = (0..cluster.servers().len() as u32)
+            .map(|i| {
+                admits(i)
+                    && !servers.contains(&i)
+                    && cluster.servers()[i as usize].fits(unit, false)
+            })
+            .collect();
+        let server = placer
+            .choose(unit, &|i| room[i as usize], rng)
+            .filter(|&i| placer.start_unit(unit, i, now, rng));
+        let Some(server) = server else {
+            for (u, &i) in units.iter().zip(&servers) {
+                placer.withdraw(u, i);
+            }
+            return None;
+        };
+        if servers.is_empty() {
+            pool = placer.pool;
+        }
+        servers.push(server);
+    }
+    Some((servers, pool))
 }
 
 /// ARQ band of a quality `q` in 0–100 over `classes` bands, 0 the highest

@@ -46,21 +46,6 @@ pub const REFUSALS: &[Refusal] = &[
         },
     },
     Refusal {
-        combination: "`distributed` tenants with `slots` ≠ `none` or an energy-aware `placement`",
-        reason: "a distributed run starts all its units together; the slot stages and the energy-aware placements place one task at a time: use slots = \"none\" and another placement",
-        fields: |s| {
-            if !s.tenants.iter().any(|t| t.distributed) {
-                return Vec::new();
-            }
-            let mut fields = field_if(s.scheduler.slots.slotted(), "scheduler.slots");
-            fields.extend(field_if(
-                s.scheduler.placement.energy_aware(),
-                "scheduler.placement",
-            ));
-            fields
-        },
-    },
-    Refusal {
         combination: "`annealing` with `slots` ≠ `none`",
         reason: "`annealing` places every unit itself: use slots = \"none\"",
         fields: |s| {

@@ -30,6 +30,7 @@
 
 mod eviction;
 mod fenwick;
+mod gang;
 mod hybrid;
 // A local variable named `priority` in this file would read as a path into
 // this module to the layers test (actors/tests/layers.rs): they are `class`.
@@ -161,6 +162,18 @@ pub trait SlotPlacer {
         rng: &mut ActorRng,
     );
 
+    /// `task`, a unit of a distributed run, starts on `server` in a free
+    /// slot if the placement can book it there (a path with its bandwidth
+    /// included); `false` books nothing (`gang.rs`).
+    fn start_unit(&mut self, task: &Task, server: u32, now: SimTime, rng: &mut ActorRng) -> bool {
+        self.started(task, server, None, now, rng);
+        true
+    }
+
+    /// Undoes [`SlotPlacer::start_unit`] of `task` on `server`: its run
+    /// cannot start whole.
+    fn withdraw(&mut self, _task: &Task, _server: u32) {}
+
     /// Whether a start of `task` needs more than a slot where the placement
     /// is concerned (bandwidth on a path for its flow, an energy-aware
     /// placement's CPU, memory and path): then a victim is one whose
@@ -249,6 +262,9 @@ pub enum SlotAction {
         task: Task,
         server: ActorId,
     },
+    /// Run every unit of a distributed run, each in a free slot of its own
+    /// server, unit 0 first (`gang.rs`).
+    Gang { units: Vec<(Task, ActorId)> },
 }
 
 /// A task evicted more than `eviction_threshold` times leaves (§7.3.4).
@@ -635,6 +651,9 @@ pub struct SlotStage {
     sticky_used: u32,
     regular_used: u32,
     tasks: BTreeMap<TaskId, Task>,
+    /// Queued distributed runs: unit 0's task (in `tasks`) → the other
+    /// units (`gang.rs`).
+    gang_rest: BTreeMap<TaskId, Vec<Task>>,
     by_priority: BTreeSet<(Reverse<u8>, SimTime, TaskId)>,
     by_arrival: BTreeSet<(SimTime, TaskId)>,
     /// Victims whose `Preempt` is on its way: their slot already went to
@@ -702,6 +721,7 @@ impl SlotStage {
             sticky_used: 0,
             regular_used: 0,
             tasks: BTreeMap::new(),
+            gang_rest: BTreeMap::new(),
             by_priority: BTreeSet::new(),
             by_arrival: BTreeSet::new(),
             preempted: BTreeSet::new(),
@@ -715,7 +735,7 @@ impl SlotStage {
     }
 
     pub fn queued(&self) -> usize {
-        self.tasks.len()
+        self.tasks.len() + self.gang_rest.values().map(Vec::len).sum::<usize>()
     }
 
     /// Whether server `i` has a free slot.
@@ -870,14 +890,17 @@ impl SlotStage {
     ) -> Vec<SlotAction> {
         let mut out = Vec::new();
         // Sticky phase (HYBRID phase I, §9.2.1): first arrivals first,
-        // whatever their priority, while a sticky slot is left.
+        // whatever their priority, while a sticky slot is left; runs start
+        // in phase II only (`gang.rs`).
         while self.sticky_free() && self.slots.free_total > 0 {
             let policy = &self.policy;
             let tasks = &self.tasks;
+            let gangs = &self.gang_rest;
             let Some(&(_, id)) = self.by_arrival.iter().find(|(_, id)| {
-                tasks
-                    .get(id)
-                    .is_some_and(|task| policy.sticky_admits(task, now))
+                !gangs.contains_key(id)
+                    && tasks
+                        .get(id)
+                        .is_some_and(|task| policy.sticky_admits(task, now))
             }) else {
                 break;
             };
@@ -901,6 +924,15 @@ impl SlotStage {
             let Some(class) = self.tasks.get(&id).map(|t| t.priority) else {
                 break;
             };
+            if self.gang_rest.contains_key(&id) {
+                match self.start_queued_gang(id, now, placer.as_deref_mut(), rng) {
+                    Some(action) => {
+                        out.push(action);
+                        continue;
+                    }
+                    None => break,
+                }
+            }
             // A free slot the placement accepts, else a victim's: slots the
             // placement refuses (a primary tenant's room, Paragon's
             // constraints) are not free to this task.
