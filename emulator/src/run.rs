@@ -54,6 +54,9 @@ pub struct Outcome {
     /// [`EngineOutput::causal_steps`](crate::engine::EngineOutput::causal_steps):
     /// for `run.json`, never digested (it depends on the partitioning).
     pub causal_steps: u64,
+    /// [`EngineOutput::loads`](crate::engine::EngineOutput::loads), for
+    /// `run.json`.
+    pub loads: Vec<crate::engine::PartitionLoad>,
     pub virtual_end: SimTime,
     pub actors: usize,
     pub wall: WallDuration,
@@ -236,6 +239,7 @@ pub fn assemble(
     }
     let (events, windows, virtual_end) = (output.events, output.windows, output.virtual_end);
     let causal_steps = output.causal_steps;
+    let loads = std::mem::take(&mut output.loads);
     let states = output
         .actors
         .iter_mut()
@@ -259,6 +263,7 @@ pub fn assemble(
         events,
         windows,
         causal_steps,
+        loads,
         virtual_end,
         actors: actor_count,
         wall: started.elapsed(),

@@ -1843,14 +1843,11 @@ impl Core {
                 d.attempt = attempt;
             }
             let (id, submitted_at) = (unit.id, unit.submitted_at);
-            self.send_dispatch(ctx, id, submitted_at, server, Body::Dispatch(unit))?;
+            self.send_dispatch(ctx, id, submitted_at, server, Body::Dispatch(unit), 0)?;
         }
         Ok(())
     }
 
-    /// Counts, logs and sends a dispatch decided by a stage that keeps its
-    /// own queue (slots, energy, annealing): `body` carries task `id` (or
-    /// its preemption) to `server`; its wait counts from `submitted_at`.
     /// Counts a dispatch, records how long the task waited for it, and logs
     /// it (`task_dispatch`, docs/events.md): the one record every path that
     /// sends a task to a server keeps.

@@ -430,6 +430,7 @@ pub async fn run_coordinator(
                 last_event: f.last_event,
                 pending: f.pending,
                 causal_steps: f.causal_steps,
+                exchange_wall: Duration::from_nanos(f.barrier.total_ns),
             })
         })
         .collect();

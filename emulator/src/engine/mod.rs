@@ -107,6 +107,18 @@ pub struct EngineOutput {
     /// on this partitioning finishes in less than this many one-way
     /// latencies (0 with one partition).
     pub causal_steps: u64,
+    /// Per partition, in order: how the work and the waiting fell (wall
+    /// clock; for `run.json`, never digested).
+    pub loads: Vec<PartitionLoad>,
+}
+
+/// One partition's share of a run: the events it handled, and the wall
+/// time it spent exchanging with its peers (sending, and waiting for the
+/// slowest); with several partitions, how far the split is from even.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PartitionLoad {
+    pub events: u64,
+    pub exchange_wall: std::time::Duration,
 }
 
 impl EngineOutput {

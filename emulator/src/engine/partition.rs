@@ -11,8 +11,8 @@ use dcemu_topology::SimTime;
 use super::horizon::{Distances, Horizon};
 use super::queue::Queued;
 use super::{
-    ActorOutput, EngineConfig, EngineError, EngineOutput, LOG_BUDGET_BYTES, Logs, Progress,
-    Transport, TransportError,
+    ActorOutput, EngineConfig, EngineError, EngineOutput, LOG_BUDGET_BYTES, Logs, PartitionLoad,
+    Progress, Transport, TransportError,
 };
 
 /// Events between two updates of the live progress counters.
@@ -66,6 +66,9 @@ pub struct Partition<A: Actor> {
     last_event: SimTime,
     /// Log bytes buffered by this partition's actors.
     log_bytes: usize,
+    /// Wall time spent in [`Transport::exchange`] (waiting for peers
+    /// included): engine bookkeeping for `run.json`, never read by a model.
+    exchange_wall: std::time::Duration,
 }
 
 pub(crate) struct PartitionOutput {
@@ -77,6 +80,7 @@ pub(crate) struct PartitionOutput {
     /// The longest chain of cross-partition messages behind any event
     /// handled here.
     pub(crate) causal_steps: u32,
+    pub(crate) exchange_wall: std::time::Duration,
 }
 
 /// Distributes actors to partitions by `assignment[actor id] = partition`.
@@ -145,6 +149,7 @@ pub(crate) fn split<A: Actor>(
             actors_total: total,
             events: 0,
             windows: 0,
+            exchange_wall: std::time::Duration::ZERO,
             last_event: 0,
             log_bytes: 0,
         })
@@ -189,9 +194,11 @@ impl<A: Actor> Partition<A> {
         let mut incoming = Vec::new();
         loop {
             let local = self.horizon();
+            let waiting = std::time::Instant::now();
             let agreed = transport
                 .exchange(&mut self.remote, &local, &mut incoming)
                 .map_err(|e| transport_err(self.index, e))?;
+            self.exchange_wall += waiting.elapsed();
             for env in incoming.drain(..) {
                 self.check_incoming(&env)
                     .map_err(|e| transport_err(self.index, e))?;
@@ -483,6 +490,7 @@ impl<A: Actor> Partition<A> {
             last_event: self.last_event,
             pending,
             causal_steps,
+            exchange_wall: self.exchange_wall,
         })
     }
 }
@@ -565,6 +573,13 @@ pub(crate) fn combine(
     let pending = outputs.iter().any(|o| o.pending);
     let last_event = outputs.iter().map(|o| o.last_event).max().unwrap_or(0);
     let causal_steps = outputs.iter().map(|o| o.causal_steps).max().unwrap_or(0);
+    let loads = outputs
+        .iter()
+        .map(|o| PartitionLoad {
+            events: o.events,
+            exchange_wall: o.exchange_wall,
+        })
+        .collect();
     let mut actors: Vec<(ActorId, ActorOutput)> =
         outputs.into_iter().flat_map(|o| o.actors).collect();
     actors.sort_by_key(|(id, _)| *id);
@@ -574,5 +589,6 @@ pub(crate) fn combine(
         windows,
         virtual_end: if pending { end } else { last_event },
         causal_steps: u64::from(causal_steps),
+        loads,
     })
 }

@@ -108,5 +108,6 @@ pub fn run_sequential<A: Actor>(
         windows: 0,
         virtual_end: if pending { config.end } else { last_event },
         causal_steps: 0,
+        loads: Vec::new(),
     })
 }
