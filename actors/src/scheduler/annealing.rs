@@ -107,6 +107,9 @@ pub struct AnnealingStage {
     placed: BTreeMap<TaskId, Booked>,
     /// Placed runs' attempts ([`RunLedger`]).
     ledger: RunLedger,
+    /// Under a slot stage: each started unit's run, whose hosts `runs`
+    /// keeps while it runs, for the next runs' interference.
+    slot_units: BTreeMap<TaskId, TaskId>,
     /// Profiles by (application, units), with when they are ready.
     models: BTreeMap<(u32, u16), (AppModel, SimTime)>,
     measured: u64,
@@ -138,6 +141,7 @@ impl AnnealingStage {
             hosts: servers.iter().map(|s| s.id).collect(),
             runs: BTreeMap::new(),
             placed: BTreeMap::new(),
+            slot_units: BTreeMap::new(),
             ledger: RunLedger::default(),
             models: BTreeMap::new(),
             measured: 0,
@@ -203,6 +207,34 @@ impl AnnealingStage {
                 task.id
             )));
         };
+        let ready = self.profile(&task, now, rng)?;
+        let run = self.runs.entry(d.run).or_insert_with(|| Run {
+            app: d.app,
+            units: d.units,
+            qos: (d.qos_ppm > 0).then(|| f64::from(d.qos_ppm) / 1e6),
+            tasks: Vec::new(),
+            hosts: Vec::new(),
+            ready_at: 0,
+        });
+        run.tasks.push(task);
+        Ok(ready.max(now))
+    }
+
+    /// Profiles the application of unit `task` if it is new (§5.1): when
+    /// its model is ready. Under a slot stage too, where the run queues
+    /// only then.
+    pub fn profile(
+        &mut self,
+        task: &Task,
+        now: SimTime,
+        rng: &mut impl RngCore,
+    ) -> Result<SimTime, ModelError> {
+        let Some(d) = task.dist else {
+            return Err(ModelError::Invariant(format!(
+                "annealing places distributed applications only; task {} is not one",
+                task.id
+            )));
+        };
         let key = (d.app, d.units);
         if !self.models.contains_key(&key) {
             let p = profile_app(
@@ -233,7 +265,28 @@ impl AnnealingStage {
             ));
             self.models.insert(key, (p.model, now + p.time_ns));
         }
-        let ready = self.models.get(&key).map_or(now, |m| m.1);
+        Ok(self.models.get(&key).map_or(now, |m| m.1).max(now))
+    }
+
+    /// Under a slot stage (issue 22): the hosts of the run of `units`, in
+    /// their order, among `candidates` (server indices: the servers with a
+    /// free slot the slot stage allows it). The run is annealed alone, a
+    /// batch of one (the slot stage starts runs one at a time, thesis
+    /// §6.2.3.2), with §5.3's energy against the runs started before it;
+    /// one position per candidate keeps its units on distinct hosts.
+    /// `None`: fewer candidates than units, or no profile yet.
+    pub fn choose_hosts(
+        &mut self,
+        units: &[Task],
+        candidates: &[u32],
+        rng: &mut impl RngCore,
+    ) -> Option<Vec<u32>> {
+        let d = units.first()?.dist?;
+        let n = usize::from(d.units);
+        if units.len() != n || candidates.len() < n {
+            return None;
+        }
+        self.models.get(&(d.app, d.units))?;
         let run = self.runs.entry(d.run).or_insert_with(|| Run {
             app: d.app,
             units: d.units,
@@ -242,8 +295,50 @@ impl AnnealingStage {
             hosts: Vec::new(),
             ready_at: 0,
         });
-        run.tasks.push(task);
-        Ok(ready.max(now))
+        run.hosts.clear();
+        let slots: Vec<usize> = candidates.iter().map(|&i| i as usize).collect();
+        let positions: Vec<(usize, u16)> = (0..d.units).map(|u| (0, u)).collect();
+        let view = self.view(&[d.run]);
+        let occ = self.anneal(&view, &slots, &positions, rng);
+        drop(view);
+        let mut by_unit: Vec<Option<u32>> = vec![None; n];
+        for (k, o) in occ.iter().enumerate() {
+            if let Some((_, u)) = *o {
+                by_unit[usize::from(u)] = Some(slots[k] as u32);
+            }
+        }
+        units
+            .iter()
+            .map(|t| by_unit.get(usize::from(t.dist?.unit)).copied().flatten())
+            .collect()
+    }
+
+    /// Under a slot stage: unit `task` of a run [`Self::choose_hosts`]
+    /// placed starts on server `server` (index).
+    pub fn unit_started(&mut self, task: &Task, server: u32) {
+        let Some(d) = task.dist else {
+            return;
+        };
+        let Some(r) = self.runs.get_mut(&d.run) else {
+            return;
+        };
+        let n = usize::from(r.units);
+        if r.hosts.len() != n {
+            r.hosts = vec![server as usize; n];
+        }
+        if let Some(h) = r.hosts.get_mut(usize::from(d.unit)) {
+            *h = server as usize;
+        }
+        self.slot_units.insert(task.id, d.run);
+    }
+
+    /// Under a slot stage: unit `task` left its slot (finished, lost,
+    /// evicted, or withdrawn before its run started): its run no longer
+    /// runs whole, and no longer weighs on the next runs' placement.
+    pub fn unit_left(&mut self, task: TaskId) {
+        if let Some(run) = self.slot_units.remove(&task) {
+            self.runs.remove(&run);
+        }
     }
 
     /// A unit finished on its server (its run's coordinator ended the run,
@@ -338,50 +433,13 @@ impl AnnealingStage {
             }
         }
         // occupants: batch unit (run index in batch, unit) or free
-        let mut occ: Vec<Option<(usize, u16)>> = vec![None; slots.len()];
         let units: Vec<(usize, u16)> = batch
             .iter()
             .enumerate()
             .flat_map(|(b, id)| (0..self.runs[id].units).map(move |u| (b, u)))
             .collect();
-        // random initial placement: a shuffled order of positions
-        let mut order: Vec<usize> = (0..slots.len()).collect();
-        for i in (1..order.len()).rev() {
-            let j = index(rng, i as u32 + 1) as usize;
-            order.swap(i, j);
-        }
-        for (k, &u) in units.iter().enumerate() {
-            occ[order[k]] = Some(u);
-        }
         let view = self.view(&batch);
-        let (mut energy, feasible) = view.energy(&slots, &occ);
-        // the best placement that keeps every run on distinct hosts (any,
-        // if none does)
-        let mut best = (!feasible, energy, occ.clone());
-        let n = self.iterations.max(1);
-        if slots.len() >= 2 {
-            for step in 0..n {
-                let temp = T_START * libm::pow(T_END / T_START, f64::from(step) / f64::from(n));
-                let a = index(rng, slots.len() as u32) as usize;
-                let b = index(rng, slots.len() as u32) as usize;
-                let run_of = |o: &Option<(usize, u16)>| o.map(|x| x.0);
-                if run_of(&occ[a]) == run_of(&occ[b]) {
-                    continue;
-                }
-                occ.swap(a, b);
-                let (e, feasible) = view.energy(&slots, &occ);
-                let accept = e <= energy || uniform_open0(rng) < libm::exp(-(e - energy) / temp);
-                if accept {
-                    energy = e;
-                    if (!feasible, e) < (best.0, best.1) {
-                        best = (!feasible, e, occ.clone());
-                    }
-                } else {
-                    occ.swap(a, b);
-                }
-            }
-        }
-        let occ = best.2;
+        let occ = self.anneal(&view, &slots, &units, rng);
         let predicted = view.predictions(&slots, &occ);
         drop(view);
         // dispatch
@@ -444,6 +502,58 @@ impl AnnealingStage {
             r.hosts = hosts;
         }
         pass
+    }
+
+    /// Simulated annealing of `units` (batch run, unit) over the unit
+    /// positions `slots` (a server index each) against `view`: a random
+    /// start, then swaps accepted as the temperature cools (§5.1). The
+    /// best placement that keeps every run on distinct hosts (any, if none
+    /// does): for each position, the unit it holds.
+    fn anneal(
+        &self,
+        view: &View<'_>,
+        slots: &[usize],
+        units: &[(usize, u16)],
+        rng: &mut impl RngCore,
+    ) -> Vec<Option<(usize, u16)>> {
+        let mut occ: Vec<Option<(usize, u16)>> = vec![None; slots.len()];
+        // random initial placement: a shuffled order of positions
+        let mut order: Vec<usize> = (0..slots.len()).collect();
+        for i in (1..order.len()).rev() {
+            let j = index(rng, i as u32 + 1) as usize;
+            order.swap(i, j);
+        }
+        for (k, &u) in units.iter().enumerate() {
+            occ[order[k]] = Some(u);
+        }
+        let (mut energy, feasible) = view.energy(slots, &occ);
+        // the best placement that keeps every run on distinct hosts (any,
+        // if none does)
+        let mut best = (!feasible, energy, occ.clone());
+        let n = self.iterations.max(1);
+        if slots.len() >= 2 {
+            for step in 0..n {
+                let temp = T_START * libm::pow(T_END / T_START, f64::from(step) / f64::from(n));
+                let a = index(rng, slots.len() as u32) as usize;
+                let b = index(rng, slots.len() as u32) as usize;
+                let run_of = |o: &Option<(usize, u16)>| o.map(|x| x.0);
+                if run_of(&occ[a]) == run_of(&occ[b]) {
+                    continue;
+                }
+                occ.swap(a, b);
+                let (e, feasible) = view.energy(slots, &occ);
+                let accept = e <= energy || uniform_open0(rng) < libm::exp(-(e - energy) / temp);
+                if accept {
+                    energy = e;
+                    if (!feasible, e) < (best.0, best.1) {
+                        best = (!feasible, e, occ.clone());
+                    }
+                } else {
+                    occ.swap(a, b);
+                }
+            }
+        }
+        best.2
     }
 
     /// What one pass evaluates placements against: per host, the (run,
@@ -777,5 +887,47 @@ mod tests {
         let mut hosts: Vec<u32> = pass.dispatch.iter().map(|(i, _)| *i).collect();
         hosts.sort_unstable();
         assert_eq!(hosts, vec![1, 2]);
+    }
+
+    /// Under a slot stage the annealer chooses a run's hosts among the
+    /// candidates it is given only, distinct, in the order of the units it
+    /// is handed; it chooses nothing before the profile or with fewer
+    /// candidates than units; under the QoS goal it keeps the sensitive
+    /// M.lmps off the hosts of a running C.libq; a unit leaving ends that
+    /// run's weight on later choices.
+    #[test]
+    fn under_a_slot_stage_it_chooses_hosts_among_the_candidates_only() {
+        let mut s = stage(AnnealingGoal::Qos);
+        let mut rng = actor_rng(7, "scheduler");
+        let libq = units("C.libq", 0, false);
+        assert_eq!(s.choose_hosts(&libq, &[0, 1, 2, 3], &mut rng), None);
+        for t in &libq {
+            s.profile(t, 0, &mut rng).unwrap();
+        }
+        assert_eq!(s.choose_hosts(&libq, &[2], &mut rng), None);
+        let hosts = s.choose_hosts(&libq, &[1, 3], &mut rng).unwrap();
+        assert!(hosts == [1, 3] || hosts == [3, 1], "{hosts:?}");
+        for (t, &h) in libq.iter().zip(&[0, 1]) {
+            s.unit_started(t, h);
+        }
+        let mut lmps = units("M.lmps", 2, true);
+        lmps.reverse();
+        for t in &lmps {
+            s.profile(t, 0, &mut rng).unwrap();
+        }
+        for _ in 0..5 {
+            let hosts = s.choose_hosts(&lmps, &[0, 1, 2, 3], &mut rng).unwrap();
+            assert_eq!(hosts.len(), 2);
+            assert_ne!(hosts[0], hosts[1], "distinct hosts");
+            assert!(
+                hosts.iter().all(|h| [2, 3].contains(h)),
+                "{hosts:?}: away from C.libq"
+            );
+            let only = s.choose_hosts(&lmps, &[1, 3], &mut rng).unwrap();
+            assert!(only.iter().all(|h| [1, 3].contains(h)), "{only:?}");
+        }
+        s.unit_left(libq[1].id);
+        assert!(!s.runs.contains_key(&0), "C.libq no longer runs whole");
+        assert!(s.runs.values().all(|r| r.hosts.is_empty()));
     }
 }

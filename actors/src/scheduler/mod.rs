@@ -20,7 +20,9 @@
 //!    (`energy.rs`) queue by themselves under `fifo` without slots, and are
 //!    the placement behind ARQ or a slot stage otherwise; `annealing`
 //!    (`annealing.rs`) queues distributed runs by itself beside the
-//!    pipeline's single tasks, and under any other placement `gang.rs`
+//!    pipeline's single tasks without slots, and chooses the hosts of the
+//!    slot stage's gang starts under one (a batch of one, ASPLOS'16 §5.1,
+//!    thesis §6.2.3.2); under any other placement `gang.rs`
 //!    queues a run whole for the placement to place unit by unit (a slot
 //!    stage starts it whole in free slots, `preemption/gang.rs`; an
 //!    energy stage that queues by itself, `energy_gang.rs`).
@@ -152,6 +154,9 @@ struct CorePlacer<'a> {
     /// Virtual time the latest decision that chose a server or a victim
     /// took (`Placement::decision_latency`), for the start it leads to.
     latency: u64,
+    /// `annealing` under a slot stage: it chooses the hosts of each run
+    /// the slot stage starts ([`AnnealingStage::choose_hosts`]).
+    anneal: Option<&'a mut annealing::AnnealingStage>,
 }
 
 impl<'a> CorePlacer<'a> {
@@ -166,7 +171,14 @@ impl<'a> CorePlacer<'a> {
             strict,
             pool: 0,
             latency: 0,
+            anneal: None,
         }
+    }
+
+    /// The same, with `annealing` choosing the hosts of distributed runs.
+    fn annealing(mut self, anneal: Option<&'a mut annealing::AnnealingStage>) -> Self {
+        self.anneal = anneal;
+        self
     }
 }
 
@@ -292,14 +304,57 @@ impl SlotPlacer for CorePlacer<'_> {
             .any(|n| matches!(n, Notice::Refused { task: t, .. } if *t == task.id));
         if refused {
             self.withdraw(task, server);
+        } else if let Some(a) = self.anneal.as_deref_mut() {
+            a.unit_started(task, server);
         }
         !refused
+    }
+
+    /// Annealing chooses the hosts of the whole run among the servers
+    /// `candidates` holds that also leave the units room beside the
+    /// primary tenants and have a path for their flows, as single
+    /// choices do.
+    fn choose_gang(
+        &mut self,
+        units: &[Task],
+        candidates: &dyn Fn(u32) -> bool,
+        rng: &mut ActorRng,
+    ) -> Option<Vec<u32>> {
+        let anneal = self.anneal.as_deref_mut()?;
+        let core = &*self.core;
+        let strict = self.strict;
+        let (flows, cluster, world) = (&core.flows, &core.cluster, &core.world);
+        let fits = |i: u32| {
+            candidates(i)
+                && units.iter().all(|t| {
+                    cluster.servers()[i as usize].fits(t, false)
+                        && (!strict || core.appropriate_on(t, i))
+                        && (t.flow_bps == 0
+                            || flows.fits(
+                                &world.network,
+                                cluster.servers()[i as usize].id,
+                                Bandwidth::from_bps(t.flow_bps),
+                                None,
+                            ))
+                })
+        };
+        let hosts: Vec<u32> = (0..cluster.servers().len() as u32)
+            .filter(|&i| fits(i))
+            .collect();
+        anneal.choose_hosts(units, &hosts, rng)
+    }
+
+    fn places_gangs(&self) -> bool {
+        self.anneal.is_some()
     }
 
     /// Frees what `task` was booked on `server` (view, flows, the energy
     /// stage's ledger) and drops its notices: the switches never hear of
     /// it.
     fn withdraw(&mut self, task: &Task, server: u32) {
+        if let Some(a) = self.anneal.as_deref_mut() {
+            a.unit_left(task.id);
+        }
         let core = &mut *self.core;
         if core.placed.remove(&task.id).is_some() {
             core.vacate(task.id, server, task.cores, task.memory_mb);
@@ -913,7 +968,11 @@ impl Scheduler {
                     stage.enqueue(task);
                     return self.arm_slot_tick(ctx);
                 }
-                if let Some(stage) = self.annealing.as_mut().filter(|_| task.dist.is_some()) {
+                if let Some(stage) = self
+                    .annealing
+                    .as_mut()
+                    .filter(|_| task.dist.is_some() && self.slots.is_none())
+                {
                     let now = ctx.now();
                     let at = stage.submit(task, now, ctx.rng())?;
                     for (kind, fields) in stage.take_logs() {
@@ -935,11 +994,23 @@ impl Scheduler {
                     if self.slots.is_some() {
                         task.cores = 1;
                     }
+                    // `annealing` under a slot stage profiles the run's
+                    // application (ASPLOS'16 §5.1) and the run joins the
+                    // slot stage's queue once complete and profiled
+                    let now = ctx.now();
+                    let mut ready = now;
+                    if let Some(stage) = self.annealing.as_mut() {
+                        ready = stage.profile(&task, now, ctx.rng())?;
+                        for (kind, fields) in stage.take_logs() {
+                            ctx.log(kind, &fields);
+                        }
+                    }
                     return match self.core.gangs.arrive(task) {
                         Some(first) if self.energy_queues => {
                             self.energy_runs.push(first);
                             self.arm_slot_tick(ctx)
                         }
+                        Some(first) if ready > now => ctx.timer(ready - now, Msg::Requeue(first)),
                         Some(first) => self.admit(first, 0, ctx),
                         None => Ok(()),
                     };
@@ -997,6 +1068,9 @@ impl Scheduler {
             }
             Body::Finished { task, .. } if self.slots.is_some() => {
                 self.core.gangs.finished(task);
+                if let Some(stage) = self.annealing.as_mut() {
+                    stage.unit_left(task);
+                }
                 if let Some(stage) = self.slots.as_mut() {
                     stage.release(task, src);
                 }
@@ -1226,6 +1300,9 @@ impl Scheduler {
         src: ActorId,
         ctx: &mut Ctx<'_, Msg>,
     ) -> Result<(), ModelError> {
+        if let Some(stage) = self.annealing.as_mut() {
+            stage.unit_left(task.id);
+        }
         if let Some(stage) = self.slots.as_mut() {
             stage.release(task.id, src);
             if self.slot_placer
@@ -1293,7 +1370,7 @@ impl Scheduler {
 
     /// Tasks waiting in whichever queue the pipeline uses.
     fn queued(&self) -> usize {
-        if let Some(a) = &self.annealing {
+        if let Some(a) = self.annealing.as_ref().filter(|_| self.slots.is_none()) {
             return a.queued() + self.admission.len();
         }
         if let Some(e) = self.energy.as_ref().filter(|_| self.energy_queues) {
@@ -1326,7 +1403,8 @@ impl Scheduler {
             return Ok(());
         };
         let mut actions = if self.slot_placer {
-            let mut placer = CorePlacer::new(&mut self.core, self.energy.as_mut(), false);
+            let mut placer = CorePlacer::new(&mut self.core, self.energy.as_mut(), false)
+                .annealing(self.annealing.as_mut());
             stage.schedule_placed(now, ctx.rng(), Some(&mut placer))
         } else {
             stage.schedule(now, ctx.rng())
@@ -1335,13 +1413,15 @@ impl Scheduler {
             let pools = self.core.pool_state();
             let core = &mut self.core;
             let mut energy = self.energy.as_mut();
+            let mut anneal = self.annealing.as_mut();
             let mut place = |task: &Task, _: SimTime, scope: Scope<'_>| {
                 let allow: Option<Vec<bool>> = scope
                     .pools
                     .map(|ps| core.pool.iter().map(|p| ps.contains(p)).collect());
                 let admits = |i: u32| allow.as_ref().is_none_or(|a| a[i as usize]);
                 let rest = core.gangs.rest(task.id).map(<[Task]>::to_vec);
-                let mut placer = CorePlacer::new(&mut *core, energy.as_deref_mut(), scope.strict);
+                let mut placer = CorePlacer::new(&mut *core, energy.as_deref_mut(), scope.strict)
+                    .annealing(anneal.as_deref_mut());
                 let allowed = allow.is_some().then_some(&admits as &dyn Fn(u32) -> bool);
                 let rng = ctx.rng();
                 let action = match rest {

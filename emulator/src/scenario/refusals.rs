@@ -4,7 +4,7 @@
 //! which fields of a scenario meet it. Every combination of stages,
 //! topology and tenant kinds not listed here runs (issue 22).
 
-use dcemu_actors::config::{PlacementKind, SlotPolicy, StickyPhase};
+use dcemu_actors::config::{SlotPolicy, StickyPhase};
 use dcemu_topology::TopologyKind;
 
 use super::Scenario;
@@ -43,14 +43,6 @@ pub const REFUSALS: &[Refusal] = &[
                 .map(|i| format!("tenants[{i}].flow_bandwidth"))
                 .collect(),
             _ => Vec::new(),
-        },
-    },
-    Refusal {
-        combination: "`annealing` with `slots` ≠ `none`",
-        reason: "`annealing` places every unit itself: use slots = \"none\"",
-        fields: |s| {
-            let annealing = s.scheduler.placement == PlacementKind::Annealing;
-            field_if(annealing && s.scheduler.slots.slotted(), "scheduler.slots")
         },
     },
     Refusal {

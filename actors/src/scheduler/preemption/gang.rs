@@ -79,7 +79,8 @@ impl SlotStage {
 
     /// A server for each unit, in unit order: a free slot on a server no
     /// other unit of the run has, that `allowed` admits, chosen by
-    /// `placer` and booked there as it goes, so that the next unit sees
+    /// `placer` (for all units at once if it places gangs, `annealing`;
+    /// each choice checked all the same) and booked there as it goes, so that the next unit sees
     /// it (a shared link's bandwidth; or uniformly among such free slots
     /// without a placer, §6.2.3.1). `None` if one unit finds none, or the
     /// run would exceed the regular share: then the placer's bookings are
@@ -97,15 +98,27 @@ impl SlotStage {
         if self.regular_used + n > regular || self.slots.free_total < n {
             return None;
         }
+        let joint = match placer.as_deref_mut() {
+            Some(p) if p.places_gangs() => {
+                let free = |i: u32| self.slots.has_free(i) && allowed.is_none_or(|ok| ok(i));
+                let hosts = p.choose_gang(units, &free, rng)?;
+                if hosts.len() != units.len() {
+                    return None;
+                }
+                Some(hosts)
+            }
+            _ => None,
+        };
         let mut used = BTreeSet::new();
         let mut servers: Vec<u32> = Vec::with_capacity(units.len());
-        for unit in units {
+        for (k, unit) in units.iter().enumerate() {
             let candidates = |i: u32| {
                 self.slots.has_free(i) && allowed.is_none_or(|ok| ok(i)) && !used.contains(&i)
             };
             let server = match placer.as_deref_mut() {
-                Some(p) => p
-                    .choose(unit, &candidates, rng)
+                Some(p) => joint
+                    .as_ref()
+                    .map_or_else(|| p.choose(unit, &candidates, rng), |h| h.get(k).copied())
                     .filter(|&i| candidates(i))
                     .filter(|&i| p.start_unit(unit, i, now, rng)),
                 None => self.random_free_of(&candidates, rng),
@@ -332,5 +345,64 @@ mod tests {
         let victim = victim_of(&s.schedule(2, &mut rng));
         assert!(matches!(victim, Some(10 | 11)), "{victim:?}");
         assert!(conserved(&s));
+    }
+
+    /// A placement that chooses a run's hosts jointly, as `annealing` does
+    /// under a slot stage, proposing `hosts` whatever the stage allows.
+    struct Joint {
+        hosts: Vec<u32>,
+    }
+
+    impl SlotPlacer for Joint {
+        fn choose(&mut self, t: &Task, ok: &dyn Fn(u32) -> bool, r: &mut ActorRng) -> Option<u32> {
+            First.choose(t, ok, r)
+        }
+
+        fn started(&mut self, _: &Task, _: u32, _: Option<TaskId>, _: SimTime, _: &mut ActorRng) {}
+
+        fn choose_gang(
+            &mut self,
+            _: &[Task],
+            _: &dyn Fn(u32) -> bool,
+            _: &mut ActorRng,
+        ) -> Option<Vec<u32>> {
+            Some(self.hosts.clone())
+        }
+
+        fn places_gangs(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_gang_placed_jointly_starts_only_in_free_slots_on_distinct_hosts() {
+        for policy in [SlotPolicy::Priority, SlotPolicy::Wasp, SlotPolicy::Hybrid] {
+            let mut rng = actor_rng(6, "gang");
+            let mut s = stage(policy, EvictionPolicy::Mrs, &[(2, 1.0), (2, 1.0), (2, 1.0)]);
+            for id in 0..2 {
+                s.enqueue(task(id, 0, id));
+            }
+            assert_eq!(s.schedule_placed(1, &mut rng, Some(&mut First)).len(), 2);
+            assert!(!s.slots.has_free(0), "{policy:?}: server 0 is full");
+            let (first, rest) = gang(100, 2, 0);
+            s.enqueue_gang(first, rest);
+            // a host without a free slot, or one host for two units:
+            // nothing of the run starts, nothing stays booked
+            for hosts in [vec![0, 1], vec![1, 0], vec![2, 2], vec![1], vec![1, 7]] {
+                let mut placer = Joint { hosts };
+                let out = s.schedule_placed(2, &mut rng, Some(&mut placer));
+                assert!(started(&out).is_empty(), "{policy:?}: {out:?}");
+                assert_eq!((s.queued(), s.slots.free_total), (2, 4), "{policy:?}");
+                assert!(conserved(&s), "{policy:?}");
+            }
+            let out = s.schedule_placed(3, &mut rng, Some(&mut Joint { hosts: vec![2, 1] }));
+            assert_eq!(
+                started(&out),
+                vec![vec![(100, ActorId(12)), (101, ActorId(11))]],
+                "{policy:?}: where the placement chose"
+            );
+            assert_eq!((s.queued(), s.slots.free_total), (0, 2), "{policy:?}");
+            assert!(conserved(&s), "{policy:?}");
+        }
     }
 }

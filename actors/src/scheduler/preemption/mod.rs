@@ -174,6 +174,26 @@ pub trait SlotPlacer {
     /// cannot start whole.
     fn withdraw(&mut self, _task: &Task, _server: u32) {}
 
+    /// The hosts of a distributed run's `units`, in their order, chosen
+    /// jointly among the servers `candidates` holds (`annealing` under a
+    /// slot stage, ASPLOS'16 §5.1); `None` starts nothing. Only asked if
+    /// [`SlotPlacer::places_gangs`]; the slot stage still checks every
+    /// host (a free slot it allows, distinct) before it books one.
+    fn choose_gang(
+        &mut self,
+        _units: &[Task],
+        _candidates: &dyn Fn(u32) -> bool,
+        _rng: &mut ActorRng,
+    ) -> Option<Vec<u32>> {
+        None
+    }
+
+    /// Whether the placement chooses a run's hosts jointly
+    /// ([`SlotPlacer::choose_gang`]) rather than unit by unit.
+    fn places_gangs(&self) -> bool {
+        false
+    }
+
     /// Whether a start of `task` needs more than a slot where the placement
     /// is concerned (bandwidth on a path for its flow, an energy-aware
     /// placement's CPU, memory and path): then a victim is one whose
