@@ -696,6 +696,61 @@ fn energy_aware_placements_start_distributed_runs_whole_on_distinct_hosts() {
     }
 }
 
+/// `annealing` under each slot stage, with and without ARQ, with a
+/// distributed tenant on the default datacenter (docs/scheduler.md,
+/// "`annealing` under a slot stage"): no unit starts before its
+/// application's profile is ready, every run starts whole on distinct
+/// hosts, runs end, nothing is lost, and 1 and 3 partitions agree.
+#[test]
+fn annealing_under_every_slot_stage_starts_profiled_runs_whole_on_distinct_hosts() {
+    for (admission, slots) in [("fifo", "priority"), ("fifo", "wasp"), ("arq", "hybrid")] {
+        let label = format!("annealing, admission = {admission}, slots = {slots}");
+        let scenario = with_distributed_tenant(&[
+            "run.end=1h".to_string(),
+            "scheduler.placement=annealing".to_string(),
+            format!("scheduler.admission={admission}"),
+            format!("scheduler.slots={slots}"),
+            format!(
+                "scheduler.sticky_slots={}",
+                if slots == "hybrid" { 32 } else { 0 }
+            ),
+        ])
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
+        let one = run(&scenario, 1);
+        assert_no_task_lost(&one, &label);
+        assert!(
+            metric(&one, "dist_apps_completed") > 0.0,
+            "{label}: runs end"
+        );
+        let sched = log(&one, "scheduler");
+        let profiled = kind(&sched, "dist_profile");
+        assert!(!profiled.is_empty(), "{label}: applications profiled");
+        let ready = profiled
+            .iter()
+            .map(|p| p["t_ns"].as_u64().unwrap() + p["time_ns"].as_u64().unwrap())
+            .min()
+            .unwrap();
+        let starts = run_starts(&one, 2);
+        let runs: std::collections::BTreeSet<u64> = starts.keys().map(|k| k.0).collect();
+        assert!(
+            runs.len() >= 6,
+            "{label}: most of the 12 runs started: {starts:?}"
+        );
+        for (key, servers) in &starts {
+            assert!(
+                key.1 >= ready,
+                "{label}: run {key:?} starts once profiled ({ready})"
+            );
+            assert_eq!(servers.len(), 2, "{label}: run {key:?} starts whole");
+            assert_ne!(
+                servers[0], servers[1],
+                "{label}: run {key:?} on distinct hosts"
+            );
+        }
+        assert_eq!(one.digest, run(&scenario, 3).digest, "{label}");
+    }
+}
+
 /// Reservations the scheduler logged, less its releases: the flows it
 /// still holds, which must be what its ledger says at the end.
 fn assert_flows_balance(o: &Outcome, label: &str) {

@@ -1010,7 +1010,7 @@ impl Scheduler {
                             self.energy_runs.push(first);
                             self.arm_slot_tick(ctx)
                         }
-                        Some(first) if ready > now => ctx.timer(ready - now, Msg::Requeue(first)),
+                        Some(first) if ready > now => ctx.timer(ready - now, Msg::Profiled(first)),
                         Some(first) => self.admit(first, 0, ctx),
                         None => Ok(()),
                     };
