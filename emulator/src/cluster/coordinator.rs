@@ -298,7 +298,12 @@ pub async fn run_coordinator(
     // from here on, one actor per node holds its control link, and one
     // gathers what they hear
     let node_names: Vec<String> = nodes.iter().map(|n| n.join.name.clone()).collect();
-    let (gather, ending) = Gather::new(assignment.clone(), node_names.clone(), opts.max_frame);
+    let (gather, ending) = Gather::new(
+        assignment.clone(),
+        node_names.clone(),
+        opts.max_frame,
+        opts.failure_timeout * 3,
+    );
     let gather = gather.start();
     // connecting the mesh may take a while; heartbeats come once the run starts
     let silence = opts.failure_timeout.max(opts.join_timeout);

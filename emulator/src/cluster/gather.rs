@@ -6,8 +6,8 @@
 //! At the first failure it tells every node to stop, naming the cause and
 //! the virtual time reached, and keeps taking the logs the nodes still hand
 //! over (what their actors logged up to the stop, as `dcemu run` keeps them
-//! with incomplete results) until each node is done, gone or silent; a
-//! second interrupt ends the wait.
+//! with incomplete results) until each node is done, gone or silent, for at
+//! most a grace period; a Ctrl-C does not wait for them.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -47,15 +47,19 @@ pub struct Gather {
     aborting: Option<String>,
     /// Nodes heard from for the last time (done, gone or silent).
     ended: Vec<bool>,
+    /// How long a stopping run waits for the nodes' logs at most.
+    grace: Duration,
 }
 
 impl Gather {
     /// `logs` writes the actors' logs when the scenario keeps them (none
     /// may come otherwise); the receiver gets the run's ending.
+    /// A stopping run waits at most `grace` for the nodes' logs.
     pub fn new(
         assignment: Vec<u32>,
         node_names: Vec<String>,
         max_frame: usize,
+        grace: Duration,
     ) -> (Self, oneshot::Receiver<Ending>) {
         let n = node_names.len();
         let (end, ending) = oneshot::channel();
@@ -75,6 +79,7 @@ impl Gather {
             end: Some(end),
             aborting: None,
             ended: vec![false; n],
+            grace,
         };
         (gather, ending)
     }
@@ -103,6 +108,11 @@ impl Gather {
             });
         }
         self.aborting = Some(reason);
+        ctx.run_later(self.grace, |act, ctx| {
+            if let Some(reason) = act.aborting.clone() {
+                act.finish(Err(reason), ctx);
+            }
+        });
         self.end_if_all_ended(ctx);
     }
 
@@ -284,8 +294,8 @@ impl Handler<LogFailed> for Gather {
     }
 }
 
-/// Stop the run for `0` (e.g. Ctrl-C); a second one ends the wait for
-/// the nodes' logs.
+/// Stop the run now for `0` (Ctrl-C): the nodes are told, and the run
+/// ends without waiting for their logs (whoever interrupts wants it over).
 pub struct Interrupt(pub String);
 
 impl Message for Interrupt {
@@ -296,9 +306,9 @@ impl Handler<Interrupt> for Gather {
     type Result = ();
 
     fn handle(&mut self, Interrupt(reason): Interrupt, ctx: &mut Context<Self>) {
-        match self.aborting.clone() {
-            Some(first) => self.finish(Err(first), ctx),
-            None => self.abort(reason, ctx),
+        self.abort(reason, ctx);
+        if let Some(reason) = self.aborting.clone() {
+            self.finish(Err(reason), ctx);
         }
     }
 }
