@@ -302,7 +302,7 @@ pub async fn run_coordinator(
         assignment.clone(),
         node_names.clone(),
         opts.max_frame,
-        opts.failure_timeout * 3,
+        opts.failure_timeout,
     );
     let gather = gather.start();
     // connecting the mesh may take a while; heartbeats come once the run starts
