@@ -29,8 +29,8 @@ pub const HARD_MAX_FRAME: usize = 1 << 30;
 /// ([`Finished::causal_steps`]).
 /// 6: the setup names the directory an external scheduler's program runs
 /// in. 7: that directory ([`Setup::shared_dir`]) is also where nodes read
-/// public-format traces.
-pub const PROTOCOL: u32 = 7;
+/// public-format traces. 8: log chunks are byte strings.
+pub const PROTOCOL: u32 = 8;
 
 /// Length of a run id in bytes before hex encoding (`tls::random_run_id`).
 pub const RUN_ID_BYTES: usize = 16;
@@ -210,9 +210,11 @@ pub enum ToCoordinator {
         id: u32,
         metrics: Metrics,
     },
-    /// A piece of an actor's log, in order.
+    /// A piece of an actor's log, in order (one byte string on the wire,
+    /// copied whole, rather than a sequence of single bytes).
     Log {
         id: u32,
+        #[serde(with = "serde_bytes")]
         bytes: Vec<u8>,
     },
     /// Everything was sent.
