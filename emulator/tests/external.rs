@@ -11,31 +11,12 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{Procs, SECRET};
-
-fn dcemu(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dcemu"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("the dcemu binary runs")
-}
-
-fn python() -> bool {
-    let ok = Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("SKIPPED: python3 is not installed; the external scheduler tests need it");
-    }
-    ok
-}
+use common::{Procs, SECRET, dcemu, python};
 
 /// A scheduler that behaves (`ok`: first fit) or misbehaves one way.
 const PROGRAM: &str = r#"

@@ -8,26 +8,9 @@
 //! load. Skipped, saying so, where `python3` is absent.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn dcemu(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dcemu"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("the dcemu binary runs")
-}
-
-fn python() -> bool {
-    let ok = Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("SKIPPED: python3 is not installed; the external scheduler tests need it");
-    }
-    ok
-}
+mod common;
+use common::{dcemu, python};
 
 /// A v2 scheduler: first fit, and the most recently started admissible
 /// victim (`ok`), or one way of misbehaving at its first `preempt`.
