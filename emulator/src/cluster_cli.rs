@@ -54,9 +54,21 @@ pub struct CoordinatorArgs {
     #[arg(long, value_name = "BYTES", default_value_t = wire::DEFAULT_MAX_FRAME as u64,
           value_parser = clap::value_parser!(u64).range(1024..=wire::HARD_MAX_FRAME as u64))]
     max_frame: u64,
+    /// Nodes that share a network namespace (one host, one container) pass
+    /// batches over Unix sockets instead of QUIC: `auto` (the default)
+    /// wherever they can, `off` to keep QUIC everywhere (to compare).
+    #[arg(long, value_name = "auto|off", default_value = "auto")]
+    same_host_links: SameHostLinks,
     /// No summary; errors only.
     #[arg(long, short)]
     quiet: bool,
+}
+
+/// `--same-host-links`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum SameHostLinks {
+    Auto,
+    Off,
 }
 
 #[derive(Args)]
@@ -148,6 +160,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<(), Failure> {
         heartbeat: (wall(args.failure_timeout) / 10)
             .clamp(Duration::from_millis(20), Duration::from_secs(1)),
         max_frame: args.max_frame as usize,
+        same_host_links: args.same_host_links == SameHostLinks::Auto,
     };
     let (outcome, report) = system()?
         .block_on(run_coordinator(&scenario, &opts, staging))

@@ -123,6 +123,8 @@ struct Layout<'a> {
     coord_host: &'a str,
     node_prefix: Vec<Vec<String>>,
     node_hosts: Vec<String>,
+    /// More coordinator flags.
+    coord_args: Vec<&'static str>,
 }
 
 fn command(prefix: &[String]) -> Command {
@@ -142,7 +144,27 @@ fn loopback(nodes: usize) -> Layout<'static> {
         coord_host: "127.0.0.1",
         node_prefix: vec![Vec::new(); nodes],
         node_hosts: vec!["127.0.0.1".into(); nodes],
+        coord_args: Vec::new(),
     }
+}
+
+/// Per node of the last run on `layout` in `dir`: (same-host links, window
+/// exchanges), from its `run.json`.
+fn links_of(dir: &Path, layout: &Layout) -> Vec<(u64, u64)> {
+    let out = dir.join(format!("multi-{}", layout.node_hosts.len()));
+    let text = std::fs::read_to_string(out.join("run.json")).unwrap();
+    let facts: serde_json::Value = serde_json::from_str(&text).unwrap();
+    facts["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["local_links"].as_u64().unwrap(),
+                n["barrier_exchanges"].as_u64().unwrap(),
+            )
+        })
+        .collect()
 }
 
 /// Runs the scenario on a coordinator and nodes; returns the digest.
@@ -157,8 +179,9 @@ fn cluster_digest(dir: &Path, scenario: &[&str], layout: &Layout) -> String {
             .arg(layout.node_hosts.len().to_string())
             .arg("--listen")
             .arg(format!("{}:0", layout.coord_host))
-            .args(["-q", "--secret", SECRET, "--out"])
-            .arg(&out),
+            .args(["-q", "--secret", SECRET, "--force", "--out"])
+            .arg(&out)
+            .args(&layout.coord_args),
         &mut procs,
     );
     let addr = coord.listening_addr();
@@ -226,9 +249,22 @@ fn two_and_four_nodes_on_loopback_match_a_single_process_run() {
         let tmp = tempfile::tempdir().unwrap();
         let single = single_digest(tmp.path(), &scenario);
         for nodes in [2, 4] {
-            let multi = cluster_digest(tmp.path(), &scenario, &loopback(nodes));
+            let layout = loopback(nodes);
+            let multi = cluster_digest(tmp.path(), &scenario, &layout);
             assert_eq!(single, multi, "{label} on {nodes} nodes");
+            let links = links_of(tmp.path(), &layout);
+            let in_windows = links.iter().filter(|(_, x)| *x > 1).count() as u64;
+            assert!(in_windows >= 2, "{label}: {links:?}");
+            for (local, exchanges) in links {
+                let expected = if exchanges > 1 { in_windows - 1 } else { 0 };
+                assert_eq!(local, expected, "{label} on {nodes} nodes: same-host links");
+            }
         }
+        let mut quic = loopback(2);
+        quic.coord_args = vec!["--same-host-links", "off"];
+        let multi = cluster_digest(tmp.path(), &scenario, &quic);
+        assert_eq!(single, multi, "{label} over QUIC only");
+        assert!(links_of(tmp.path(), &quic).iter().all(|(l, _)| *l == 0));
     }
 }
 
@@ -403,6 +439,7 @@ fn coordinator_and_nodes_in_separate_network_namespaces_match_a_single_process_r
             coord_host: &addrs[0],
             node_prefix: hosts[1..=nodes].iter().map(prefix).collect(),
             node_hosts: addrs[1..=nodes].to_vec(),
+            coord_args: Vec::new(),
         };
         let dir: PathBuf = tmp.path().join(format!("ns{nodes}"));
         std::fs::create_dir_all(&dir).unwrap();
@@ -410,6 +447,11 @@ fn coordinator_and_nodes_in_separate_network_namespaces_match_a_single_process_r
             cluster_digest(&dir, &scenario, &layout),
             single,
             "{nodes} nodes"
+        );
+        let links = links_of(&dir, &layout);
+        assert!(
+            links.iter().all(|(l, _)| *l == 0),
+            "separate hosts got same-host links: {links:?}"
         );
     }
     drop(guard);

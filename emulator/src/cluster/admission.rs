@@ -109,7 +109,7 @@ async fn admit(incoming: quinn::Incoming, secret: &[u8], run_id: &str) -> Result
         .await
         .map_err(|_| refuse(&conn, "said nothing".into()))?
         .map_err(|e| format!("connection lost: {e}"))?;
-    let join = match wire::read::<ToCoordinator>(&mut recv, 64 << 10).await {
+    let join = match wire::read::<ToCoordinator, _>(&mut recv, 64 << 10).await {
         Ok(Some(ToCoordinator::Join(join))) => *join,
         Ok(_) => return Err(refuse(&conn, "did not ask to join".into())),
         Err(e) => return Err(refuse(&conn, format!("bad join request: {e}"))),

@@ -77,7 +77,7 @@ impl Actor for ControlLink {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         if let Some(recv) = self.recv.take() {
-            ctx.add_stream(frames::<ToNode>(recv, self.max_frame, same_limit));
+            ctx.add_stream(frames::<ToNode, _>(recv, self.max_frame, same_limit));
         }
     }
 }

@@ -45,6 +45,8 @@ pub struct CoordinatorOptions {
     pub join_timeout: Duration,
     pub heartbeat: Duration,
     pub max_frame: usize,
+    /// Let nodes on one host use same-host links (`Setup::same_host_links`).
+    pub same_host_links: bool,
 }
 
 /// What a finished multi-process run reports besides its outcome.
@@ -349,6 +351,7 @@ pub async fn run_coordinator(
             max_frame: opts.max_frame as u64,
             heartbeat_ms: opts.heartbeat.as_millis() as u64,
             failure_timeout_ms: opts.failure_timeout.as_millis() as u64,
+            same_host_links: opts.same_host_links,
         }));
         let told = link
             .send(Tell {
@@ -574,6 +577,7 @@ fn run_facts(o: &Outcome, report: &ClusterReport, shared_dir: Option<&str>) -> V
             "barrier_min_us": b.min_ns as f64 / 1e3,
             "barrier_max_us": b.max_ns as f64 / 1e3,
             "rtt_us": b.rtt_ns as f64 / 1e3,
+            "local_links": b.local_links,
         })).collect::<Vec<_>>(),
         "assignment": report.assignment,
         "windows": o.windows,

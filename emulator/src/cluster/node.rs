@@ -16,14 +16,15 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep, timeout};
 
 use super::control_link::{ControlLink, Finish, Heartbeat, Report, StopBeating};
+use super::local_link;
 use super::peer_link::{PeerAcceptor, PeerSystem};
 use super::signals::{Interrupts, interrupted};
 use super::tls::{self, NodeKey, Role};
 use super::transport::{Inbound, Link, QuicTransport};
 use super::wire::{self, BarrierStats, Join, PeerFrame, Setup, ToCoordinator, ToNode};
 use super::{ClusterError, LOG_CHUNK};
-use crate::engine::Partition;
 use crate::engine::{Logs, Progress};
+use crate::engine::{Partition, TransportError};
 use crate::run::prepare;
 use crate::scenario;
 use actix::prelude::*;
@@ -132,7 +133,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         .await
         .map_err(refused)?;
     let setup_limit = wire::HARD_MAX_FRAME;
-    let run_id = match wire::read::<ToNode>(&mut ctl_recv, setup_limit).await {
+    let run_id = match wire::read::<ToNode, _>(&mut ctl_recv, setup_limit).await {
         Ok(Some(ToNode::Welcome { proof, run }))
             if tls::verify_proof(opts.secret.as_bytes(), &conn, Role::Coordinator, &proof) =>
         {
@@ -165,7 +166,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
 
     // 3. the setup (may come only once every node has joined)
     let setup = {
-        match wire::read::<ToNode>(&mut ctl_recv, setup_limit).await {
+        match wire::read::<ToNode, _>(&mut ctl_recv, setup_limit).await {
             Ok(Some(ToNode::Setup(setup))) => setup,
             Ok(Some(ToNode::Abort { reason })) => {
                 return Err(e(format!("the coordinator aborted the run: {reason}")));
@@ -186,6 +187,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         max_frame,
         heartbeat_ms,
         failure_timeout_ms,
+        same_host_links,
     } = *setup;
     let me = index as usize;
     let max_frame = (max_frame as usize).min(wire::HARD_MAX_FRAME);
@@ -258,6 +260,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         nodes: nodes.clone(),
         run: run_id.clone(),
         within: opts.connect_timeout,
+        same_host: same_host_links,
     });
     match replies.recv().await {
         Some(PeerReply::Mesh(Ok(()))) => {}
@@ -277,7 +280,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     wire::write(&mut ctl_send, &ToCoordinator::Ready, max_frame)
         .await
         .map_err(|x| e(format!("coordinator: {x}")))?;
-    match wire::read::<ToNode>(&mut ctl_recv, max_frame).await {
+    match wire::read::<ToNode, _>(&mut ctl_recv, max_frame).await {
         Ok(Some(ToNode::Start)) => {}
         Ok(Some(ToNode::Abort { reason })) => {
             return Err(e(format!("the coordinator aborted the run: {reason}")));
@@ -541,6 +544,8 @@ async fn send_log(ctl: &Addr<ControlLink>, id: u32, path: &std::path::Path) -> R
 /// Connects to every other node: dials those with a lower index (they
 /// check this node's certificate), accepts those with a higher one
 /// (checking theirs); anything else that connects is refused and logged.
+/// With `same_host`, each pair that shares a network namespace also gets a
+/// same-host link ([`local_link`]).
 async fn connect_mesh(
     endpoint: &quinn::Endpoint,
     client: &quinn::ClientConfig,
@@ -548,10 +553,18 @@ async fn connect_mesh(
     nodes: &[wire::PeerInfo],
     run: &str,
     deadline: Instant,
+    same_host: bool,
 ) -> Result<Vec<Link>, String> {
     let mut links = Vec::new();
     let expected_in = nodes.len() - me - 1;
-    let accept = PeerAcceptor::start(endpoint.clone(), me, nodes.to_vec(), run, expected_in);
+    let accept = PeerAcceptor::start(
+        endpoint.clone(),
+        me,
+        nodes.to_vec(),
+        run,
+        expected_in,
+        same_host,
+    );
     for (peer, info) in nodes.iter().enumerate().take(me) {
         let link = loop {
             let attempt = async {
@@ -576,7 +589,7 @@ async fn connect_mesh(
                 // the peer answers once it has checked who we are
                 match timeout(
                     Duration::from_secs(5),
-                    wire::read::<PeerFrame<Msg>>(&mut recv, 1024),
+                    wire::read::<PeerFrame<Msg>, _>(&mut recv, 1024),
                 )
                 .await
                 {
@@ -593,11 +606,13 @@ async fn connect_mesh(
                     Ok(Err(x)) => return Err(x.to_string()),
                     Err(_) => return Err("no answer to hello".into()),
                 }
+                let local = take_local_offer(&mut send, &mut recv, same_host).await?;
                 Ok::<_, String>(Link {
                     peer,
                     conn,
                     send,
                     recv,
+                    local,
                 })
             };
             match attempt.await {
@@ -623,6 +638,61 @@ async fn connect_mesh(
     Ok(links)
 }
 
+/// The dialer's side of a same-host link: reads the acceptor's offer and,
+/// if this node can reach the socket, says so over QUIC and presents the
+/// key there; `None` keeps the link on QUIC.
+async fn take_local_offer(
+    send: &mut quinn::SendStream,
+    recv: &mut quinn::RecvStream,
+    same_host: bool,
+) -> Result<Option<local_link::LocalLink>, String> {
+    let offer = match timeout(
+        Duration::from_secs(5),
+        wire::read::<PeerFrame<Msg>, _>(recv, 1024),
+    )
+    .await
+    {
+        Ok(Ok(Some(PeerFrame::Local { offer }))) => offer,
+        Ok(Ok(other)) => return Err(format!("expected a same-host offer, got {other:?}")),
+        Ok(Err(x)) => return Err(x.to_string()),
+        Err(_) => return Err("no same-host offer after hello".into()),
+    };
+    let Some(offer) = offer else { return Ok(None) };
+    let stream = if same_host {
+        local_link::connect(&offer).ok()
+    } else {
+        None
+    };
+    let answer = PeerFrame::<Msg>::LocalAnswer {
+        connected: stream.is_some(),
+    };
+    wire::write(send, &answer, 1024)
+        .await
+        .map_err(|x| x.to_string())?;
+    match stream {
+        Some(stream) => local_link::handshake(stream, &offer)
+            .await
+            .map(Some)
+            .map_err(|x| format!("same-host link: {x}")),
+        None => Ok(None),
+    }
+}
+
+/// An engine error as the coordinator should read it: a failed link names
+/// the peer node, whose loss is usually the root cause.
+fn naming_the_peer(error: &crate::engine::EngineError, names: &[String]) -> String {
+    match error {
+        crate::engine::EngineError::Transport {
+            source: TransportError::Link { peer, reason },
+            ..
+        } => match names.get(*peer) {
+            Some(name) => format!("lost its link to node \"{name}\" (#{peer}): {reason}"),
+            None => error.to_string(),
+        },
+        _ => error.to_string(),
+    }
+}
+
 /// Commands to the partition's thread.
 enum PeerCmd {
     /// Connect to every peer.
@@ -634,6 +704,8 @@ enum PeerCmd {
         /// The run id every peer's hello must carry.
         run: String,
         within: Duration,
+        /// Offer and take same-host links.
+        same_host: bool,
     },
     /// Run the partition over the mesh.
     Run(Box<RunCmd>),
@@ -701,6 +773,7 @@ fn peer_thread(
         .map_err(|x| x.to_string());
     let _ = replies.send(PeerReply::Port(port));
     let mut links = Vec::new();
+    let mut names: Vec<String> = Vec::new();
     // waiting for a command drives the system, so the links stay serviced
     while let Some(Some(cmd)) = PeerSystem::block_on(cmds.recv()) {
         match cmd {
@@ -711,6 +784,7 @@ fn peer_thread(
                 nodes,
                 run,
                 within,
+                same_host,
             } => {
                 endpoint.set_server_config(Some(*server));
                 let result = PeerSystem::block_on(connect_mesh(
@@ -720,8 +794,10 @@ fn peer_thread(
                     &nodes,
                     &run,
                     Instant::now() + within,
+                    same_host,
                 ))
                 .unwrap_or_else(|| Err("no runtime".into()));
+                names = nodes.iter().map(|n| n.name.clone()).collect();
                 let reply = match result {
                     Ok(l) => {
                         links = l;
@@ -767,7 +843,7 @@ fn peer_thread(
                             engine_error,
                             crate::engine::EngineError::Transport { .. }
                         ),
-                        reason: engine_error.to_string(),
+                        reason: naming_the_peer(&engine_error, &names),
                     }),
                     Err(_) => Err(Stopped {
                         reason: "its partition panicked".to_string(),
@@ -818,7 +894,7 @@ mod tests {
                 cert: c1,
             },
         ];
-        let accepting = PeerAcceptor::start(server, 0, nodes, ours, 1);
+        let accepting = PeerAcceptor::start(server, 0, nodes, ours, 1, false);
         let client = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
         let conn = client
             .connect_with(
@@ -835,7 +911,7 @@ mod tests {
             run: theirs.to_string(),
         };
         wire::write(&mut send, &hello, 1024).await.unwrap();
-        let answer = timeout(limit, wire::read::<PeerFrame<Msg>>(&mut recv, 1024)).await;
+        let answer = timeout(limit, wire::read::<PeerFrame<Msg>, _>(&mut recv, 1024)).await;
         let closed = match answer {
             Ok(Ok(Some(PeerFrame::Hello { .. }))) => None,
             _ => match timeout(limit, conn.closed()).await {

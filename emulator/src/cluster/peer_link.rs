@@ -22,6 +22,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::timeout;
 
 use super::frames::{frames, same_limit};
+use super::local_link;
 use super::tls;
 use super::transport::{CLOSE_BAD_INPUT, Inbound, Link, misrouted};
 use super::wire::{self, PeerFrame, WireError};
@@ -57,24 +58,28 @@ impl PeerSystem {
     }
 }
 
+/// Where a peer's frames come from: its QUIC stream or its same-host socket.
+pub type PeerReader = Box<dyn tokio::io::AsyncRead + Unpin>;
+
 /// Reads one peer's frames for the partition.
 pub struct PeerLink<M> {
     me: usize,
     peer: usize,
     conn: quinn::Connection,
-    recv: Option<quinn::RecvStream>,
+    recv: Option<PeerReader>,
     assignment: Arc<Vec<u32>>,
     max_frame: usize,
     to_partition: mpsc::UnboundedSender<Inbound<M>>,
 }
 
 impl<M> PeerLink<M> {
-    /// `assignment[actor id]` is the node hosting each actor.
+    /// `assignment[actor id]` is the node hosting each actor; `conn` is
+    /// closed when `recv` brings bad input.
     pub fn new(
         me: usize,
         peer: usize,
         conn: quinn::Connection,
-        recv: quinn::RecvStream,
+        recv: PeerReader,
         assignment: Arc<Vec<u32>>,
         max_frame: usize,
         to_partition: mpsc::UnboundedSender<Inbound<M>>,
@@ -110,7 +115,7 @@ impl<M: DeserializeOwned + 'static> Actor for PeerLink<M> {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         if let Some(recv) = self.recv.take() {
-            ctx.add_stream(frames::<PeerFrame<M>>(recv, self.max_frame, same_limit));
+            ctx.add_stream(frames::<PeerFrame<M>, _>(recv, self.max_frame, same_limit));
         }
     }
 }
@@ -131,7 +136,11 @@ impl<M: DeserializeOwned + 'static> StreamHandler<Result<PeerFrame<M>, WireError
             envelopes,
         } = frame
         else {
-            return self.fail("sent a hello in the middle of the run".into(), true, ctx);
+            return self.fail(
+                "sent a handshake frame in the middle of the run".into(),
+                true,
+                ctx,
+            );
         };
         if let Some(problem) = envelopes
             .iter()
@@ -150,6 +159,14 @@ impl<M: DeserializeOwned + 'static> StreamHandler<Result<PeerFrame<M>, WireError
             ctx.stop();
         }
     }
+
+    /// A peer's stream ends after its last window (whose batch came first),
+    /// or because the peer is gone: a killed process closes its same-host
+    /// socket cleanly. The exchange tells the two apart.
+    fn finished(&mut self, ctx: &mut Context<Self>) {
+        let _ = self.to_partition.send(Inbound::Closed { peer: self.peer });
+        ctx.stop();
+    }
 }
 
 /// Takes the peers with a higher index than this node's as they dial it.
@@ -159,6 +176,8 @@ pub struct PeerAcceptor {
     nodes: Arc<Vec<wire::PeerInfo>>,
     run: Arc<str>,
     expected: usize,
+    /// Offer each dialing peer a same-host link.
+    same_host: bool,
     links: Vec<Link>,
     /// Taken when the mesh is complete: later connections are refused.
     complete: Option<oneshot::Sender<Vec<Link>>>,
@@ -173,6 +192,7 @@ impl PeerAcceptor {
         nodes: Vec<wire::PeerInfo>,
         run: &str,
         expected: usize,
+        same_host: bool,
     ) -> oneshot::Receiver<Vec<Link>> {
         let (complete, links) = oneshot::channel();
         Actor::start(PeerAcceptor {
@@ -181,6 +201,7 @@ impl PeerAcceptor {
             nodes: Arc::new(nodes),
             run: Arc::from(run),
             expected,
+            same_host,
             links: Vec::new(),
             complete: Some(complete),
         });
@@ -224,9 +245,9 @@ impl StreamHandler<quinn::Incoming> for PeerAcceptor {
             return;
         }
         let from_addr = incoming.remote_address();
-        let (nodes, run) = (self.nodes.clone(), self.run.clone());
+        let (nodes, run, same_host) = (self.nodes.clone(), self.run.clone(), self.same_host);
         ctx.spawn(
-            async move { check_peer(incoming, me, &nodes, &run).await }
+            async move { check_peer(incoming, me, &nodes, &run, same_host).await }
                 .into_actor(self)
                 .map(move |checked, act, _| {
                     match checked {
@@ -256,12 +277,14 @@ impl StreamHandler<quinn::Incoming> for PeerAcceptor {
 }
 
 /// Checks a dialing peer: its certificate must be the one the coordinator
-/// gave the node it claims to be, its hello must name this run.
+/// gave the node it claims to be, its hello must name this run. Then offers
+/// it a same-host link (with `same_host`, if a socket can be opened).
 async fn check_peer(
     incoming: quinn::Incoming,
     me: usize,
     nodes: &[wire::PeerInfo],
     run: &str,
+    same_host: bool,
 ) -> Result<Link, String> {
     let conn = incoming.await.map_err(|x| x.to_string())?;
     let cert = tls::peer_cert(&conn).ok_or("no client certificate")?;
@@ -269,7 +292,7 @@ async fn check_peer(
         .await
         .map_err(|_| "no hello".to_string())?
         .map_err(|x| x.to_string())?;
-    let hello = wire::read::<PeerFrame<Msg>>(&mut recv, 1024)
+    let hello = wire::read::<PeerFrame<Msg>, _>(&mut recv, 1024)
         .await
         .map_err(|x| x.to_string())?;
     let Some(PeerFrame::Hello { from, run: theirs }) = hello else {
@@ -298,10 +321,61 @@ async fn check_peer(
     )
     .await
     .map_err(|x| x.to_string())?;
+    let local = offer_local(&mut send, &mut recv, run, me, from, same_host).await?;
     Ok(Link {
         peer: from,
         conn,
         send,
         recv,
+        local,
     })
+}
+
+/// The acceptor's side of a same-host link: offers a socket (or none) over
+/// QUIC; if the dialer reached it, takes the connection that presents the
+/// key.
+async fn offer_local(
+    send: &mut quinn::SendStream,
+    recv: &mut quinn::RecvStream,
+    run: &str,
+    me: usize,
+    peer: usize,
+    same_host: bool,
+) -> Result<Option<local_link::LocalLink>, String> {
+    let (offer, offered) = match same_host.then(|| local_link::offer(run, me, peer)) {
+        Some(Ok((offer, offered))) => (Some(offer), Some(offered)),
+        Some(Err(why)) => {
+            eprintln!("node {me}: no same-host link to node {peer}: {why}");
+            (None, None)
+        }
+        None => (None, None),
+    };
+    wire::write(
+        send,
+        &PeerFrame::<Msg>::Local { offer },
+        wire::DEFAULT_MAX_FRAME,
+    )
+    .await
+    .map_err(|x| x.to_string())?;
+    let Some(offered) = offered else {
+        return Ok(None);
+    };
+    let answer = timeout(
+        Duration::from_secs(5),
+        wire::read::<PeerFrame<Msg>, _>(recv, 1024),
+    )
+    .await
+    .map_err(|_| "no answer to the same-host offer".to_string())?
+    .map_err(|x| x.to_string())?;
+    match answer {
+        Some(PeerFrame::LocalAnswer { connected: false }) => Ok(None),
+        Some(PeerFrame::LocalAnswer { connected: true }) => offered
+            .accept(std::time::Instant::now() + Duration::from_secs(5))
+            .await
+            .map(Some)
+            .map_err(|x| format!("same-host link: {x}")),
+        other => Err(format!(
+            "expected an answer to the same-host offer, got {other:?}"
+        )),
+    }
 }

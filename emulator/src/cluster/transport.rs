@@ -20,9 +20,11 @@ use std::time::Instant;
 use dcemu_actors::kernel::Envelope;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use super::peer_link::{PeerLink, PeerSystem};
+use super::local_link::LocalLink;
+use super::peer_link::{PeerLink, PeerReader, PeerSystem};
 use super::wire::{self, BarrierStats, PeerFrame};
 use crate::engine::{Horizon, Transport, TransportError};
 use actix::Actor;
@@ -30,6 +32,10 @@ use actix::Actor;
 /// Envelopes per frame before a batch is split (frames over the size limit
 /// are split further).
 const ENVELOPES_PER_FRAME: usize = 4096;
+
+/// Bytes a same-host link reads at once: a window's frames (length and
+/// body) then cost one system call instead of two each.
+const READ_BUFFER: usize = 256 << 10;
 
 /// QUIC application error code when a link is closed for bad input.
 pub const CLOSE_BAD_INPUT: u32 = 2;
@@ -47,6 +53,8 @@ pub enum Inbound<M> {
     },
     /// A link failed (the reason names what the peer did wrong, if anything).
     Failed { peer: usize, reason: String },
+    /// A peer's stream ended: it finished its last window, or it is gone.
+    Closed { peer: usize },
     /// The node is told to stop (by the coordinator, or on Ctrl-C).
     Stop { reason: String },
 }
@@ -57,12 +65,30 @@ struct OutBatch<M> {
     envelopes: Vec<Envelope<M>>,
 }
 
-/// One established link to a peer node.
+/// One established link to a peer node: its QUIC connection, and the
+/// same-host socket that carries the batches instead when the two nodes
+/// share a network namespace.
 pub struct Link {
     pub peer: usize,
     pub conn: quinn::Connection,
     pub send: quinn::SendStream,
     pub recv: quinn::RecvStream,
+    pub local: Option<LocalLink>,
+}
+
+/// Where this node's batches to one peer go.
+enum PeerWriter {
+    Quic(quinn::SendStream),
+    Local(tokio::net::unix::OwnedWriteHalf),
+}
+
+impl PeerWriter {
+    fn stream(&mut self) -> &mut (dyn AsyncWrite + Unpin) {
+        match self {
+            PeerWriter::Quic(s) => s,
+            PeerWriter::Local(s) => s,
+        }
+    }
 }
 
 /// One node's end of the mesh.
@@ -73,10 +99,16 @@ pub struct Link {
 /// only the network round itself.
 pub struct QuicTransport<M> {
     window: u64,
-    sends: Vec<Option<quinn::SendStream>>,
+    sends: Vec<Option<PeerWriter>>,
     conns: Vec<quinn::Connection>,
+    /// Smallest round trip measured on the same-host links, if any.
+    local_rtt: Option<std::time::Duration>,
+    /// Whether any peer is reached over QUIC (its RTT then counts too).
+    quic_links: bool,
     inbox: mpsc::UnboundedReceiver<Inbound<M>>,
     early: Vec<Inbound<M>>,
+    /// Peers whose stream ended: none of them may be needed again.
+    closed: Vec<bool>,
     max_frame: usize,
     barrier: Arc<Mutex<BarrierStats>>,
 }
@@ -86,7 +118,10 @@ where
     M: Serialize + DeserializeOwned + Send + 'static,
 {
     /// Starts a [`PeerLink`] actor per link; call it within the
-    /// [`PeerSystem`] of the thread the links were made on.
+    /// [`PeerSystem`] of the thread the links were made on. A node that
+    /// hosts no actor takes no part in the windows (nothing can reach it,
+    /// and it sends nothing): its peers neither wait for it nor send to it,
+    /// and its own window loop ends at once.
     /// `assignment[actor id]` is the node hosting each actor; `inbox`
     /// receives what the links decode, and whatever else holds its sender
     /// (the control link) can stop the partition through it.
@@ -103,28 +138,55 @@ where
         barrier: Arc<Mutex<BarrierStats>>,
     ) -> Self {
         let (to_partition, inbox) = inbox;
-        let mut sends: Vec<Option<quinn::SendStream>> = (0..nodes).map(|_| None).collect();
+        let mut sends: Vec<Option<PeerWriter>> = (0..nodes).map(|_| None).collect();
         let mut conns = Vec::new();
+        let (mut local_rtt, mut quic_links, mut local_links) = (None, false, 0);
+        let hosts_actors = |node: usize| assignment.iter().any(|&p| p as usize == node);
+        let in_windows = hosts_actors(me);
         for link in links {
-            sends[link.peer] = Some(link.send);
+            if !in_windows || !hosts_actors(link.peer) {
+                continue;
+            }
             conns.push(link.conn.clone());
+            let reader: PeerReader = match link.local {
+                Some(local) => {
+                    local_links += 1;
+                    local_rtt = Some(
+                        local_rtt.map_or(local.rtt, |r: std::time::Duration| r.min(local.rtt)),
+                    );
+                    let (read, write) = local.stream.into_split();
+                    sends[link.peer] = Some(PeerWriter::Local(write));
+                    Box::new(tokio::io::BufReader::with_capacity(READ_BUFFER, read))
+                }
+                None => {
+                    quic_links = true;
+                    sends[link.peer] = Some(PeerWriter::Quic(link.send));
+                    Box::new(link.recv)
+                }
+            };
             PeerLink::new(
                 me,
                 link.peer,
                 link.conn,
-                link.recv,
+                reader,
                 assignment.clone(),
                 max_frame,
                 to_partition.clone(),
             )
             .start();
         }
+        if let Ok(mut stats) = barrier.lock() {
+            stats.local_links = local_links;
+        }
         QuicTransport {
             window: 0,
             sends,
             conns,
+            local_rtt,
+            quic_links,
             inbox,
             early: Vec::new(),
+            closed: vec![false; nodes],
             max_frame,
             barrier,
         }
@@ -132,20 +194,38 @@ where
 
     /// Finishes the streams and waits (boundedly) until the peers have read
     /// everything, so a node leaving first never strands its last batch.
+    /// A same-host socket keeps what was written after its writer is gone,
+    /// so it is only shut down.
     pub fn close(&mut self, limit: std::time::Duration) {
-        let rtt = self.conns.iter().map(quinn::Connection::rtt).min();
+        let quic_rtt = if self.quic_links {
+            self.conns.iter().map(quinn::Connection::rtt).min()
+        } else {
+            None
+        };
+        let rtt = match (quic_rtt, self.local_rtt) {
+            (Some(q), Some(l)) => Some(q.min(l)),
+            (q, l) => q.or(l),
+        };
         if let (Some(rtt), Ok(mut stats)) = (rtt, self.barrier.lock()) {
             stats.rtt_ns = u64::try_from(rtt.as_nanos()).unwrap_or(u64::MAX);
         }
-        let mut sends: Vec<quinn::SendStream> =
-            self.sends.iter_mut().filter_map(Option::take).collect();
+        let mut sends: Vec<PeerWriter> = self.sends.iter_mut().filter_map(Option::take).collect();
         PeerSystem::block_on(async {
             let _ = tokio::time::timeout(limit, async {
                 for s in &mut sends {
-                    let _ = s.finish();
+                    match s {
+                        PeerWriter::Quic(s) => {
+                            let _ = s.finish();
+                        }
+                        PeerWriter::Local(s) => {
+                            let _ = s.shutdown().await;
+                        }
+                    }
                 }
                 for s in &mut sends {
-                    let _ = s.stopped().await;
+                    if let PeerWriter::Quic(s) = s {
+                        let _ = s.stopped().await;
+                    }
                 }
             })
             .await;
@@ -154,7 +234,7 @@ where
 }
 
 async fn write_batch<M: Serialize>(
-    send: &mut quinn::SendStream,
+    send: &mut (dyn AsyncWrite + Unpin),
     batch: OutBatch<M>,
     max_frame: usize,
 ) -> Result<(), wire::WireError> {
@@ -247,6 +327,14 @@ pub fn misrouted<M>(
     }
 }
 
+/// A peer whose stream ended while this node still needs its batches.
+fn gone(peer: usize, window: u64) -> TransportError {
+    TransportError::Link {
+        peer,
+        reason: format!("it closed its link before window {window}"),
+    }
+}
+
 impl<M: Serialize + Send> QuicTransport<M> {
     async fn exchange_async(
         &mut self,
@@ -265,7 +353,7 @@ impl<M: Serialize + Send> QuicTransport<M> {
                 horizon: local.clone(),
                 envelopes: std::mem::take(&mut outgoing[peer]),
             };
-            write_batch(send, batch, self.max_frame)
+            write_batch(send.stream(), batch, self.max_frame)
                 .await
                 .map_err(|e| TransportError::Link {
                     peer,
@@ -274,6 +362,10 @@ impl<M: Serialize + Send> QuicTransport<M> {
         }
         let mut agreed = local.clone();
         let mut complete = 0;
+        let mut done = vec![false; self.sends.len()];
+        if let Some(peer) = self.closed.iter().position(|&c| c) {
+            return Err(gone(peer, window));
+        }
         let mut pending = std::mem::take(&mut self.early).into_iter();
         while complete < peers {
             let item = match pending.next() {
@@ -299,6 +391,9 @@ impl<M: Serialize + Send> QuicTransport<M> {
                                 .merge(&horizon)
                                 .map_err(|reason| TransportError::Link { peer: from, reason })?;
                             complete += 1;
+                            if let Some(d) = done.get_mut(from) {
+                                *d = true;
+                            }
                         }
                     } else if w == window + 1 {
                         self.early.push(Inbound::Batch {
@@ -318,6 +413,14 @@ impl<M: Serialize + Send> QuicTransport<M> {
                 }
                 Inbound::Failed { peer, reason } => {
                     return Err(TransportError::Link { peer, reason });
+                }
+                Inbound::Closed { peer } => {
+                    if !done.get(peer).copied().unwrap_or(false) {
+                        return Err(gone(peer, window));
+                    }
+                    if let Some(c) = self.closed.get_mut(peer) {
+                        *c = true;
+                    }
                 }
                 Inbound::Stop { reason } => return Err(TransportError::Stopped { reason }),
             }
@@ -345,6 +448,12 @@ impl<M: Serialize + Send> Transport<M> for QuicTransport<M> {
     }
 
     fn abort(&mut self) {
+        // a same-host socket's peer sees its end at once
+        for send in &mut self.sends {
+            if matches!(send, Some(PeerWriter::Local(_))) {
+                *send = None;
+            }
+        }
         for conn in &self.conns {
             conn.close(CLOSE_ABORT.into(), b"node stopped early");
         }
@@ -392,7 +501,16 @@ mod tests {
         let accepted = accepting.await.unwrap();
         let (_send, recv) = accepted.accept_bi().await.unwrap();
         let (tx, mut rx) = mpsc::unbounded_channel::<Inbound<()>>();
-        PeerLink::new(0, 1, accepted.clone(), recv, Arc::new(vec![0, 1]), 1024, tx).start();
+        PeerLink::new(
+            0,
+            1,
+            accepted.clone(),
+            Box::new(recv),
+            Arc::new(vec![0, 1]),
+            1024,
+            tx,
+        )
+        .start();
         let reason = match tokio::time::timeout(limit, rx.recv()).await {
             Ok(Some(Inbound::Failed { peer: 1, reason })) => reason,
             Ok(Some(Inbound::Batch { .. })) => "accepted a batch".into(),

@@ -4,11 +4,13 @@
 //! the limit is refused before anything is read or allocated, and a body
 //! that does not decode is an error, never a panic.
 
+use super::local_link::LocalOffer;
 use crate::engine::Horizon;
 use dcemu_actors::kernel::{Envelope, Metrics};
 use dcemu_topology::SimTime;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The default largest frame accepted (bytes).
 pub const DEFAULT_MAX_FRAME: usize = 64 << 20;
@@ -29,8 +31,10 @@ pub const HARD_MAX_FRAME: usize = 1 << 30;
 /// ([`Finished::causal_steps`]).
 /// 6: the setup names the directory an external scheduler's program runs
 /// in. 7: that directory ([`Setup::shared_dir`]) is also where nodes read
-/// public-format traces. 8: log chunks are byte strings.
-pub const PROTOCOL: u32 = 8;
+/// public-format traces. 8: log chunks are byte strings. 9: peers on one
+/// host offer each other a same-host link ([`PeerFrame::Local`],
+/// [`Setup::same_host_links`]).
+pub const PROTOCOL: u32 = 9;
 
 /// Length of a run id in bytes before hex encoding (`tls::random_run_id`).
 pub const RUN_ID_BYTES: usize = 16;
@@ -81,9 +85,9 @@ pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, WireError> {
     Ok(msg)
 }
 
-/// Writes one message as a frame.
-pub async fn write<T: Serialize>(
-    send: &mut quinn::SendStream,
+/// Writes one message as a frame, on a QUIC stream or a same-host socket.
+pub async fn write<T: Serialize, W: AsyncWrite + Unpin>(
+    send: &mut W,
     msg: &T,
     max: usize,
 ) -> Result<(), WireError> {
@@ -94,8 +98,8 @@ pub async fn write<T: Serialize>(
 }
 
 /// Reads one frame; `Ok(None)` when the stream ended cleanly between frames.
-pub async fn read<T: DeserializeOwned>(
-    recv: &mut quinn::RecvStream,
+pub async fn read<T: DeserializeOwned, R: AsyncRead + Unpin>(
+    recv: &mut R,
     max: usize,
 ) -> Result<Option<T>, WireError> {
     let mut len = [0u8; 4];
@@ -106,9 +110,9 @@ pub async fn read<T: DeserializeOwned>(
             .await
             .map_err(|e| WireError::Stream(e.to_string()))?
         {
-            None if got == 0 => return Ok(None),
-            None => return Err(WireError::Truncated),
-            Some(n) => got += n,
+            0 if got == 0 => return Ok(None),
+            0 => return Err(WireError::Truncated),
+            n => got += n,
         }
     }
     let len = u32::from_be_bytes(len) as usize;
@@ -116,10 +120,12 @@ pub async fn read<T: DeserializeOwned>(
         return Err(WireError::TooLarge { len, max });
     }
     let mut body = vec![0u8; len];
-    recv.read_exact(&mut body).await.map_err(|e| match e {
-        quinn::ReadExactError::FinishedEarly(_) => WireError::Truncated,
-        quinn::ReadExactError::ReadError(e) => WireError::Stream(e.to_string()),
-    })?;
+    recv.read_exact(&mut body)
+        .await
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => WireError::Truncated,
+            _ => WireError::Stream(e.to_string()),
+        })?;
     decode(&body).map(Some)
 }
 
@@ -190,6 +196,9 @@ pub struct Setup {
     pub max_frame: u64,
     pub heartbeat_ms: u64,
     pub failure_timeout_ms: u64,
+    /// Whether peers that share a network namespace carry their batches
+    /// over a Unix socket instead of QUIC (`cluster::local_link`).
+    pub same_host_links: bool,
 }
 
 /// What a node sends the coordinator on its control stream.
@@ -249,6 +258,10 @@ pub struct BarrierStats {
     /// links at the end of the run (quinn's smoothed RTT), 0 if unknown:
     /// half of it is the transport's one-way latency.
     pub rtt_ns: u64,
+    /// How many of the node's peer links were same-host sockets; `rtt_ns`
+    /// is then their smallest measured round trip where they are all the
+    /// node has.
+    pub local_links: u32,
 }
 
 impl BarrierStats {
@@ -276,6 +289,11 @@ pub enum PeerFrame<M> {
     /// which run it belongs to (must be the acceptor's); the acceptor
     /// answers with its own.
     Hello { from: u32, run: String },
+    /// After its hello, the acceptor offers a same-host link, or none.
+    Local { offer: Option<LocalOffer> },
+    /// The dialer's answer to an offer: whether it reached the socket (it
+    /// then presents the key there).
+    LocalAnswer { connected: bool },
     Batch {
         window: u64,
         horizon: Horizon,
