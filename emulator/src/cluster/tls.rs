@@ -201,11 +201,19 @@ impl NodeKey {
     }
 }
 
+/// QUIC's first estimate of a link's round trip, before it measures one.
+const INITIAL_RTT: Duration = Duration::from_millis(10);
+
 fn transport(failure_timeout: Duration) -> Arc<quinn::TransportConfig> {
     let mut t = quinn::TransportConfig::default();
     // A peer that stops answering is dropped within the failure bound.
     t.max_idle_timeout(quinn::IdleTimeout::try_from(failure_timeout).ok());
     t.keep_alive_interval(Some((failure_timeout / 4).max(Duration::from_millis(100))));
+    // The first packet to a process that is not listening yet (a node
+    // started beside its coordinator, a peer still reading its setup) is
+    // lost; QUIC resends it after three initial RTTs, a second with the
+    // Internet's default of 333 ms. Runs are on one host or one LAN.
+    t.initial_rtt(INITIAL_RTT);
     // Windows of large batches should not stall on flow control.
     t.stream_receive_window(quinn::VarInt::from_u32(16 << 20));
     t.receive_window(quinn::VarInt::from_u32(64 << 20));
