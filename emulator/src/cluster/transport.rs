@@ -37,23 +37,6 @@ const ENVELOPES_PER_FRAME: usize = 4096;
 /// body) then cost one system call instead of two each.
 const READ_BUFFER: usize = 256 << 10;
 
-/// How long a node polls for its peers' batches before it sleeps, when
-/// every node of this host has a core of its own (as
-/// `engine::transport::SPIN` for threads): a window's work is shorter than
-/// a process's wake-up.
-const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
-
-/// [`SPIN`] when this node and its same-host peers fit the host's cores,
-/// else zero (a polling process would take the core a peer needs).
-fn spin_for(local_links: u32) -> std::time::Duration {
-    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-    if local_links > 0 && (local_links as usize) < cores {
-        SPIN
-    } else {
-        std::time::Duration::ZERO
-    }
-}
-
 /// QUIC application error code when a link is closed for bad input.
 pub const CLOSE_BAD_INPUT: u32 = 2;
 /// QUIC application error code when a node stops early.
@@ -126,8 +109,6 @@ pub struct QuicTransport<M> {
     early: Vec<Inbound<M>>,
     /// Peers whose stream ended: none of them may be needed again.
     closed: Vec<bool>,
-    /// How long to poll for peers' batches before sleeping.
-    spin: std::time::Duration,
     max_frame: usize,
     barrier: Arc<Mutex<BarrierStats>>,
 }
@@ -206,7 +187,6 @@ where
             inbox,
             early: Vec::new(),
             closed: vec![false; nodes],
-            spin: spin_for(local_links),
             max_frame,
             barrier,
         }
@@ -347,26 +327,6 @@ pub fn misrouted<M>(
     }
 }
 
-/// The next thing the links bring; polls for up to `spin` before it
-/// sleeps (each poll lets the links read their sockets without waiting).
-async fn next_inbound<M>(
-    inbox: &mut mpsc::UnboundedReceiver<Inbound<M>>,
-    spin: std::time::Duration,
-) -> Option<Inbound<M>> {
-    if !spin.is_zero() {
-        let since = Instant::now();
-        loop {
-            match inbox.try_recv() {
-                Ok(item) => return Some(item),
-                Err(mpsc::error::TryRecvError::Disconnected) => return None,
-                Err(mpsc::error::TryRecvError::Empty) if since.elapsed() >= spin => break,
-                Err(mpsc::error::TryRecvError::Empty) => tokio::task::yield_now().await,
-            }
-        }
-    }
-    inbox.recv().await
-}
-
 /// A peer whose stream ended while this node still needs its batches.
 fn gone(peer: usize, window: u64) -> TransportError {
     TransportError::Link {
@@ -410,7 +370,9 @@ impl<M: Serialize + Send> QuicTransport<M> {
         while complete < peers {
             let item = match pending.next() {
                 Some(item) => item,
-                None => next_inbound(&mut self.inbox, self.spin)
+                None => self
+                    .inbox
+                    .recv()
                     .await
                     .ok_or(TransportError::PeerGone { peer: usize::MAX })?,
             };
