@@ -28,6 +28,15 @@ use tokio::time::timeout;
 /// Bytes of the key the dialer must present.
 pub const KEY_BYTES: usize = 32;
 
+/// How long the acceptor waits for a connection's key: the dialer writes
+/// it as soon as it connects, so a connection that is slower is not the
+/// peer's and must not hold the socket for long.
+const KEY_WAIT: Duration = Duration::from_millis(500);
+
+/// How long the dialer waits for the acceptor's acknowledgement: long
+/// enough for a few strangers' connections to be dropped before its own.
+const ACK_WAIT: Duration = Duration::from_secs(5);
+
 /// Round trips each side times after the handshake, to report the link's
 /// one-way latency (the floor's unit, `rtt_us` in `run.json`).
 const PINGS: usize = 16;
@@ -106,7 +115,7 @@ impl Offered {
                 .await
                 .map_err(|_| LocalError::NoPeer)??;
             let mut key = vec![0u8; KEY_BYTES];
-            let presented = timeout(Duration::from_secs(2), stream.read_exact(&mut key)).await;
+            let presented = timeout(KEY_WAIT, stream.read_exact(&mut key)).await;
             if matches!(presented, Ok(Ok(_))) && key == self.key {
                 stream.write_all(b"k").await?;
                 let mut rtt = echo(&mut stream).await?;
@@ -145,7 +154,7 @@ pub async fn handshake(
     }
     stream.write_all(&offer.key).await?;
     let mut ack = [0u8; 1];
-    timeout(Duration::from_secs(2), stream.read_exact(&mut ack))
+    timeout(ACK_WAIT, stream.read_exact(&mut ack))
         .await
         .map_err(|_| LocalError::Stalled)??;
     if ack != *b"k" {
@@ -220,6 +229,19 @@ mod tests {
         assert!(matches!(dial(&rogue).await, Err(LocalError::BadKey(3))));
         let dialed = dial(&offer).await;
         assert!(dialed.is_ok(), "{dialed:?}");
+        assert!(accepting.await.unwrap().is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_silent_stranger_holds_the_socket_only_briefly() {
+        let (offer, offered) = offer("0123456789abcdef", 0, 1).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let accepting = tokio::spawn(offered.accept(deadline));
+        let _stranger = connect(&offer).unwrap();
+        let started = Instant::now();
+        let dialed = dial(&offer).await;
+        assert!(dialed.is_ok(), "{dialed:?}");
+        assert!(started.elapsed() < ACK_WAIT);
         assert!(accepting.await.unwrap().is_ok());
     }
 
