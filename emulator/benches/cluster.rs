@@ -173,7 +173,9 @@ fn main() -> ExitCode {
             facts["windows"], single_facts["windows"]
         );
         println!("    causal steps     {steps} cross-node messages in a chain");
-        println!("    one-way latency  {one_way_us:.1} µs (half the smallest round trip a node measured on its peer links)");
+        println!(
+            "    one-way latency  {one_way_us:.1} µs (half the smallest round trip a node measured on its peer links)"
+        );
         println!(
             "    floor            {floor_s:.3} s = steps × one-way; achieved {multi_wall:.2} s, {:.1}× the floor",
             multi_wall / floor_s.max(1e-9)

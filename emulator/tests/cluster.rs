@@ -269,6 +269,31 @@ fn two_and_four_nodes_on_loopback_match_a_single_process_run() {
 }
 
 #[test]
+fn a_node_without_actors_stays_out_of_the_windows_and_changes_nothing() {
+    // 8 pods split over 4 nodes by pod: 3, 3, 2 and none
+    let scenario = vec![
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../scenarios/network/thesis-large-dc.toml"
+        ),
+        "--set",
+        "run.end=5min",
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let single = single_digest(tmp.path(), &scenario);
+    let layout = loopback(4);
+    assert_eq!(cluster_digest(tmp.path(), &scenario, &layout), single);
+    let links = links_of(tmp.path(), &layout);
+    let idle: Vec<_> = links.iter().filter(|(_, x)| *x == 1).collect();
+    assert_eq!(idle.len(), 1, "one node without actors: {links:?}");
+    assert_eq!(idle[0].0, 0, "it keeps no link: {links:?}");
+    assert!(
+        links.iter().filter(|(_, x)| *x > 1).all(|(l, _)| *l == 2),
+        "the others link to each other only: {links:?}"
+    );
+}
+
+#[test]
 fn a_process_without_the_secret_is_refused_and_changes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let scenario = quickstart();
