@@ -31,7 +31,7 @@ fuzz_target!(|data: &[u8]| {
     }
     match transport_decode::<PeerFrame<Msg>>(data) {
         Ok(PeerFrame::Batch { envelopes, .. }) => envelopes.iter().for_each(touch),
-        Ok(PeerFrame::Hello { .. }) => {}
+        Ok(PeerFrame::Hello { .. } | PeerFrame::Local { .. } | PeerFrame::LocalAnswer { .. }) => {}
         Err(e) => assert!(!e.to_string().is_empty()),
     }
     if let Ok(envelope) = decode_envelope(data) {

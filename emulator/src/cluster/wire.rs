@@ -289,17 +289,17 @@ pub enum PeerFrame<M> {
     /// which run it belongs to (must be the acceptor's); the acceptor
     /// answers with its own.
     Hello { from: u32, run: String },
-    /// After its hello, the acceptor offers a same-host link, or none.
-    Local { offer: Option<LocalOffer> },
-    /// The dialer's answer to an offer: whether it reached the socket (it
-    /// then presents the key there).
-    LocalAnswer { connected: bool },
     Batch {
         window: u64,
         horizon: Horizon,
         last: bool,
         envelopes: Vec<Envelope<M>>,
     },
+    /// After its hello, the acceptor offers a same-host link, or none.
+    Local { offer: Option<LocalOffer> },
+    /// The dialer's answer to an offer: whether it reached the socket (it
+    /// then presents the key there).
+    LocalAnswer { connected: bool },
 }
 
 #[cfg(test)]
