@@ -788,7 +788,8 @@ pub struct ExternalConfig {
     /// directory, e.g. `["python3", "my_scheduler.py"]`.
     pub command: Vec<String>,
     /// The stages it decides: `placement` (the default), and with it
-    /// `preemption` under a slot stage.
+    /// `preemption` under a slot stage, and `power` (servers' sleep and
+    /// wake-up).
     #[serde(default = "default_external_stages")]
     pub stages: Vec<ExternalStage>,
     /// Virtual time a decision takes: its dispatch leaves the scheduler this
@@ -815,6 +816,11 @@ pub enum ExternalStage {
     /// those the slot stage admits (protocol v2's `preempt`); with
     /// `placement`, under a slot stage.
     Preemption,
+    /// The servers' power: the program puts idle servers to sleep and
+    /// wakes them (protocol v3's `power` orders); with `placement`, under
+    /// `power.policy = "idle"` (the program is then the only one that
+    /// sleeps servers).
+    Power,
 }
 
 impl ExternalStage {
@@ -823,6 +829,7 @@ impl ExternalStage {
         match self {
             ExternalStage::Placement => "placement",
             ExternalStage::Preemption => "preemption",
+            ExternalStage::Power => "power",
         }
     }
 }
@@ -1089,6 +1096,29 @@ impl SchedulerConfig {
                              preemption stage to hand out (choose \"priority\", \"wasp\" or \
                              \"hybrid\")"
                                 .into(),
+                        );
+                    }
+                }
+                if e.stages.contains(&ExternalStage::Power) {
+                    if !e.stages.contains(&ExternalStage::Placement) {
+                        push(
+                            "external.stages",
+                            "names \"power\" without \"placement\": the program decides power \
+                             in its answers to placement requests, so it decides both: \
+                             [\"placement\", \"power\"]"
+                                .into(),
+                        );
+                    }
+                    if self.slots != SlotPolicy::None {
+                        push(
+                            "external.stages",
+                            format!(
+                                "names \"power\" with scheduler.slots = {:?}: power decisions \
+                                 under a slot stage are not supported yet (its passes send \
+                                 their dispatches after the pass, which would reorder them \
+                                 with the program's sleep orders); use slots = \"none\"",
+                                self.slots.name()
+                            ),
                         );
                     }
                 }

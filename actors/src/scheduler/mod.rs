@@ -538,6 +538,10 @@ struct Core {
     /// path would let it), or the server could not evict the victim and
     /// would run one task more than its slots.
     in_order: bool,
+    /// Whether the placement orders servers to sleep and wake (an external
+    /// program under protocol v3): its dispatches then go in order too, so
+    /// that none overtakes an order to sleep decided before it.
+    tracks_power: bool,
     /// When the latest decision that took virtual time is done
     /// (`Placement::decision_latency`): dispatches leave no earlier, in the
     /// order they were decided.
@@ -642,6 +646,14 @@ struct FlowRefusedLog<'a> {
     bps: u64,
 }
 
+/// An order to sleep or wake a server, sent for an external program
+/// (protocol v3).
+#[derive(Serialize)]
+struct PowerOrderLog<'a> {
+    server: &'a str,
+    to: &'static str,
+}
+
 #[derive(Serialize)]
 struct ReleaseLog<'a> {
     task: u64,
@@ -705,6 +717,10 @@ impl Scheduler {
         let mut cluster = ClusterView::new(servers, cfg.contention == Contention::Server);
         if !primaries.is_empty() && world.primary_kills && !cfg.placement.reads_primary_use() {
             cluster.set_primary_aware();
+        }
+        let tracks_power = placement.tracks_power();
+        if tracks_power {
+            cluster.track_power();
         }
         let pool = vec![0; servers.len()];
         let counted: Vec<(bool, bool)> = servers.iter().map(|s| (false, s.slots > 0)).collect();
@@ -814,7 +830,9 @@ impl Scheduler {
                 no_room: BTreeMap::new(),
                 strict_speed: cfg.arq_speed,
                 in_order: cfg.slots.slotted()
-                    || (cfg.placement.energy_aware() && cfg.admission != AdmissionKind::Fifo),
+                    || (cfg.placement.energy_aware() && cfg.admission != AdmissionKind::Fifo)
+                    || tracks_power,
+                tracks_power,
                 busy_until: 0,
                 slot_latency: BTreeMap::new(),
                 world,
@@ -866,10 +884,12 @@ impl Scheduler {
     pub fn handle(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         self.core.placement.at(ctx.now());
         let result = self.handle_event(msg, ctx);
-        match self.core.placement.take_error() {
-            Some(e) => Err(e),
-            None => result,
+        if let Some(e) = self.core.placement.take_error() {
+            return Err(e);
         }
+        result?;
+        let orders = self.core.placement.take_power();
+        self.core.send_power(ctx, orders, 0)
     }
 
     fn handle_event(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
@@ -1196,6 +1216,13 @@ impl Scheduler {
                 Ok(())
             }
             Body::Rates(rates) => self.core.rates(src, &rates, ctx),
+            Body::Awake { orders } => {
+                if self.core.cluster.awake(src, orders) {
+                    self.core.version += 1;
+                    return self.drain(ctx);
+                }
+                Ok(())
+            }
             Body::Reclassified {
                 task,
                 tolerated,
@@ -1978,6 +2005,49 @@ impl Core {
         self.send(ctx, server, body)
     }
 
+    /// Books the power orders of a decision that took `latency` in the
+    /// view and sends them to their servers when it is done, in decision
+    /// order (before the decision's own dispatch), as dispatches leave.
+    fn send_power(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        orders: Vec<crate::external::PowerOrder>,
+        latency: u64,
+    ) -> Result<(), ModelError> {
+        if orders.is_empty() {
+            return Ok(());
+        }
+        let now = ctx.now();
+        let leaves = self.leaves(now, latency);
+        let world = Arc::clone(&self.world);
+        for order in orders {
+            self.cluster.order_power(order.server, order.sleep);
+            self.version += 1;
+            let Some(server) = self
+                .cluster
+                .servers()
+                .get(order.server as usize)
+                .map(|s| s.id)
+            else {
+                continue;
+            };
+            let body = Body::Power { sleep: order.sleep };
+            ctx.log(
+                "power_order",
+                &PowerOrderLog {
+                    server: world.name(server),
+                    to: if order.sleep { "sleep" } else { "wake" },
+                },
+            );
+            if leaves > now {
+                ctx.timer(leaves - now, Msg::Deferred { server, body })?;
+            } else {
+                self.send(ctx, server, body)?;
+            }
+        }
+        Ok(())
+    }
+
     /// When a decision taken at `now` that took `latency` is done: decisions
     /// are done in order, one after the other.
     fn leaves(&mut self, now: SimTime, latency: u64) -> SimTime {
@@ -2075,10 +2145,17 @@ impl Core {
         for (kind, fields) in self.placement.take_logs() {
             ctx.log(kind, &fields);
         }
+        let mut latency = self.placement.decision_latency();
+        let orders = self.placement.take_power();
         let Some(choice) = choice.filter(|c| !scope.strict || self.appropriate(&req, c)) else {
             self.no_room.insert(task.id, attempt);
+            self.send_power(ctx, orders, latency)?;
             return Ok(Attempt::NoRoom);
         };
+        if !orders.is_empty() {
+            self.send_power(ctx, orders, latency)?;
+            latency = 0;
+        }
         self.no_room.remove(&task.id);
         let world = Arc::clone(&self.world);
         let server = self.cluster.servers()[choice.server as usize].id;
@@ -2119,7 +2196,6 @@ impl Core {
             self.notify_switches(ctx, task.id, &route, bandwidth, true)?;
         }
         let now = ctx.now();
-        let latency = self.placement.decision_latency();
         let leaves = self.leaves(now, latency);
         let violation = self
             .profiles
@@ -2129,6 +2205,8 @@ impl Core {
         let body = Body::Dispatch(task.clone());
         if leaves > now {
             ctx.timer(leaves - now, Msg::Deferred { server, body })?;
+        } else if self.tracks_power {
+            self.send(ctx, server, body)?;
         } else {
             self.nic.send(&world, ctx, server, body)?;
         }

@@ -1,10 +1,12 @@
 """Write a scheduler for dcemu in Python: ``on_request(request) -> decision``.
 
 dcemu starts your program (``[scheduler.external]`` in a scenario) and asks
-it, at every placement decision, where a task should run, and with
+it, at every placement decision, where a task should run, with
 ``stages = ["placement", "preemption"]`` which running task a task that
-found no free slot evicts (``on_preempt``); this module speaks protocols v1
-and v2 (docs/external-scheduler.md) on stdin/stdout for you::
+found no free slot evicts (``on_preempt``), and with ``stages =
+["placement", "power"]`` which servers to put to sleep or wake (``Sleep``,
+``Wake`` in a decision's ``power``); this module speaks protocols v1, v2
+and v3 (docs/external-scheduler.md) on stdin/stdout for you::
 
     from dcemu_scheduler import Place, Request, Wait, run
 
@@ -40,6 +42,7 @@ __all__ = [
     "Place",
     "PreemptDecision",
     "PreemptRequest",
+    "PowerOrder",
     "Profile",
     "Report",
     "Request",
@@ -47,18 +50,21 @@ __all__ = [
     "Scheduler",
     "Server",
     "ServerState",
+    "Sleep",
     "Task",
     "Wait",
+    "Wake",
     "run",
     "serve",
 ]
 
-PROTOCOL = 2
+PROTOCOL = 3
 """The highest protocol version this module speaks."""
 
-PROTOCOLS = (1, 2)
+PROTOCOLS = (1, 2, 3)
 """The versions it speaks: it answers dcemu's ``hello`` with the one offered
-(v1 for the placement stage alone, v2 with the preemption stage)."""
+(v1 for the placement stage alone, v2 with the preemption stage, v3 with
+the servers' power)."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +151,15 @@ class ServerState:
     running: list[RunningTask] = field(default_factory=list)
     """In a ``preempt`` request: its running tasks, least recently started
     first."""
+    power: Optional[str] = None
+    """v3: its power state as the scheduler knows it: ``"awake"``,
+    ``"asleep"`` (ordered to sleep; a dispatch or ``Wake`` wakes it, which
+    takes ``power.server_wake`` at peak power) or ``"waking"``."""
+
+    def idle(self) -> bool:
+        """Whether the scheduler has nothing running or on its way there
+        (every slot free): the only servers that may be put to sleep."""
+        return self.free_slots == self.server.slots
 
     @property
     def index(self) -> int:
@@ -206,15 +221,40 @@ class PreemptRequest:
 
 
 @dataclass(frozen=True)
-class Place:
-    """Start the task on the server of this index."""
+class Sleep:
+    """v3: put the server of this index to sleep. It must be ``"awake"``
+    with nothing running or on its way there (``ServerState.idle``), and
+    not the server the same decision places on."""
 
     server: int
 
 
 @dataclass(frozen=True)
+class Wake:
+    """v3: wake the ``"asleep"`` server of this index (a dispatch to it
+    would wake it too, but only once the task reaches it)."""
+
+    server: int
+
+
+PowerOrder = Union[Sleep, Wake]
+
+
+@dataclass(frozen=True)
+class Place:
+    """Start the task on the server of this index; ``power``: v3's orders
+    to sleep or wake servers, sent before the task, in this order."""
+
+    server: int
+    power: tuple[PowerOrder, ...] = ()
+
+
+@dataclass(frozen=True)
 class Wait:
-    """Leave the task queued until something changes."""
+    """Leave the task queued until something changes; ``power`` as in
+    ``Place``."""
+
+    power: tuple[PowerOrder, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -225,6 +265,7 @@ class Evict:
     task: int
     server: int
     reason: Optional[str] = None
+    power: tuple[PowerOrder, ...] = ()
 
 
 Decision = Union[Place, Wait]
@@ -254,7 +295,20 @@ def _state(cluster: list[Server], s: dict) -> ServerState:
         primary_room=s.get("primary_room"),
         report=_report(s.get("report")),
         running=[RunningTask(**r) for r in s.get("running") or []],
+        power=s.get("power"),
     )
+
+
+def _power(orders: tuple[PowerOrder, ...]) -> list[dict]:
+    out = []
+    for o in orders:
+        if isinstance(o, Sleep):
+            out.append({"server": o.server, "to": "sleep"})
+        elif isinstance(o, Wake):
+            out.append({"server": o.server, "to": "wake"})
+        else:
+            raise TypeError(f"power order {o!r} is not Sleep or Wake")
+    return out
 
 
 def _profile(p: Optional[dict]) -> Optional[Profile]:
@@ -316,6 +370,7 @@ def serve(
         rng.word_pos = msg["rng_word_pos"]
         out: dict = {"id": msg["id"], "task": msg["task"]["id"]}
         servers = [_state(cluster, s) for s in msg["servers"]]
+        orders: tuple[PowerOrder, ...] = ()
         if kind == "place":
             decision = decide(
                 Request(
@@ -335,6 +390,7 @@ def serve(
                 out["decision"] = "wait"
             else:
                 raise TypeError(f"on_request returned {decision!r}, not Place or Wait")
+            orders = decision.power
         elif preempt is not None:
             victim = preempt(
                 PreemptRequest(
@@ -358,6 +414,9 @@ def serve(
                 out["decision"] = "wait"
             else:
                 raise TypeError(f"on_preempt returned {victim!r}, not Evict or Wait")
+            orders = victim.power
+        if orders:
+            out["power"] = _power(orders)
         if rng.word_pos != msg["rng_word_pos"]:
             out["rng_word_pos"] = rng.word_pos
         stdout.write(json.dumps(out) + "\n")

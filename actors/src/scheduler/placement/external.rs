@@ -1,13 +1,15 @@
-//! `external`: a program outside dcemu places the tasks, and with protocol
-//! v2 picks the victims of the preemption stage (`[scheduler.external]`,
+//! `external`: a program outside dcemu places the tasks, with protocol v2
+//! picks the victims of the preemption stage, and with v3 puts servers to
+//! sleep and wakes them (`[scheduler.external]`,
 //! docs/external-scheduler.md).
 
 use dcemu_topology::SimTime;
 
 use crate::config::{ExternalConfig, ExternalStage};
 use crate::external::{
-    Decision, Hello, HelloServer, Oracle, PlaceRequest, PreemptRequest, ProfileView, Response,
-    RngKey, RunningView, ServerState, TaskView, decode_hello, decode_response, protocol_for,
+    Decision, Hello, HelloServer, Oracle, PlaceRequest, PowerOrder, PowerView, PreemptRequest,
+    ProfileView, Response, RngKey, RunningView, ServerState, TaskView, decode_hello,
+    decode_response, protocol_for,
 };
 use crate::kernel::{ActorRng, Metrics, ModelError};
 use crate::scheduler::cluster_view::ServerSpec;
@@ -42,6 +44,9 @@ pub struct External {
     failed: Option<String>,
     reported: bool,
     round_trip_us: Vec<f64>,
+    /// The latest response's power orders (v3), checked, until the
+    /// scheduler takes them ([`Placement::take_power`]).
+    orders: Vec<PowerOrder>,
 }
 
 impl External {
@@ -79,7 +84,83 @@ impl External {
             failed: None,
             reported: false,
             round_trip_us: Vec::new(),
+            orders: Vec::new(),
         }
+    }
+
+    /// Whether requests carry power states and responses may order
+    /// servers to sleep or wake (v3).
+    fn decides_power(&self) -> bool {
+        self.cfg.stages.contains(&ExternalStage::Power)
+    }
+
+    /// Checks the response's power orders against the scheduler's view
+    /// (and the task the response itself places on `placed`), and keeps
+    /// them for the scheduler. Each order must name a server that exists,
+    /// once; a server to sleep must be awake with nothing the scheduler
+    /// handed out there; a server to wake must be asleep.
+    fn check_power(
+        &mut self,
+        what: &str,
+        response: &Response,
+        placed: Option<u32>,
+        cluster: &ClusterView,
+    ) -> Result<(), String> {
+        if response.power.is_empty() {
+            return Ok(());
+        }
+        if !self.decides_power() {
+            return Err(format!(
+                "{what}: the response has \"power\" orders, but this session speaks protocol \
+                 v{}: power orders are v3's (scheduler.external.stages = [\"placement\", \
+                 \"power\"])",
+                self.protocol
+            ));
+        }
+        let all = cluster.servers();
+        for (k, order) in response.power.iter().enumerate() {
+            let i = order.server;
+            let Some(s) = all.get(i as usize) else {
+                return Err(format!(
+                    "{what}: power order: server {i} does not exist (servers are 0 to {})",
+                    all.len().saturating_sub(1)
+                ));
+            };
+            if response.power[..k].iter().any(|o| o.server == i) {
+                return Err(format!(
+                    "{what}: power orders name server {i} twice (one order per server and \
+                     response)"
+                ));
+            }
+            let state = cluster.power(i).unwrap_or(PowerView::Awake);
+            let problem = match (order.sleep, state) {
+                (true, PowerView::Asleep) => Some("it is already asleep".to_string()),
+                (true, PowerView::Waking) => Some(
+                    "it is waking (it may sleep once a request shows it \"awake\")".to_string(),
+                ),
+                (true, PowerView::Awake) if placed == Some(i) => {
+                    Some("the response places the task on it".to_string())
+                }
+                (true, PowerView::Awake) if s.free < s.slots => Some(format!(
+                    "it has tasks running or on their way ({} of its {} slots taken)",
+                    s.slots - s.free,
+                    s.slots
+                )),
+                (false, PowerView::Awake) => {
+                    Some("it is awake (only an asleep server wakes)".to_string())
+                }
+                (false, PowerView::Waking) => Some("it is already waking".to_string()),
+                _ => None,
+            };
+            if let Some(problem) = problem {
+                let verb = if order.sleep { "sleep" } else { "wake" };
+                return Err(format!(
+                    "{what}: power order: server {i} cannot {verb}: {problem}"
+                ));
+            }
+        }
+        self.orders = response.power.clone();
+        Ok(())
     }
 
     fn decides_preemption(&self) -> bool {
@@ -220,7 +301,10 @@ impl External {
             ));
         }
         let server = match response.decision {
-            Decision::Wait => return Ok(None),
+            Decision::Wait => {
+                self.check_power(&what, &response, None, cluster)?;
+                return Ok(None);
+            }
             Decision::Place { server } => server,
         };
         let Some(s) = all.get(server as usize) else {
@@ -244,6 +328,7 @@ impl External {
                 }
             ));
         }
+        self.check_power(&what, &response, Some(server), cluster)?;
         Ok(Some(Choice::clean(server)))
     }
 
@@ -290,7 +375,10 @@ impl External {
         let line = serde_json::to_string(&request).map_err(|e| format!("{what}: {e}"))?;
         let response = self.answer(&line, (id, &what, word_pos), t.id, rng)?;
         let server = match response.decision {
-            Decision::Wait => return Ok(None),
+            Decision::Wait => {
+                self.check_power(&what, &response, None, cluster)?;
+                return Ok(None);
+            }
             Decision::Place { server } => server,
         };
         let count = cluster.servers().len();
@@ -339,11 +427,13 @@ impl External {
                 r.task, r.priority, t.id, t.priority
             ));
         }
+        self.check_power(&what, &response, Some(server), cluster)?;
         Ok(Some(k))
     }
 }
 
-/// A server of `cluster` as a request shows it.
+/// A server of `cluster` as a request shows it (its power state only when
+/// the view follows power states: v3).
 fn server_state(cluster: &ClusterView, i: u32, running: Option<Vec<RunningView>>) -> ServerState {
     let s = &cluster.servers()[i as usize];
     ServerState {
@@ -353,6 +443,7 @@ fn server_state(cluster: &ClusterView, i: u32, running: Option<Vec<RunningView>>
         primary_room: (s.primary_room != u32::MAX).then_some(s.primary_room),
         report: cluster.report(i).copied(),
         running,
+        power: cluster.power(i),
     }
 }
 
@@ -439,6 +530,14 @@ impl Placement for External {
                 None
             }
         }
+    }
+
+    fn take_power(&mut self) -> Vec<PowerOrder> {
+        std::mem::take(&mut self.orders)
+    }
+
+    fn tracks_power(&self) -> bool {
+        self.decides_power()
     }
 
     /// The program may read the servers' reports.

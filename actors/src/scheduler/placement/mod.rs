@@ -194,6 +194,20 @@ pub trait Placement: Send {
         None
     }
 
+    /// Whether the scheduler's view should follow the servers' power
+    /// states ([`ClusterView::track_power`]): a policy that orders servers
+    /// to sleep and wake (an external program under protocol v3).
+    fn tracks_power(&self) -> bool {
+        false
+    }
+
+    /// The power orders the policy decided since the last call, checked
+    /// against the view: the scheduler books them in its view and sends
+    /// them to the servers, in this order.
+    fn take_power(&mut self) -> Vec<crate::external::PowerOrder> {
+        Vec::new()
+    }
+
     /// Log entries (`kind`, fields) the policy made since the last call;
     /// the scheduler writes them to its log.
     fn take_logs(&mut self) -> Vec<(&'static str, serde_json::Value)> {

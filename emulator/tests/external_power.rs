@@ -1,0 +1,335 @@
+//! An external scheduler that decides the servers' power too (protocol
+//! v3, `stages = ["placement", "power"]`, docs/external-scheduler.md):
+//! the Python `sleep_idle.py` example saves server energy against the
+//! same placement without sleeping, and runs identically twice, on three
+//! partitions and in replay; each way of misbehaving with a power order
+//! stops `dcemu run` with exit code 1, an error naming the program, the
+//! request and the problem, and `INCOMPLETE` results, as the placement's
+//! misbehaviours do (`external.rs`). Scenarios that hand out a power stage
+//! they cannot are refused at load. Skipped, saying so, where `python3`
+//! is absent.
+
+use std::path::{Path, PathBuf};
+
+mod common;
+use common::{dcemu, python};
+
+/// A v3 scheduler: first fit on an awake server (else any), or one way of
+/// misbehaving with a power order once the run is under way.
+const PROGRAM: &str = r#"
+import json, sys
+mode = sys.argv[1]
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+hello = json.loads(sys.stdin.readline())
+if mode != "v1-power" and (hello["protocol"] != 3 or hello["stages"] != ["placement", "power"]):
+    sys.exit("unexpected hello: %r" % hello)
+version = {"v2": 2, "v1-power": 1}.get(mode, 3)
+send({"type": "hello", "protocol": version})
+asleep = set()
+for line in sys.stdin:
+    req = json.loads(line)
+    if mode != "v1-power":
+        assert all(s["power"] in ("awake", "asleep", "waking") for s in req["servers"]), req
+    fits = [s for s in req["servers"] if s["free_slots"] >= req["task"]["cores"]]
+    awake = [s for s in fits if s.get("power", "awake") == "awake"]
+    pick = (awake or fits)[:1]
+    answer = {"id": req["id"], "task": req["task"]["id"]}
+    if pick:
+        answer.update(decision="place", server=pick[0]["index"])
+    else:
+        answer["decision"] = "wait"
+    idle = [s["index"] for s in req["servers"]
+            if s.get("power", "awake") == "awake" and s["free_slots"] == hello["servers"][s["index"]]["slots"]
+            and (not pick or s["index"] != pick[0]["index"])]
+    busy = [s["index"] for s in req["servers"] if s["free_slots"] < hello["servers"][s["index"]]["slots"]]
+    orders = None
+    if mode == "sleep-placed" and pick:
+        orders = [{"server": pick[0]["index"], "to": "sleep"}]
+    elif mode == "sleep-busy" and [b for b in busy if not pick or b != pick[0]["index"]]:
+        orders = [{"server": [b for b in busy if not pick or b != pick[0]["index"]][0], "to": "sleep"}]
+    elif mode == "sleep-twice-listed" and idle:
+        orders = [{"server": idle[0], "to": "sleep"}, {"server": idle[0], "to": "sleep"}]
+    elif mode == "sleep-asleep-again" and asleep:
+        orders = [{"server": min(asleep), "to": "sleep"}]
+    elif mode == "wake-awake" and idle:
+        orders = [{"server": idle[0], "to": "wake"}]
+    elif mode == "ghost":
+        orders = [{"server": 99, "to": "sleep"}]
+    elif mode == "bad-to":
+        orders = [{"server": 0, "to": "off"}]
+    elif mode == "v1-power":
+        orders = [{"server": 0, "to": "sleep"}]
+    if mode == "sleep-asleep-again" and not asleep and idle:
+        orders = [{"server": idle[0], "to": "sleep"}]
+        asleep.add(idle[0])
+    if orders:
+        answer["power"] = orders
+    send(answer)
+"#;
+
+/// Four two-slot servers, tasks arriving one every 20 s on average.
+fn scenario(dir: &Path, command: &str, stages: &str, extra: &str) -> String {
+    let text = format!(
+        r#"
+[run]
+name = "power"
+end = "20m"
+seed = 3
+{extra}
+[scheduler]
+report_interval = "10s"
+
+[scheduler.external]
+command = {command}
+stages = {stages}
+timeout = "5s"
+
+[output]
+actor_logs = true
+
+[[server_types]]
+name = "a"
+count = 4
+slots = 2
+
+[[tenants]]
+name = "t"
+arrivals = {{ process = "poisson", rate_per_s = 0.05 }}
+service = {{ distribution = "exponential", mean = "60s" }}
+"#
+    );
+    let name = format!("s{}.toml", text.len() ^ command.len() ^ stages.len() << 8);
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+const POWER: &str = r#"["placement", "power"]"#;
+
+fn metrics(dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("metrics.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn count(dir: &Path, actor_prefix: &str, kind: &str) -> usize {
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir.join("actors")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with(actor_prefix) {
+            let text = std::fs::read_to_string(&path).unwrap();
+            n += text
+                .lines()
+                .filter(|l| l.contains(&format!("\"kind\":\"{kind}\"")))
+                .count();
+        }
+    }
+    n
+}
+
+fn with_client(tmp: &Path) {
+    let client = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../clients/python");
+    std::os::unix::fs::symlink(client, tmp.join("py")).unwrap();
+}
+
+#[test]
+fn sleeping_idle_servers_saves_energy_and_runs_identically_everywhere() {
+    if !python() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    with_client(tmp.path());
+    let sleeps = scenario(
+        tmp.path(),
+        r#"["python3", "py/examples/sleep_idle.py"]"#,
+        POWER,
+        "",
+    );
+    let awake = scenario(
+        tmp.path(),
+        r#"["python3", "py/examples/sleep_idle.py", "1", "--no-sleep"]"#,
+        POWER,
+        "",
+    );
+    let run = |path: &str, out: &str, more: &[&str]| {
+        let mut args = vec!["run", path, "--quiet", "--out", out];
+        args.extend_from_slice(more);
+        let o = dcemu(tmp.path(), &args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read_to_string(tmp.path().join(out).join("digest")).unwrap()
+    };
+    let digest = run(&sleeps, "sleeps", &[]);
+    run(&awake, "awake", &[]);
+    let (s, a) = (
+        metrics(&tmp.path().join("sleeps")),
+        metrics(&tmp.path().join("awake")),
+    );
+    let energy = |m: &serde_json::Value| m["energy_j_server"].as_f64().unwrap();
+    assert!(
+        energy(&s) < 0.8 * energy(&a),
+        "sleeping idle servers saves energy: {} J against {} J",
+        energy(&s),
+        energy(&a)
+    );
+    assert!(s["wake_ups_server"].as_f64().unwrap() > 0.0, "servers woke");
+    assert_eq!(a["wake_ups_server"].as_f64().unwrap_or(0.0), 0.0);
+    assert_eq!(
+        s["tasks_dispatched"], a["tasks_dispatched"],
+        "the same tasks ran"
+    );
+    let dir = tmp.path().join("sleeps");
+    let orders = count(&dir, "scheduler", "power_order");
+    assert!(orders > 0, "the program ordered servers to sleep");
+    assert_eq!(
+        count(&dir, "server", "sleep"),
+        orders,
+        "every order to sleep reached an idle server and put it to sleep"
+    );
+    assert_eq!(count(&dir, "server", "sleep_refused"), 0);
+    assert_eq!(
+        count(&tmp.path().join("awake"), "scheduler", "power_order"),
+        0
+    );
+    assert_eq!(run(&sleeps, "again", &[]), digest, "same digest twice");
+    assert_eq!(
+        run(&sleeps, "three", &["--partitions", "3"]),
+        digest,
+        "same digest on three partitions"
+    );
+    let r = dcemu(tmp.path(), &["replay", "sleeps"]);
+    let out = String::from_utf8_lossy(&r.stdout).into_owned();
+    assert!(
+        r.status.success() && out.contains("identical"),
+        "{out}{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+}
+
+#[test]
+fn each_power_misbehaviour_stops_the_run_with_its_error_and_incomplete_results() {
+    if !python() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("power.py"), PROGRAM).unwrap();
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            "sleep-placed",
+            POWER,
+            &[
+                "(place task",
+                "cannot sleep: the response places the task on it",
+            ],
+        ),
+        (
+            "sleep-busy",
+            POWER,
+            &["cannot sleep: it has tasks running or on their way (1 of its 2 slots taken)"],
+        ),
+        (
+            "sleep-twice-listed",
+            POWER,
+            &["power orders name server", "twice"],
+        ),
+        (
+            "sleep-asleep-again",
+            POWER,
+            &["cannot sleep: it is already asleep"],
+        ),
+        (
+            "wake-awake",
+            POWER,
+            &["cannot wake: it is awake (only an asleep server wakes)"],
+        ),
+        (
+            "ghost",
+            POWER,
+            &["power order: server 99 does not exist (servers are 0 to 3)"],
+        ),
+        (
+            "bad-to",
+            POWER,
+            &["power order for server 0: \"to\" must be \"sleep\" or \"wake\", got \"off\""],
+        ),
+        (
+            "v2",
+            POWER,
+            &["hello", "it speaks protocol v2, dcemu speaks v3"],
+        ),
+        (
+            "v1-power",
+            r#"["placement"]"#,
+            &[
+                "request 1 (place task",
+                "this session speaks protocol v1",
+                "v3's",
+            ],
+        ),
+    ];
+    for (mode, stages, words) in cases {
+        let command = format!(r#"["python3", "power.py", "{mode}"]"#);
+        let path = scenario(tmp.path(), &command, stages, "");
+        let out = format!("out-{mode}");
+        let o = dcemu(tmp.path(), &["run", &path, "--quiet", "--out", &out]);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(1), "{mode}: {err}");
+        let program = format!("external scheduler `python3 power.py {mode}`");
+        assert!(err.contains(&program), "{mode}: names the program: {err}");
+        for w in *words {
+            assert!(err.contains(w), "{mode}: says {w:?}: {err}");
+        }
+        assert!(!err.contains("panicked"), "{mode}: {err}");
+        let dir = tmp.path().join(&out);
+        assert!(
+            dir.join("INCOMPLETE").is_file(),
+            "{mode}: marked incomplete"
+        );
+        assert!(!dir.join("digest").exists(), "{mode}: no digest");
+    }
+}
+
+#[test]
+fn a_power_stage_that_cannot_be_handed_out_is_refused_at_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let command = r#"["python3", "power.py", "ok"]"#;
+    let cases = [
+        (
+            r#"["power"]"#,
+            "",
+            "scheduler.external.stages",
+            "names \"power\" without \"placement\"",
+        ),
+        (
+            POWER,
+            "[power]\npolicy = \"sleep\"\n",
+            "power.policy",
+            "servers sleep by themselves",
+        ),
+    ];
+    for (stages, extra, field, says) in cases {
+        let path = scenario(tmp.path(), command, stages, extra);
+        let o = dcemu(tmp.path(), &["run", &path, "--quiet", "--out", "refused"]);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(!o.status.success(), "{stages} {extra}: refused");
+        assert!(
+            err.contains(field) && err.contains(says),
+            "{stages} {extra}: {err}"
+        );
+    }
+    let slotted = std::fs::read_to_string(scenario(tmp.path(), command, POWER, ""))
+        .unwrap()
+        .replace("[scheduler]\n", "[scheduler]\nslots = \"priority\"\n");
+    std::fs::write(tmp.path().join("slotted.toml"), slotted).unwrap();
+    let o = dcemu(
+        tmp.path(),
+        &["run", "slotted.toml", "--quiet", "--out", "refused"],
+    );
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!o.status.success());
+    assert!(
+        err.contains("scheduler.external.stages") && err.contains("not supported yet"),
+        "{err}"
+    );
+}
