@@ -61,6 +61,16 @@ for line in sys.stdin:
         orders = [{"server": 0, "to": "off"}]
     elif mode == "v1-power":
         orders = [{"server": 0, "to": "sleep"}]
+    if mode in ("wake-waking", "sleep-waking"):
+        if not asleep and idle:
+            target = idle[0]
+            asleep.add(target)
+            orders = [{"server": target, "to": "sleep"}]
+        elif len(asleep) == 1:
+            asleep.add(-1)
+            orders = [{"server": target, "to": "wake"}]
+        elif asleep:
+            orders = [{"server": target, "to": "wake" if mode == "wake-waking" else "sleep"}]
     if mode == "sleep-asleep-again" and not asleep and idle:
         orders = [{"server": idle[0], "to": "sleep"}]
         asleep.add(idle[0])
@@ -242,6 +252,12 @@ fn each_power_misbehaviour_stops_the_run_with_its_error_and_incomplete_results()
             "wake-awake",
             POWER,
             &["cannot wake: it is awake (only an asleep server wakes)"],
+        ),
+        ("wake-waking", POWER, &["cannot wake: it is already waking"]),
+        (
+            "sleep-waking",
+            POWER,
+            &["cannot sleep: it is waking (it may sleep once a request shows it \"awake\")"],
         ),
         (
             "ghost",
