@@ -821,6 +821,11 @@ pub enum ExternalStage {
     /// `power.policy = "idle"` (the program is then the only one that
     /// sleeps servers).
     Power,
+    /// Migrations: the program moves running tasks to other servers with
+    /// their progress (protocol v3's `migrate` orders; Paragon §3.4's
+    /// mechanism and `migration_time`); with `placement`, without a slot
+    /// stage.
+    Migration,
 }
 
 impl ExternalStage {
@@ -830,6 +835,7 @@ impl ExternalStage {
             ExternalStage::Placement => "placement",
             ExternalStage::Preemption => "preemption",
             ExternalStage::Power => "power",
+            ExternalStage::Migration => "migration",
         }
     }
 }
@@ -1117,6 +1123,28 @@ impl SchedulerConfig {
                                  under a slot stage are not supported yet (its passes send \
                                  their dispatches after the pass, which would reorder them \
                                  with the program's sleep orders); use slots = \"none\"",
+                                self.slots.name()
+                            ),
+                        );
+                    }
+                }
+                if e.stages.contains(&ExternalStage::Migration) {
+                    if !e.stages.contains(&ExternalStage::Placement) {
+                        push(
+                            "external.stages",
+                            "names \"migration\" without \"placement\": the program orders \
+                             migrations in its answers to placement requests, so it decides \
+                             both: [\"placement\", \"migration\"]"
+                                .into(),
+                        );
+                    }
+                    if self.slots != SlotPolicy::None {
+                        push(
+                            "external.stages",
+                            format!(
+                                "names \"migration\" with scheduler.slots = {:?}: migration \
+                                 orders under a slot stage are not supported yet; use \
+                                 slots = \"none\"",
                                 self.slots.name()
                             ),
                         );

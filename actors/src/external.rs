@@ -14,14 +14,15 @@ use crate::net::ServerReport;
 /// The highest protocol version dcemu speaks. v1 hands out the placement
 /// stage (`place` requests); v2 adds the preemption stage (`preempt`
 /// requests, answered with an `evict`); v3 the servers' power (each
-/// server's `power` state in requests, `power` orders in responses).
+/// server's `power` state in requests, `power` orders in responses) and
+/// migrations (the running tasks in requests, `migrate` orders).
 pub const PROTOCOL: u32 = 3;
 
 /// The version dcemu offers in its `hello` for `stages`: the lowest that
 /// carries them, so that a v1 program keeps running unchanged wherever v1
 /// suffices. The program must answer with the version offered.
 pub fn protocol_for(stages: &[ExternalStage]) -> u32 {
-    if stages.contains(&ExternalStage::Power) {
+    if stages.contains(&ExternalStage::Power) || stages.contains(&ExternalStage::Migration) {
         3
     } else if stages.contains(&ExternalStage::Preemption) {
         2
@@ -102,8 +103,25 @@ pub struct PlaceRequest {
     /// The servers the task may use now that have a free slot, in the
     /// scheduler's order (deterministic, not sorted).
     pub servers: Vec<ServerState>,
+    /// v3 with the migration stage: every task the scheduler placed and
+    /// has not heard the end of, by id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub running: Option<Vec<PlacedView>>,
     /// Position (in 32-bit words) of the scheduler's random stream.
     pub rng_word_pos: u64,
+}
+
+/// A placed task as the scheduler knows it (v3's `running`).
+#[derive(Debug, Serialize)]
+pub struct PlacedView {
+    pub id: u64,
+    pub server: u32,
+    /// When it was dispatched there (or its migration there began).
+    pub since_ns: u64,
+    pub cores: u32,
+    pub memory_mb: u64,
+    /// Whether a migration of it is under way (it may not move again yet).
+    pub migrating: bool,
 }
 
 /// What the scheduler knows of a task.
@@ -219,6 +237,16 @@ pub struct Response {
     pub rng_word_pos: Option<u64>,
     /// v3: servers to put to sleep or wake, in the order given.
     pub power: Vec<PowerOrder>,
+    /// v3: running tasks to move to other servers, in the order given.
+    pub migrate: Vec<MigrateOrder>,
+}
+
+/// One migration the program decided (v3): move running `task` to
+/// `server` with its progress (Paragon §3.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MigrateOrder {
+    pub task: u64,
+    pub server: u32,
 }
 
 /// One power decision of the program (v3).
@@ -267,6 +295,15 @@ struct RawResponse {
     rng_word_pos: Option<u64>,
     #[serde(default)]
     power: Option<Vec<RawPower>>,
+    #[serde(default)]
+    migrate: Option<Vec<RawMigrate>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMigrate {
+    task: u64,
+    server: u32,
 }
 
 #[derive(Deserialize)]
@@ -348,6 +385,15 @@ pub fn decode_response(line: &str) -> Result<Response, String> {
         evict,
         rng_word_pos: raw.rng_word_pos,
         power,
+        migrate: raw
+            .migrate
+            .unwrap_or_default()
+            .into_iter()
+            .map(|m| MigrateOrder {
+                task: m.task,
+                server: m.server,
+            })
+            .collect(),
     })
 }
 
@@ -386,6 +432,14 @@ pub fn encode_response(r: &Response) -> String {
             })
             .collect();
         v["power"] = power.into();
+    }
+    if !r.migrate.is_empty() {
+        let migrate: Vec<serde_json::Value> = r
+            .migrate
+            .iter()
+            .map(|m| serde_json::json!({ "task": m.task, "server": m.server }))
+            .collect();
+        v["migrate"] = migrate.into();
     }
     v.to_string()
 }
@@ -433,6 +487,7 @@ mod tests {
                 evict: Vec::new(),
                 rng_word_pos: None,
                 power: Vec::new(),
+                migrate: Vec::new(),
             })
         );
         let r = decode_response(
@@ -498,6 +553,20 @@ mod tests {
         assert!(
             e(r#"{"id":1,"task":1,"decision":"wait","power":[{"server":1,"to":"wake","at":3}]}"#)
                 .contains("unknown field")
+        );
+        let r = decode_response(
+            r#"{"id":6,"task":9,"decision":"place","server":1,"migrate":[{"task":3,"server":2}]}"#,
+        );
+        assert_eq!(
+            r.as_ref().map(|r| r.migrate.clone()),
+            Ok(vec![MigrateOrder { task: 3, server: 2 }])
+        );
+        if let Ok(r) = r {
+            assert_eq!(decode_response(&encode_response(&r)), Ok(r));
+        }
+        assert!(
+            e(r#"{"id":1,"task":1,"decision":"wait","migrate":[{"task":3}]}"#)
+                .contains("missing field `server`")
         );
         assert!(decode_hello(r#"{"type":"place","protocol":1}"#).is_err());
         assert_eq!(

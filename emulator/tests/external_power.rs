@@ -2,7 +2,8 @@
 //! v3, `stages = ["placement", "power"]`, docs/external-scheduler.md):
 //! the Python `sleep_idle.py` example saves server energy against the
 //! same placement without sleeping, and runs identically twice, on three
-//! partitions and in replay; each way of misbehaving with a power order
+//! partitions and in replay, with migrations (`"migration"`) too; each way
+//! of misbehaving with a power or migrate order
 //! stops `dcemu run` with exit code 1, an error naming the program, the
 //! request and the problem, and `INCOMPLETE` results, as the placement's
 //! misbehaviours do (`external.rs`). Scenarios that hand out a power stage
@@ -76,6 +77,60 @@ for line in sys.stdin:
         asleep.add(idle[0])
     if orders:
         answer["power"] = orders
+    send(answer)
+"#;
+
+/// A v3 scheduler with the migration stage: first fit, and one move per
+/// decision (the first task that can move to another server with room),
+/// or one way of misbehaving with a migrate order.
+const MIGRATOR: &str = r#"
+import json, sys
+mode = sys.argv[1]
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+hello = json.loads(sys.stdin.readline())
+send({"type": "hello", "protocol": hello["protocol"]})
+for line in sys.stdin:
+    req = json.loads(line)
+    fits = [s for s in req["servers"] if s["free_slots"] >= req["task"]["cores"]]
+    answer = {"id": req["id"], "task": req["task"]["id"]}
+    if fits:
+        answer.update(decision="place", server=fits[0]["index"])
+    else:
+        answer["decision"] = "wait"
+    free = {s["index"]: s["free_slots"] for s in req["servers"]}
+    if fits:
+        free[fits[0]["index"]] -= req["task"]["cores"]
+    running = req.get("running") or []
+    moves = [(r, i) for r in running if not r["migrating"]
+             for i in sorted(free) if i != r["server"] and free[i] >= r["cores"]]
+    migrate = None
+    if mode == "ok" and moves:
+        migrate = [{"task": moves[0][0]["id"], "server": moves[0][1]}]
+    elif mode == "ghost":
+        migrate = [{"task": 99999, "server": 0}]
+    elif mode == "same" and running:
+        migrate = [{"task": running[0]["id"], "server": running[0]["server"]}]
+    elif mode == "nowhere" and running:
+        migrate = [{"task": running[0]["id"], "server": 99}]
+    elif mode == "full" and running and fits:
+        r = [x for x in running if x["server"] != fits[0]["index"]]
+        if r and free[fits[0]["index"]] < r[0]["cores"]:
+            migrate = [{"task": r[0]["id"], "server": fits[0]["index"]}]
+    elif mode == "twice" and moves:
+        migrate = [{"task": moves[0][0]["id"], "server": moves[0][1]}] * 2
+    elif mode == "again":
+        busy = [r for r in running if r["migrating"]]
+        if busy:
+            others = [i for i in range(len(hello["servers"])) if i != busy[0]["server"]]
+            migrate = [{"task": busy[0]["id"], "server": others[0]}]
+        elif moves:
+            migrate = [{"task": moves[0][0]["id"], "server": moves[0][1]}]
+    elif mode == "no-stage" and req["task"]["id"] > 0:
+        migrate = [{"task": 0, "server": 1}]
+    if migrate:
+        answer["migrate"] = migrate
     send(answer)
 "#;
 
@@ -318,6 +373,12 @@ fn a_power_stage_that_cannot_be_handed_out_is_refused_at_load() {
             "names \"power\" without \"placement\"",
         ),
         (
+            r#"["migration"]"#,
+            "",
+            "scheduler.external.stages",
+            "names \"migration\" without \"placement\"",
+        ),
+        (
             POWER,
             "[power]\npolicy = \"sleep\"\n",
             "power.policy",
@@ -334,18 +395,136 @@ fn a_power_stage_that_cannot_be_handed_out_is_refused_at_load() {
             "{stages} {extra}: {err}"
         );
     }
-    let slotted = std::fs::read_to_string(scenario(tmp.path(), command, POWER, ""))
-        .unwrap()
-        .replace("[scheduler]\n", "[scheduler]\nslots = \"priority\"\n");
-    std::fs::write(tmp.path().join("slotted.toml"), slotted).unwrap();
-    let o = dcemu(
+    for (stage, stages) in [
+        ("power", POWER),
+        ("migration", r#"["placement", "migration"]"#),
+    ] {
+        let slotted = std::fs::read_to_string(scenario(tmp.path(), command, stages, ""))
+            .unwrap()
+            .replace("[scheduler]\n", "[scheduler]\nslots = \"priority\"\n");
+        std::fs::write(tmp.path().join("slotted.toml"), slotted).unwrap();
+        let o = dcemu(
+            tmp.path(),
+            &["run", "slotted.toml", "--quiet", "--out", "refused"],
+        );
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(!o.status.success());
+        assert!(
+            err.contains("scheduler.external.stages")
+                && err.contains(&format!("names \"{stage}\" with scheduler.slots"))
+                && err.contains("not supported yet"),
+            "{err}"
+        );
+    }
+}
+
+const MIGRATION: &str = r#"["placement", "power", "migration"]"#;
+
+#[test]
+fn a_program_that_migrates_moves_tasks_and_runs_identically_everywhere() {
+    if !python() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    with_client(tmp.path());
+    let path = scenario(
         tmp.path(),
-        &["run", "slotted.toml", "--quiet", "--out", "refused"],
+        r#"["python3", "py/examples/sleep_idle.py", "1", "--migrate"]"#,
+        MIGRATION,
+        "",
     );
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(!o.status.success());
+    let run = |out: &str, more: &[&str]| {
+        let mut args = vec!["run", path.as_str(), "--quiet", "--out", out];
+        args.extend_from_slice(more);
+        let o = dcemu(tmp.path(), &args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read_to_string(tmp.path().join(out).join("digest")).unwrap()
+    };
+    let digest = run("one", &[]);
+    let dir = tmp.path().join("one");
+    let m = metrics(&dir);
+    let started = count(&dir, "scheduler", "migrate_start");
+    let done = count(&dir, "scheduler", "migrate_done");
+    assert!(done > 0, "tasks moved");
+    assert!(done <= started, "{done} moves done of {started} started");
+    assert_eq!(m["migrations"].as_f64().unwrap() as usize, done);
+    let handed = count(&dir, "server", "migrate_out");
     assert!(
-        err.contains("scheduler.external.stages") && err.contains("not supported yet"),
-        "{err}"
+        done <= handed && handed <= started,
+        "every move done left its server with its progress first: {done} done, {handed} \
+         handed over, {started} ordered (a task may end before its order arrives)"
+    );
+    assert_eq!(run("again", &[]), digest, "same digest twice");
+    assert_eq!(
+        run("three", &["--partitions", "3"]),
+        digest,
+        "same digest on three partitions"
+    );
+}
+
+#[test]
+fn each_migration_misbehaviour_stops_the_run_with_its_error_and_incomplete_results() {
+    if !python() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("migrate.py"), MIGRATOR).unwrap();
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            "ghost",
+            MIGRATION,
+            &[
+                "(place task",
+                "it migrates task 99999, which is not running",
+            ],
+        ),
+        ("same", MIGRATION, &["where it already runs"]),
+        (
+            "nowhere",
+            MIGRATION,
+            &["migrate order: server 99 does not exist (servers are 0 to 3)"],
+        ),
+        ("full", MIGRATION, &["which has not its 1 slot(s) free"]),
+        ("twice", MIGRATION, &["migrate orders name task", "twice"]),
+        ("again", MIGRATION, &["which is already migrating"]),
+        (
+            "no-stage",
+            POWER,
+            &["does not hand out migrations (protocol v3"],
+        ),
+    ];
+    for (mode, stages, words) in cases {
+        let command = format!(r#"["python3", "migrate.py", "{mode}"]"#);
+        let path = scenario(tmp.path(), &command, stages, "");
+        let out = format!("out-{mode}");
+        let o = dcemu(tmp.path(), &["run", &path, "--quiet", "--out", &out]);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(1), "{mode}: {err}");
+        let program = format!("external scheduler `python3 migrate.py {mode}`");
+        assert!(err.contains(&program), "{mode}: names the program: {err}");
+        for w in *words {
+            assert!(err.contains(w), "{mode}: says {w:?}: {err}");
+        }
+        assert!(!err.contains("panicked"), "{mode}: {err}");
+        let dir = tmp.path().join(&out);
+        assert!(
+            dir.join("INCOMPLETE").is_file(),
+            "{mode}: marked incomplete"
+        );
+        assert!(!dir.join("digest").exists(), "{mode}: no digest");
+    }
+    let path = scenario(
+        tmp.path(),
+        r#"["python3", "migrate.py", "ok"]"#,
+        MIGRATION,
+        "",
+    );
+    let o = dcemu(tmp.path(), &["run", &path, "--quiet", "--out", "ok"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        metrics(&tmp.path().join("ok"))["migrations"]
+            .as_f64()
+            .unwrap()
+            > 0.0
     );
 }

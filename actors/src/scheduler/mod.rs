@@ -538,9 +538,11 @@ struct Core {
     /// path would let it), or the server could not evict the victim and
     /// would run one task more than its slots.
     in_order: bool,
-    /// Whether the placement orders servers to sleep and wake (an external
-    /// program under protocol v3): its dispatches then go in order too, so
-    /// that none overtakes an order to sleep decided before it.
+    /// Whether the placement orders servers to sleep and wake, or moves
+    /// running tasks (an external program under protocol v3): its
+    /// dispatches then go in order too, so that none overtakes an order to
+    /// sleep decided before it, and no order to migrate a task overtakes
+    /// the task's dispatch.
     tracks_power: bool,
     /// When the latest decision that took virtual time is done
     /// (`Placement::decision_latency`): dispatches leave no earlier, in the
@@ -550,6 +552,9 @@ struct Core {
     /// took, until the pass sends its dispatch or preemption (only tasks
     /// whose decision took some: an external program's with a latency).
     slot_latency: BTreeMap<TaskId, u64>,
+    /// Tasks handed back for a migration and not yet resumed (their
+    /// `migration_time`), for a placement that moves running tasks.
+    moving: std::collections::BTreeSet<TaskId>,
 }
 
 /// Paragon's classification engine and the lab that measures for it.
@@ -718,10 +723,10 @@ impl Scheduler {
         if !primaries.is_empty() && world.primary_kills && !cfg.placement.reads_primary_use() {
             cluster.set_primary_aware();
         }
-        let tracks_power = placement.tracks_power();
-        if tracks_power {
+        if placement.tracks_power() {
             cluster.track_power();
         }
+        let tracks_power = placement.tracks_power() || placement.wants_running();
         let pool = vec![0; servers.len()];
         let counted: Vec<(bool, bool)> = servers.iter().map(|s| (false, s.slots > 0)).collect();
         let mut pool_counts = PoolState {
@@ -835,6 +840,7 @@ impl Scheduler {
                 tracks_power,
                 busy_until: 0,
                 slot_latency: BTreeMap::new(),
+                moving: Default::default(),
                 world,
             },
         }
@@ -889,7 +895,9 @@ impl Scheduler {
         }
         result?;
         let orders = self.core.placement.take_power();
-        self.core.send_power(ctx, orders, 0)
+        self.core.send_power(ctx, orders, 0)?;
+        let moves = self.core.placement.take_migrations();
+        self.core.send_migrations(ctx, moves, 0)
     }
 
     fn handle_event(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
@@ -946,6 +954,7 @@ impl Scheduler {
             Msg::DistPlace => return self.dist_pass(ctx),
             Msg::Migrated { task, server } => {
                 self.core.migrations += 1;
+                self.core.moving.remove(&task.id);
                 if let Some(stage) = self.slots.as_mut() {
                     stage.arrived(task.id);
                 }
@@ -2048,6 +2057,59 @@ impl Core {
         Ok(())
     }
 
+    /// Every task placed and not heard the end of, by id, for a placement
+    /// that moves running tasks.
+    fn running_tasks(&self) -> Vec<placement::PlacedTask> {
+        self.placed
+            .iter()
+            .map(|(&task, p)| placement::PlacedTask {
+                task,
+                server: p.server,
+                since: p.since,
+                cores: p.cores,
+                memory_mb: p.memory_mb,
+                migrating: p.migrating_to.is_some() || self.moving.contains(&task),
+            })
+            .collect()
+    }
+
+    /// Starts the migrations of a decision that took `latency`: each
+    /// reserves its target's slots at once and its order to hand the task
+    /// over leaves when the decision is done, in order with the task's
+    /// dispatch (Paragon §3.4's mechanism, `migration_time` included).
+    fn send_migrations(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        moves: Vec<crate::external::MigrateOrder>,
+        latency: u64,
+    ) -> Result<(), ModelError> {
+        if moves.is_empty() {
+            return Ok(());
+        }
+        let leaves = self.leaves(ctx.now(), latency);
+        for m in moves {
+            let Some(src) = self
+                .placed
+                .get(&m.task)
+                .and_then(|p| self.cluster.servers().get(p.server as usize))
+                .map(|s| s.id)
+            else {
+                continue;
+            };
+            self.start_migration(
+                m.task,
+                "external",
+                src,
+                Choice::clean(m.server),
+                (0.0, 0.0),
+                None,
+                ctx,
+                Some(leaves),
+            )?;
+        }
+        Ok(())
+    }
+
     /// When a decision taken at `now` that took `latency` is done: decisions
     /// are done in order, one after the other.
     fn leaves(&mut self, now: SimTime, latency: u64) -> SimTime {
@@ -2130,6 +2192,10 @@ impl Core {
             let rest = rest.to_vec();
             return self.try_place_run(task, rest, arrived, scope, attempt, ctx);
         }
+        if self.placement.wants_running() {
+            let running = self.running_tasks();
+            self.placement.set_running(running);
+        }
         let started = Instant::now();
         let pool = &self.pool;
         let allowed = scope.pools;
@@ -2147,13 +2213,16 @@ impl Core {
         }
         let mut latency = self.placement.decision_latency();
         let orders = self.placement.take_power();
+        let moves = self.placement.take_migrations();
         let Some(choice) = choice.filter(|c| !scope.strict || self.appropriate(&req, c)) else {
             self.no_room.insert(task.id, attempt);
             self.send_power(ctx, orders, latency)?;
+            self.send_migrations(ctx, moves, latency)?;
             return Ok(Attempt::NoRoom);
         };
-        if !orders.is_empty() {
+        if !orders.is_empty() || !moves.is_empty() {
             self.send_power(ctx, orders, latency)?;
+            self.send_migrations(ctx, moves, latency)?;
             latency = 0;
         }
         self.no_room.remove(&task.id);
@@ -2636,7 +2705,7 @@ impl Core {
         match choice {
             Some(choice) if go < stay => {
                 let rates = (rate_now, rate_new);
-                self.start_migration(task, "faster", src, choice, rates, slots, ctx)
+                self.start_migration(task, "faster", src, choice, rates, slots, ctx, None)
             }
             // Moving the co-runners away helps only a loss that interference
             // explains; otherwise it would cost them a migration for nothing.
@@ -2661,6 +2730,7 @@ impl Core {
         (rate_now, rate_expected): (f64, f64),
         slots: Option<&mut SlotStage>,
         ctx: &mut Ctx<'_, Msg>,
+        leaves: Option<SimTime>,
     ) -> Result<(), ModelError> {
         if !self.placed.contains_key(&task) {
             return Ok(());
@@ -2697,7 +2767,14 @@ impl Core {
                 rate_expected,
             },
         );
-        self.nic.send(&world, ctx, src, Body::Migrate { task })
+        let body = Body::Migrate { task };
+        match leaves {
+            None => self.nic.send(&world, ctx, src, body),
+            Some(at) if at > ctx.now() => {
+                ctx.timer(at - ctx.now(), Msg::Deferred { server: src, body })
+            }
+            Some(_) => self.send(ctx, src, body),
+        }
     }
 
     /// No server suits the degraded `task` better: run it in isolation by
@@ -2764,7 +2841,16 @@ impl Core {
                 .and_then(|p| p.speed.get(class).copied())
                 .unwrap_or(1.0);
             let stage = slots.as_deref_mut();
-            self.start_migration(other, "isolate", src, choice, (rate, speed), stage, ctx)?;
+            self.start_migration(
+                other,
+                "isolate",
+                src,
+                choice,
+                (rate, speed),
+                stage,
+                ctx,
+                None,
+            )?;
         }
         Ok(())
     }
@@ -2809,6 +2895,9 @@ impl Core {
         p.pool = self.pool[target as usize];
         self.placed.insert(task.id, p);
         let server = self.cluster.servers()[target as usize].id;
+        if self.tracks_power {
+            self.moving.insert(task.id);
+        }
         ctx.timer(self.migration_time, Msg::Migrated { task, server })
     }
 

@@ -5,8 +5,10 @@ it, at every placement decision, where a task should run, with
 ``stages = ["placement", "preemption"]`` which running task a task that
 found no free slot evicts (``on_preempt``), and with ``stages =
 ["placement", "power"]`` which servers to put to sleep or wake (``Sleep``,
-``Wake`` in a decision's ``power``); this module speaks protocols v1, v2
-and v3 (docs/external-scheduler.md) on stdin/stdout for you::
+``Wake`` in a decision's ``power``), and with ``"migration"`` which running
+tasks move (``Migrate`` in a decision's ``migrate``); this module speaks
+protocols v1, v2 and v3 (docs/external-scheduler.md) on stdin/stdout for
+you::
 
     from dcemu_scheduler import Place, Request, Wait, run
 
@@ -39,7 +41,9 @@ __all__ = [
     "ChaCha8",
     "Decision",
     "Evict",
+    "Migrate",
     "Place",
+    "Placed",
     "PreemptDecision",
     "PreemptRequest",
     "PowerOrder",
@@ -64,7 +68,7 @@ PROTOCOL = 3
 PROTOCOLS = (1, 2, 3)
 """The versions it speaks: it answers dcemu's ``hello`` with the one offered
 (v1 for the placement stage alone, v2 with the preemption stage, v3 with
-the servers' power)."""
+the servers' power or migrations)."""
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,21 @@ class ServerState:
         return (self.server.slots - self.free_slots) / max(self.server.slots, 1)
 
 
+@dataclass(frozen=True)
+class Placed:
+    """v3 with the migration stage: a task the scheduler placed and has not
+    heard the end of."""
+
+    id: int
+    server: int
+    since_ns: int
+    """When it was dispatched there (or its migration there began)."""
+    cores: int
+    memory_mb: int
+    migrating: bool
+    """Whether a migration of it is under way (it may not move again)."""
+
+
 @dataclass
 class Request:
     """One placement decision: where should ``task`` run now?"""
@@ -199,6 +218,8 @@ class Request:
     """The scheduler's random stream at this request; draws move it."""
     cluster: list[Server]
     """Every server, by index."""
+    running: list[Placed] = field(default_factory=list)
+    """v3 with the migration stage: every placed task, by id."""
 
 
 @dataclass
@@ -241,20 +262,34 @@ PowerOrder = Union[Sleep, Wake]
 
 
 @dataclass(frozen=True)
+class Migrate:
+    """v3: move running ``task`` (a ``Placed`` not ``migrating``) to the
+    server of index ``server`` with its progress; that server must have the
+    task's slots free (counting the decision's own task and earlier moves).
+    The task stops, takes ``scheduler.migration_time``, then resumes there."""
+
+    task: int
+    server: int
+
+
+@dataclass(frozen=True)
 class Place:
     """Start the task on the server of this index; ``power``: v3's orders
     to sleep or wake servers, sent before the task, in this order."""
 
     server: int
     power: tuple[PowerOrder, ...] = ()
+    migrate: tuple[Migrate, ...] = ()
+    """v3: running tasks to move, after the power orders."""
 
 
 @dataclass(frozen=True)
 class Wait:
-    """Leave the task queued until something changes; ``power`` as in
-    ``Place``."""
+    """Leave the task queued until something changes; ``power`` and
+    ``migrate`` as in ``Place``."""
 
     power: tuple[PowerOrder, ...] = ()
+    migrate: tuple[Migrate, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -371,6 +406,7 @@ def serve(
         out: dict = {"id": msg["id"], "task": msg["task"]["id"]}
         servers = [_state(cluster, s) for s in msg["servers"]]
         orders: tuple[PowerOrder, ...] = ()
+        moves: tuple[Migrate, ...] = ()
         if kind == "place":
             decision = decide(
                 Request(
@@ -381,6 +417,7 @@ def serve(
                     servers=servers,
                     rng=rng,
                     cluster=cluster,
+                    running=[Placed(**r) for r in msg.get("running") or []],
                 )
             )
             if isinstance(decision, Place):
@@ -391,6 +428,7 @@ def serve(
             else:
                 raise TypeError(f"on_request returned {decision!r}, not Place or Wait")
             orders = decision.power
+            moves = decision.migrate
         elif preempt is not None:
             victim = preempt(
                 PreemptRequest(
@@ -417,6 +455,8 @@ def serve(
             orders = victim.power
         if orders:
             out["power"] = _power(orders)
+        if moves:
+            out["migrate"] = [{"task": m.task, "server": m.server} for m in moves]
         if rng.word_pos != msg["rng_word_pos"]:
             out["rng_word_pos"] = rng.word_pos
         stdout.write(json.dumps(out) + "\n")

@@ -7,14 +7,14 @@ use dcemu_topology::SimTime;
 
 use crate::config::{ExternalConfig, ExternalStage};
 use crate::external::{
-    Decision, Hello, HelloServer, Oracle, PlaceRequest, PowerOrder, PowerView, PreemptRequest,
-    ProfileView, Response, RngKey, RunningView, ServerState, TaskView, decode_hello,
-    decode_response, protocol_for,
+    Decision, Hello, HelloServer, MigrateOrder, Oracle, PlaceRequest, PlacedView, PowerOrder,
+    PowerView, PreemptRequest, ProfileView, Response, RngKey, RunningView, ServerState, TaskView,
+    decode_hello, decode_response, protocol_for,
 };
 use crate::kernel::{ActorRng, Metrics, ModelError};
 use crate::scheduler::cluster_view::ServerSpec;
 
-use super::{Choice, ClusterView, Placement, Request, RunningTask};
+use super::{Choice, ClusterView, PlacedTask, Placement, Request, RunningTask};
 
 /// `external`: asks the program at every placement decision where the task
 /// should run (protocol v1's `place`), and, when it decides the preemption
@@ -47,6 +47,11 @@ pub struct External {
     /// The latest response's power orders (v3), checked, until the
     /// scheduler takes them ([`Placement::take_power`]).
     orders: Vec<PowerOrder>,
+    /// The tasks placed at the latest request (v3's migration stage).
+    running: Vec<PlacedTask>,
+    /// The latest response's migrations (v3), checked, until the
+    /// scheduler takes them ([`Placement::take_migrations`]).
+    migrations: Vec<MigrateOrder>,
 }
 
 impl External {
@@ -85,7 +90,82 @@ impl External {
             reported: false,
             round_trip_us: Vec::new(),
             orders: Vec::new(),
+            running: Vec::new(),
+            migrations: Vec::new(),
         }
+    }
+
+    fn decides_migration(&self) -> bool {
+        self.cfg.stages.contains(&ExternalStage::Migration)
+    }
+
+    /// Checks the response's migrations against the tasks placed and the
+    /// view (the task the response places on `placed` counted), and keeps
+    /// them for the scheduler. Each must move a task placed and not
+    /// migrating, once, to another server that exists and has the task's
+    /// slots free.
+    fn check_migrations(
+        &mut self,
+        what: &str,
+        response: &Response,
+        placed: Option<(u32, u32)>,
+        cluster: &ClusterView,
+    ) -> Result<(), String> {
+        if response.migrate.is_empty() {
+            return Ok(());
+        }
+        if !self.decides_migration() {
+            return Err(format!(
+                "{what}: the response has \"migrate\" orders, but this session does not hand \
+                 out migrations (protocol v{}; they are v3's, with scheduler.external.stages = \
+                 [\"placement\", \"migration\"])",
+                self.protocol
+            ));
+        }
+        let all = cluster.servers();
+        let mut taken: Vec<(u32, u32)> = placed.into_iter().collect();
+        for (k, order) in response.migrate.iter().enumerate() {
+            let (t, to) = (order.task, order.server);
+            if response.migrate[..k].iter().any(|o| o.task == t) {
+                return Err(format!(
+                    "{what}: migrate orders name task {t} twice (one move per task and response)"
+                ));
+            }
+            let Ok(at) = self.running.binary_search_by_key(&t, |r| r.task) else {
+                return Err(format!(
+                    "{what}: it migrates task {t}, which is not running (not in the request's \
+                     \"running\")"
+                ));
+            };
+            let r = self.running[at];
+            if r.migrating {
+                return Err(format!(
+                    "{what}: it migrates task {t}, which is already migrating"
+                ));
+            }
+            let Some(s) = all.get(to as usize) else {
+                return Err(format!(
+                    "{what}: migrate order: server {to} does not exist (servers are 0 to {})",
+                    all.len().saturating_sub(1)
+                ));
+            };
+            if to == r.server {
+                return Err(format!(
+                    "{what}: it migrates task {t} to server {to}, where it already runs"
+                ));
+            }
+            let more: u32 = taken.iter().filter(|x| x.0 == to).map(|x| x.1).sum();
+            if s.free < more.saturating_add(r.cores) {
+                return Err(format!(
+                    "{what}: it migrates task {t} to server {to}, which has not its {} slot(s) \
+                     free: {} free, {more} of them taken by this response",
+                    r.cores, s.free
+                ));
+            }
+            taken.push((to, r.cores));
+        }
+        self.migrations = response.migrate.clone();
+        Ok(())
     }
 
     /// Whether requests carry power states and responses may order
@@ -289,6 +369,19 @@ impl External {
             task: task_view(t),
             profile: profile_view(req),
             servers,
+            running: self.decides_migration().then(|| {
+                self.running
+                    .iter()
+                    .map(|r| PlacedView {
+                        id: r.task,
+                        server: r.server,
+                        since_ns: r.since,
+                        cores: r.cores,
+                        memory_mb: r.memory_mb,
+                        migrating: r.migrating,
+                    })
+                    .collect()
+            }),
             rng_word_pos: word_pos,
         };
         let line = serde_json::to_string(&request).map_err(|e| format!("{what}: {e}"))?;
@@ -303,6 +396,7 @@ impl External {
         let server = match response.decision {
             Decision::Wait => {
                 self.check_power(&what, &response, None, cluster)?;
+                self.check_migrations(&what, &response, None, cluster)?;
                 return Ok(None);
             }
             Decision::Place { server } => server,
@@ -329,6 +423,7 @@ impl External {
             ));
         }
         self.check_power(&what, &response, Some(server), cluster)?;
+        self.check_migrations(&what, &response, Some((server, t.cores)), cluster)?;
         Ok(Some(Choice::clean(server)))
     }
 
@@ -377,6 +472,7 @@ impl External {
         let server = match response.decision {
             Decision::Wait => {
                 self.check_power(&what, &response, None, cluster)?;
+                self.check_migrations(&what, &response, None, cluster)?;
                 return Ok(None);
             }
             Decision::Place { server } => server,
@@ -428,6 +524,7 @@ impl External {
             ));
         }
         self.check_power(&what, &response, Some(server), cluster)?;
+        self.check_migrations(&what, &response, None, cluster)?;
         Ok(Some(k))
     }
 }
@@ -538,6 +635,18 @@ impl Placement for External {
 
     fn tracks_power(&self) -> bool {
         self.decides_power()
+    }
+
+    fn wants_running(&self) -> bool {
+        self.decides_migration()
+    }
+
+    fn set_running(&mut self, running: Vec<PlacedTask>) {
+        self.running = running;
+    }
+
+    fn take_migrations(&mut self) -> Vec<MigrateOrder> {
+        std::mem::take(&mut self.migrations)
     }
 
     /// The program may read the servers' reports.
