@@ -779,7 +779,7 @@ pub struct SchedulerConfig {
 }
 
 /// `[scheduler.external]`: the scheduler program dcemu starts and asks, over
-/// protocol v1 (JSON Lines on its stdin and stdout,
+/// protocols v1 to v3 (JSON Lines on its stdin and stdout,
 /// docs/external-scheduler.md), for the decisions of `stages`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

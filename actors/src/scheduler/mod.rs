@@ -543,7 +543,7 @@ struct Core {
     /// dispatches then go in order too, so that none overtakes an order to
     /// sleep decided before it, and no order to migrate a task overtakes
     /// the task's dispatch.
-    tracks_power: bool,
+    sends_orders: bool,
     /// When the latest decision that took virtual time is done
     /// (`Placement::decision_latency`): dispatches leave no earlier, in the
     /// order they were decided.
@@ -726,7 +726,7 @@ impl Scheduler {
         if placement.tracks_power() {
             cluster.track_power();
         }
-        let tracks_power = placement.tracks_power() || placement.wants_running();
+        let sends_orders = placement.tracks_power() || placement.wants_running();
         let pool = vec![0; servers.len()];
         let counted: Vec<(bool, bool)> = servers.iter().map(|s| (false, s.slots > 0)).collect();
         let mut pool_counts = PoolState {
@@ -836,8 +836,8 @@ impl Scheduler {
                 strict_speed: cfg.arq_speed,
                 in_order: cfg.slots.slotted()
                     || (cfg.placement.energy_aware() && cfg.admission != AdmissionKind::Fifo)
-                    || tracks_power,
-                tracks_power,
+                    || sends_orders,
+                sends_orders,
                 busy_until: 0,
                 slot_latency: BTreeMap::new(),
                 moving: Default::default(),
@@ -2274,7 +2274,7 @@ impl Core {
         let body = Body::Dispatch(task.clone());
         if leaves > now {
             ctx.timer(leaves - now, Msg::Deferred { server, body })?;
-        } else if self.tracks_power {
+        } else if self.sends_orders {
             self.send(ctx, server, body)?;
         } else {
             self.nic.send(&world, ctx, server, body)?;
@@ -2895,7 +2895,7 @@ impl Core {
         p.pool = self.pool[target as usize];
         self.placed.insert(task.id, p);
         let server = self.cluster.servers()[target as usize].id;
-        if self.tracks_power {
+        if self.sends_orders {
             self.moving.insert(task.id);
         }
         ctx.timer(self.migration_time, Msg::Migrated { task, server })

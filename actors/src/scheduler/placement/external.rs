@@ -19,7 +19,10 @@ use super::{Choice, ClusterView, PlacedTask, Placement, Request, RunningTask};
 /// `external`: asks the program at every placement decision where the task
 /// should run (protocol v1's `place`), and, when it decides the preemption
 /// stage too (v2), which admissible victim a task that found no free slot
-/// evicts (`preempt`). The request carries what the scheduler
+/// evicts (`preempt`); under v3 its answers may also order servers to
+/// sleep or wake and running tasks to move (power and migration stages),
+/// each order checked against the view as the placement is. The request
+/// carries what the scheduler
 /// itself sees then (the task, its profile, the servers it may use with
 /// their free slots, memory and latest reports, the position of the
 /// scheduler's random stream); virtual time stands still while the program
