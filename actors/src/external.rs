@@ -475,6 +475,60 @@ fn shorten(s: &str) -> String {
 mod tests {
     use super::*;
 
+    /// A v1 or v2 request is what it was before v3: no `power`, no
+    /// `running`; a v3 one carries them.
+    #[test]
+    fn v3_fields_appear_only_when_set() {
+        let request = |power, running| PlaceRequest {
+            kind: "place",
+            id: 1,
+            time_ns: 5,
+            task: TaskView {
+                id: 0,
+                priority: 0,
+                cores: 1,
+                memory_mb: 0,
+                service_ns: 9,
+                flow_bps: 0,
+                app: None,
+                submitted_ns: 4,
+                evictions: 0,
+            },
+            profile: None,
+            servers: vec![ServerState {
+                index: 0,
+                free_slots: 2,
+                free_memory_mb: 64,
+                primary_room: None,
+                report: None,
+                running: None,
+                power,
+            }],
+            running,
+            rng_word_pos: 0,
+        };
+        let v1 = serde_json::to_string(&request(None, None)).unwrap_or_default();
+        assert_eq!(
+            v1,
+            r#"{"type":"place","id":1,"time_ns":5,"task":{"id":0,"priority":0,"cores":1,"memory_mb":0,"service_ns":9,"flow_bps":0,"app":null,"submitted_ns":4,"evictions":0},"profile":null,"servers":[{"index":0,"free_slots":2,"free_memory_mb":64,"report":null}],"rng_word_pos":0}"#
+        );
+        let placed = PlacedView {
+            id: 3,
+            server: 0,
+            since_ns: 1,
+            cores: 1,
+            memory_mb: 0,
+            migrating: false,
+        };
+        let v3 = serde_json::to_string(&request(Some(PowerView::Asleep), Some(vec![placed])))
+            .unwrap_or_default();
+        assert!(v3.contains(r#""report":null,"power":"asleep"}"#), "{v3}");
+        assert!(
+            v3.contains(r#""running":[{"id":3,"server":0,"since_ns":1,"cores":1,"memory_mb":0,"migrating":false}],"rng_word_pos":0"#),
+            "{v3}"
+        );
+    }
+
     #[test]
     fn decodes_place_and_wait_and_names_what_is_wrong() {
         let r = decode_response(r#"{"id": 3, "task": 9, "decision": "place", "server": 2}"#);
