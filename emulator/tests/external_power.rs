@@ -129,6 +129,16 @@ for line in sys.stdin:
             migrate = [{"task": moves[0][0]["id"], "server": moves[0][1]}]
     elif mode == "no-stage" and req["task"]["id"] > 0:
         migrate = [{"task": 0, "server": 1}]
+    elif mode == "both" and moves:
+        migrate = [{"task": moves[0][0]["id"], "server": moves[0][1]}]
+    if mode == "both":
+        slots = {s["index"]: hello["servers"][s["index"]]["slots"] for s in req["servers"]}
+        keep = {fits[0]["index"]} if fits else set()
+        keep |= {m["server"] for m in migrate or []}
+        idle = [s["index"] for s in req["servers"] if s["power"] == "awake"
+                and s["free_slots"] == slots[s["index"]] and s["index"] not in keep]
+        if idle:
+            answer["power"] = [{"server": i, "to": "sleep"} for i in idle]
     if migrate:
         answer["migrate"] = migrate
     send(answer)
@@ -526,5 +536,66 @@ fn each_migration_misbehaviour_stops_the_run_with_its_error_and_incomplete_resul
             .as_f64()
             .unwrap()
             > 0.0
+    );
+}
+
+/// A decision's power orders, migrations and dispatch leave together when
+/// the decision is done: its latency counts once. Tasks arrive 30 s apart
+/// and every decision takes 1 s, so each waits exactly 1 s.
+#[test]
+fn power_orders_and_migrations_take_their_decision_latency_once() {
+    if !python() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("migrate.py"), MIGRATOR).unwrap();
+    let path = scenario(
+        tmp.path(),
+        r#"["python3", "migrate.py", "both"]"#,
+        MIGRATION,
+        "",
+    );
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace(
+            "timeout = \"5s\"",
+            "timeout = \"5s\"\ndecision_latency = \"1s\"",
+        )
+        .replace(
+            "process = \"poisson\", rate_per_s = 0.05",
+            "process = \"constant\", rate_per_s = 0.0333333",
+        );
+    std::fs::write(tmp.path().join("latency.toml"), text).unwrap();
+    let o = dcemu(
+        tmp.path(),
+        &["run", "latency.toml", "--quiet", "--out", "out"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let log = std::fs::read_to_string(tmp.path().join("out/actors/scheduler.jsonl")).unwrap();
+    let entries: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let at = |kind: &str| -> Vec<u64> {
+        entries
+            .iter()
+            .filter(|e| e["kind"] == kind)
+            .map(|e| e["t_ns"].as_u64().unwrap())
+            .collect()
+    };
+    let (power, moves) = (at("power_order"), at("migrate_start"));
+    assert!(
+        power.iter().any(|t| moves.contains(t)),
+        "some decisions both slept servers and moved tasks: {power:?} {moves:?}"
+    );
+    let waits: Vec<u64> = entries
+        .iter()
+        .filter(|e| e["kind"] == "task_dispatch")
+        .map(|e| e["queued_ns"].as_u64().unwrap())
+        .collect();
+    assert!(waits.len() > 10, "{waits:?}");
+    assert!(
+        waits.iter().all(|&w| w == 1_000_000_000),
+        "each task waits its decision's 1 s, once: {waits:?}"
     );
 }

@@ -895,9 +895,8 @@ impl Scheduler {
         }
         result?;
         let orders = self.core.placement.take_power();
-        self.core.send_power(ctx, orders, 0)?;
         let moves = self.core.placement.take_migrations();
-        self.core.send_migrations(ctx, moves, 0)
+        self.core.send_orders(ctx, orders, moves, 0).map(|_| ())
     }
 
     fn handle_event(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
@@ -2014,20 +2013,35 @@ impl Core {
         self.send(ctx, server, body)
     }
 
-    /// Books the power orders of a decision that took `latency` in the
-    /// view and sends them to their servers when it is done, in decision
-    /// order (before the decision's own dispatch), as dispatches leave.
+    /// Carries out the power orders and migrations of a decision that took
+    /// `latency`: they leave when it is done, in decision order, power
+    /// orders first, before the decision's own dispatch (which then takes
+    /// no more time). Returns whether there were any.
+    fn send_orders(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        orders: Vec<crate::external::PowerOrder>,
+        moves: Vec<crate::external::MigrateOrder>,
+        latency: u64,
+    ) -> Result<bool, ModelError> {
+        if orders.is_empty() && moves.is_empty() {
+            return Ok(false);
+        }
+        let leaves = self.leaves(ctx.now(), latency);
+        self.send_power(ctx, orders, leaves)?;
+        self.send_migrations(ctx, moves, leaves)?;
+        Ok(true)
+    }
+
+    /// Books power orders in the view and sends them to their servers at
+    /// `leaves`, in order with the dispatches.
     fn send_power(
         &mut self,
         ctx: &mut Ctx<'_, Msg>,
         orders: Vec<crate::external::PowerOrder>,
-        latency: u64,
+        leaves: SimTime,
     ) -> Result<(), ModelError> {
-        if orders.is_empty() {
-            return Ok(());
-        }
         let now = ctx.now();
-        let leaves = self.leaves(now, latency);
         let world = Arc::clone(&self.world);
         for order in orders {
             self.cluster.order_power(order.server, order.sleep);
@@ -2073,20 +2087,16 @@ impl Core {
             .collect()
     }
 
-    /// Starts the migrations of a decision that took `latency`: each
-    /// reserves its target's slots at once and its order to hand the task
-    /// over leaves when the decision is done, in order with the task's
-    /// dispatch (Paragon §3.4's mechanism, `migration_time` included).
+    /// Starts migrations: each reserves its target's slots at once and its
+    /// order to hand the task over leaves at `leaves`, in order with the
+    /// task's dispatch (Paragon §3.4's mechanism, `migration_time`
+    /// included).
     fn send_migrations(
         &mut self,
         ctx: &mut Ctx<'_, Msg>,
         moves: Vec<crate::external::MigrateOrder>,
-        latency: u64,
+        leaves: SimTime,
     ) -> Result<(), ModelError> {
-        if moves.is_empty() {
-            return Ok(());
-        }
-        let leaves = self.leaves(ctx.now(), latency);
         for m in moves {
             let Some(src) = self
                 .placed
@@ -2216,13 +2226,10 @@ impl Core {
         let moves = self.placement.take_migrations();
         let Some(choice) = choice.filter(|c| !scope.strict || self.appropriate(&req, c)) else {
             self.no_room.insert(task.id, attempt);
-            self.send_power(ctx, orders, latency)?;
-            self.send_migrations(ctx, moves, latency)?;
+            self.send_orders(ctx, orders, moves, latency)?;
             return Ok(Attempt::NoRoom);
         };
-        if !orders.is_empty() || !moves.is_empty() {
-            self.send_power(ctx, orders, latency)?;
-            self.send_migrations(ctx, moves, latency)?;
+        if self.send_orders(ctx, orders, moves, latency)? {
             latency = 0;
         }
         self.no_room.remove(&task.id);
