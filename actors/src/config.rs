@@ -779,7 +779,7 @@ pub struct SchedulerConfig {
 }
 
 /// `[scheduler.external]`: the scheduler program dcemu starts and asks, over
-/// protocol v1 (JSON Lines on its stdin and stdout,
+/// protocols v1 to v3 (JSON Lines on its stdin and stdout,
 /// docs/external-scheduler.md), for the decisions of `stages`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -788,7 +788,8 @@ pub struct ExternalConfig {
     /// directory, e.g. `["python3", "my_scheduler.py"]`.
     pub command: Vec<String>,
     /// The stages it decides: `placement` (the default), and with it
-    /// `preemption` under a slot stage.
+    /// `preemption` under a slot stage, and `power` (servers' sleep and
+    /// wake-up).
     #[serde(default = "default_external_stages")]
     pub stages: Vec<ExternalStage>,
     /// Virtual time a decision takes: its dispatch leaves the scheduler this
@@ -815,6 +816,16 @@ pub enum ExternalStage {
     /// those the slot stage admits (protocol v2's `preempt`); with
     /// `placement`, under a slot stage.
     Preemption,
+    /// The servers' power: the program puts idle servers to sleep and
+    /// wakes them (protocol v3's `power` orders); with `placement`, under
+    /// `power.policy = "idle"` (the program is then the only one that
+    /// sleeps servers).
+    Power,
+    /// Migrations: the program moves running tasks to other servers with
+    /// their progress (protocol v3's `migrate` orders; Paragon §3.4's
+    /// mechanism and `migration_time`); with `placement`, without a slot
+    /// stage.
+    Migration,
 }
 
 impl ExternalStage {
@@ -823,6 +834,8 @@ impl ExternalStage {
         match self {
             ExternalStage::Placement => "placement",
             ExternalStage::Preemption => "preemption",
+            ExternalStage::Power => "power",
+            ExternalStage::Migration => "migration",
         }
     }
 }
@@ -1089,6 +1102,51 @@ impl SchedulerConfig {
                              preemption stage to hand out (choose \"priority\", \"wasp\" or \
                              \"hybrid\")"
                                 .into(),
+                        );
+                    }
+                }
+                if e.stages.contains(&ExternalStage::Power) {
+                    if !e.stages.contains(&ExternalStage::Placement) {
+                        push(
+                            "external.stages",
+                            "names \"power\" without \"placement\": the program decides power \
+                             in its answers to placement requests, so it decides both: \
+                             [\"placement\", \"power\"]"
+                                .into(),
+                        );
+                    }
+                    if self.slots != SlotPolicy::None {
+                        push(
+                            "external.stages",
+                            format!(
+                                "names \"power\" with scheduler.slots = {:?}: power decisions \
+                                 under a slot stage are not supported yet (its passes send \
+                                 their dispatches after the pass, which would reorder them \
+                                 with the program's sleep orders); use slots = \"none\"",
+                                self.slots.name()
+                            ),
+                        );
+                    }
+                }
+                if e.stages.contains(&ExternalStage::Migration) {
+                    if !e.stages.contains(&ExternalStage::Placement) {
+                        push(
+                            "external.stages",
+                            "names \"migration\" without \"placement\": the program orders \
+                             migrations in its answers to placement requests, so it decides \
+                             both: [\"placement\", \"migration\"]"
+                                .into(),
+                        );
+                    }
+                    if self.slots != SlotPolicy::None {
+                        push(
+                            "external.stages",
+                            format!(
+                                "names \"migration\" with scheduler.slots = {:?}: migration \
+                                 orders under a slot stage are not supported yet; use \
+                                 slots = \"none\"",
+                                self.slots.name()
+                            ),
                         );
                     }
                 }

@@ -161,6 +161,24 @@ impl<T> Powered<T> {
         }
     }
 
+    /// An order to wake (an external program deciding the servers' power,
+    /// protocol v3): if asleep, wakes as [`Powered::admit`] does for work,
+    /// holding none. Returns whether it started waking.
+    pub fn wake(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        wake_w: f64,
+        delay: SimTime,
+    ) -> Result<bool, ModelError> {
+        if self.device.state() != DevState::Sleep {
+            return Ok(false);
+        }
+        self.device.set(ctx.now(), DevState::Waking, wake_w);
+        ctx.log("wake_start", &WakeLog { waiting: 0 });
+        ctx.timer(delay, Msg::WakeDone)?;
+        Ok(true)
+    }
+
     /// The wake-up is over: the device is idle (`idle_w`) and gets back what
     /// it held, in arrival order.
     pub fn woke(&mut self, ctx: &mut Ctx<'_, Msg>, idle_w: f64) -> Vec<T> {

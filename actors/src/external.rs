@@ -1,4 +1,4 @@
-//! Protocols v1 and v2 of the external scheduler
+//! Protocols v1, v2 and v3 of the external scheduler
 //! (docs/external-scheduler.md): the messages dcemu writes to the program,
 //! the decoder of what it answers,
 //! and [`Oracle`], the one exchange the model asks of whatever runs the
@@ -13,14 +13,18 @@ use crate::net::ServerReport;
 
 /// The highest protocol version dcemu speaks. v1 hands out the placement
 /// stage (`place` requests); v2 adds the preemption stage (`preempt`
-/// requests, answered with an `evict`).
-pub const PROTOCOL: u32 = 2;
+/// requests, answered with an `evict`); v3 the servers' power (each
+/// server's `power` state in requests, `power` orders in responses) and
+/// migrations (the running tasks in requests, `migrate` orders).
+pub const PROTOCOL: u32 = 3;
 
 /// The version dcemu offers in its `hello` for `stages`: the lowest that
 /// carries them, so that a v1 program keeps running unchanged wherever v1
 /// suffices. The program must answer with the version offered.
 pub fn protocol_for(stages: &[ExternalStage]) -> u32 {
-    if stages.contains(&ExternalStage::Preemption) {
+    if stages.contains(&ExternalStage::Power) || stages.contains(&ExternalStage::Migration) {
+        3
+    } else if stages.contains(&ExternalStage::Preemption) {
         2
     } else {
         1
@@ -99,8 +103,25 @@ pub struct PlaceRequest {
     /// The servers the task may use now that have a free slot, in the
     /// scheduler's order (deterministic, not sorted).
     pub servers: Vec<ServerState>,
+    /// v3 with the migration stage: every task the scheduler placed and
+    /// has not heard the end of, by id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub running: Option<Vec<PlacedView>>,
     /// Position (in 32-bit words) of the scheduler's random stream.
     pub rng_word_pos: u64,
+}
+
+/// A placed task as the scheduler knows it (v3's `running`).
+#[derive(Debug, Serialize)]
+pub struct PlacedView {
+    pub id: u64,
+    pub server: u32,
+    /// When it was dispatched there (or its migration there began).
+    pub since_ns: u64,
+    pub cores: u32,
+    pub memory_mb: u64,
+    /// Whether a migration of it is under way (it may not move again yet).
+    pub migrating: bool,
 }
 
 /// What the scheduler knows of a task.
@@ -141,6 +162,34 @@ pub struct ServerState {
     /// In a `preempt` request (v2): the tasks running there.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub running: Option<Vec<RunningView>>,
+    /// v3: its power state as the scheduler knows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power: Option<PowerView>,
+}
+
+/// A server's power state as the scheduler knows it (v3): from the orders
+/// it sent and the wake-ups the servers told it of, never from the
+/// server's own state (thesis §4.2.4's on / sleep / waking).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PowerView {
+    /// Powered (idle or working): a dispatch runs at once.
+    Awake,
+    /// Put to sleep by an order of the program (it may still be on its
+    /// way): a dispatch or a `wake` order wakes it.
+    Asleep,
+    /// Woken by a dispatch or a `wake` order; awake once it says so.
+    Waking,
+}
+
+impl PowerView {
+    pub fn name(self) -> &'static str {
+        match self {
+            PowerView::Awake => "awake",
+            PowerView::Asleep => "asleep",
+            PowerView::Waking => "waking",
+        }
+    }
 }
 
 /// A preemption request (v2): `task` found no free slot it may take, and
@@ -186,6 +235,26 @@ pub struct Response {
     /// Where the scheduler's random stream stands after the program's
     /// draws (absent: it drew nothing).
     pub rng_word_pos: Option<u64>,
+    /// v3: servers to put to sleep or wake, in the order given.
+    pub power: Vec<PowerOrder>,
+    /// v3: running tasks to move to other servers, in the order given.
+    pub migrate: Vec<MigrateOrder>,
+}
+
+/// One migration the program decided (v3): move running `task` to
+/// `server` with its progress (Paragon §3.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MigrateOrder {
+    pub task: u64,
+    pub server: u32,
+}
+
+/// One power decision of the program (v3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PowerOrder {
+    pub server: u32,
+    /// `true`: put it to sleep; `false`: wake it.
+    pub sleep: bool,
 }
 
 /// One eviction the program decided.
@@ -224,6 +293,24 @@ struct RawResponse {
     evict: Option<Vec<RawEvict>>,
     #[serde(default)]
     rng_word_pos: Option<u64>,
+    #[serde(default)]
+    power: Option<Vec<RawPower>>,
+    #[serde(default)]
+    migrate: Option<Vec<RawMigrate>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMigrate {
+    task: u64,
+    server: u32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPower {
+    server: u32,
+    to: String,
 }
 
 #[derive(Deserialize)]
@@ -271,12 +358,42 @@ pub fn decode_response(line: &str) -> Result<Response, String> {
     if decision == Decision::Wait && !evict.is_empty() {
         return Err("decision \"wait\" with an \"evict\" (evictions go with \"place\")".into());
     }
+    let power = raw
+        .power
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| match p.to.as_str() {
+            "sleep" => Ok(PowerOrder {
+                server: p.server,
+                sleep: true,
+            }),
+            "wake" => Ok(PowerOrder {
+                server: p.server,
+                sleep: false,
+            }),
+            other => Err(format!(
+                "power order for server {}: \"to\" must be \"sleep\" or \"wake\", got {:?}",
+                p.server,
+                shorten(other)
+            )),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Response {
         id: raw.id,
         task: raw.task,
         decision,
         evict,
         rng_word_pos: raw.rng_word_pos,
+        power,
+        migrate: raw
+            .migrate
+            .unwrap_or_default()
+            .into_iter()
+            .map(|m| MigrateOrder {
+                task: m.task,
+                server: m.server,
+            })
+            .collect(),
     })
 }
 
@@ -304,6 +421,25 @@ pub fn encode_response(r: &Response) -> String {
     }
     if let Some(pos) = r.rng_word_pos {
         v["rng_word_pos"] = pos.into();
+    }
+    if !r.power.is_empty() {
+        let power: Vec<serde_json::Value> = r
+            .power
+            .iter()
+            .map(|p| {
+                let to = if p.sleep { "sleep" } else { "wake" };
+                serde_json::json!({ "server": p.server, "to": to })
+            })
+            .collect();
+        v["power"] = power.into();
+    }
+    if !r.migrate.is_empty() {
+        let migrate: Vec<serde_json::Value> = r
+            .migrate
+            .iter()
+            .map(|m| serde_json::json!({ "task": m.task, "server": m.server }))
+            .collect();
+        v["migrate"] = migrate.into();
     }
     v.to_string()
 }
@@ -339,6 +475,60 @@ fn shorten(s: &str) -> String {
 mod tests {
     use super::*;
 
+    /// A v1 or v2 request is what it was before v3: no `power`, no
+    /// `running`; a v3 one carries them.
+    #[test]
+    fn v3_fields_appear_only_when_set() {
+        let request = |power, running| PlaceRequest {
+            kind: "place",
+            id: 1,
+            time_ns: 5,
+            task: TaskView {
+                id: 0,
+                priority: 0,
+                cores: 1,
+                memory_mb: 0,
+                service_ns: 9,
+                flow_bps: 0,
+                app: None,
+                submitted_ns: 4,
+                evictions: 0,
+            },
+            profile: None,
+            servers: vec![ServerState {
+                index: 0,
+                free_slots: 2,
+                free_memory_mb: 64,
+                primary_room: None,
+                report: None,
+                running: None,
+                power,
+            }],
+            running,
+            rng_word_pos: 0,
+        };
+        let v1 = serde_json::to_string(&request(None, None)).unwrap_or_default();
+        assert_eq!(
+            v1,
+            r#"{"type":"place","id":1,"time_ns":5,"task":{"id":0,"priority":0,"cores":1,"memory_mb":0,"service_ns":9,"flow_bps":0,"app":null,"submitted_ns":4,"evictions":0},"profile":null,"servers":[{"index":0,"free_slots":2,"free_memory_mb":64,"report":null}],"rng_word_pos":0}"#
+        );
+        let placed = PlacedView {
+            id: 3,
+            server: 0,
+            since_ns: 1,
+            cores: 1,
+            memory_mb: 0,
+            migrating: false,
+        };
+        let v3 = serde_json::to_string(&request(Some(PowerView::Asleep), Some(vec![placed])))
+            .unwrap_or_default();
+        assert!(v3.contains(r#""report":null,"power":"asleep"}"#), "{v3}");
+        assert!(
+            v3.contains(r#""running":[{"id":3,"server":0,"since_ns":1,"cores":1,"memory_mb":0,"migrating":false}],"rng_word_pos":0"#),
+            "{v3}"
+        );
+    }
+
     #[test]
     fn decodes_place_and_wait_and_names_what_is_wrong() {
         let r = decode_response(r#"{"id": 3, "task": 9, "decision": "place", "server": 2}"#);
@@ -349,7 +539,9 @@ mod tests {
                 task: 9,
                 decision: Decision::Place { server: 2 },
                 evict: Vec::new(),
-                rng_word_pos: None
+                rng_word_pos: None,
+                power: Vec::new(),
+                migrate: Vec::new(),
             })
         );
         let r = decode_response(
@@ -383,6 +575,52 @@ mod tests {
         assert!(
             e(r#"{"id":1,"task":1,"decision":"place","server":0,"evict":[{"tsk":2}]}"#)
                 .contains("unknown field")
+        );
+        let r = decode_response(
+            r#"{"id":5,"task":9,"decision":"wait","power":[{"server":2,"to":"sleep"},{"server":0,"to":"wake"}]}"#,
+        );
+        assert_eq!(
+            r.as_ref().map(|r| r.power.clone()),
+            Ok(vec![
+                PowerOrder {
+                    server: 2,
+                    sleep: true
+                },
+                PowerOrder {
+                    server: 0,
+                    sleep: false
+                }
+            ])
+        );
+        if let Ok(r) = r {
+            assert_eq!(decode_response(&encode_response(&r)), Ok(r));
+        }
+        assert!(
+            e(r#"{"id":1,"task":1,"decision":"wait","power":[{"server":1,"to":"off"}]}"#).contains(
+                "power order for server 1: \"to\" must be \"sleep\" or \"wake\", got \"off\""
+            )
+        );
+        assert!(
+            e(r#"{"id":1,"task":1,"decision":"wait","power":[{"server":1}]}"#)
+                .contains("missing field `to`")
+        );
+        assert!(
+            e(r#"{"id":1,"task":1,"decision":"wait","power":[{"server":1,"to":"wake","at":3}]}"#)
+                .contains("unknown field")
+        );
+        let r = decode_response(
+            r#"{"id":6,"task":9,"decision":"place","server":1,"migrate":[{"task":3,"server":2}]}"#,
+        );
+        assert_eq!(
+            r.as_ref().map(|r| r.migrate.clone()),
+            Ok(vec![MigrateOrder { task: 3, server: 2 }])
+        );
+        if let Ok(r) = r {
+            assert_eq!(decode_response(&encode_response(&r)), Ok(r));
+        }
+        assert!(
+            e(r#"{"id":1,"task":1,"decision":"wait","migrate":[{"task":3}]}"#)
+                .contains("missing field `server`")
         );
         assert!(decode_hello(r#"{"type":"place","protocol":1}"#).is_err());
         assert_eq!(

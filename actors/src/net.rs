@@ -180,6 +180,16 @@ pub enum Body {
     /// over (another of its units was killed); stop `task` and hand it back
     /// (`Killed`) to run again with its run.
     DistStop { task: TaskId, attempt: u32 },
+    /// Scheduler → server, when an external program decides the servers'
+    /// power (protocol v3): go to sleep if nothing runs or waits there
+    /// (`sleep`), or wake up (thesis §4.2.4: the wake-up takes
+    /// `power.server_wake` at peak power).
+    Power { sleep: bool },
+    /// Server → scheduler, under such a program: it is awake (a wake-up is
+    /// over, or an order to sleep found it busy), having received `orders`
+    /// power orders, so the scheduler's view of its power state follows
+    /// it (unless an order is still on its way).
+    Awake { orders: u64 },
 }
 
 /// One running application's progress as a server measures it.
@@ -218,6 +228,9 @@ impl Body {
             Body::DistPressure { .. } => "dist_pressure",
             Body::DistDone { .. } => "dist_done",
             Body::DistStop { .. } => "dist_stop",
+            Body::Power { sleep: true } => "power_sleep",
+            Body::Power { sleep: false } => "power_wake",
+            Body::Awake { .. } => "awake",
         }
     }
 
@@ -237,6 +250,7 @@ impl Body {
             Body::PrimaryLoad { .. } | Body::Reimage | Body::Report(_) => 64,
             Body::Reimaged | Body::DataNodeBusy { .. } => 64,
             Body::DistPressure { .. } | Body::DistDone { .. } | Body::DistStop { .. } => 64,
+            Body::Power { .. } | Body::Awake { .. } => 64,
             Body::Finished { .. } | Body::Reservation { .. } => 64,
             Body::Done { .. } => 128,
         }

@@ -124,6 +124,8 @@ pub struct Server {
     timer: (u64, Option<SimTime>),
     /// Power state, and the tasks dispatched while asleep or waking.
     power_state: Powered<Task>,
+    /// Power orders received from the scheduler (protocol v3).
+    power_orders: u64,
     completed: u64,
     busy_ns: u128,
     /// Distributed units here, and the runs this server coordinates.
@@ -164,6 +166,14 @@ enum Eviction {
 struct PrimaryLog {
     cores: u32,
     reserve: u32,
+}
+
+/// Why a server did not obey an order to sleep (protocol v3).
+#[derive(Serialize)]
+struct SleepRefusedLog {
+    running: usize,
+    waiting_wake: usize,
+    primary: bool,
 }
 
 #[derive(Serialize)]
@@ -301,6 +311,7 @@ impl Server {
             app_rows: Vec::new(),
             timer: (0, None),
             power_state: Powered::new(device),
+            power_orders: 0,
             completed: 0,
             busy_ns: 0,
             dist: Default::default(),
@@ -536,6 +547,7 @@ impl Server {
                 ctx.timer(self.world.reclassify_time, Msg::Reclassified { task })
             }
             Body::Migrate { task } => self.migrate_out(task, ctx),
+            Body::Power { sleep } => self.power_order(sleep, ctx),
             Body::Reimage => {
                 self.reimages += 1;
                 let lost = self.disk.reimage();
@@ -922,7 +934,57 @@ impl Server {
         for task in self.power_state.woke(ctx, self.power.idle_w) {
             self.run_task(task, ctx)?;
         }
+        if self.world.power_orders {
+            self.tell_awake(ctx)?;
+        }
         Ok(())
+    }
+
+    /// An order of the external program that decides the servers' power
+    /// (protocol v3), through the scheduler. To sleep: only with nothing
+    /// running or waiting for a wake-up and no primary tenant (which never
+    /// lets its server sleep); otherwise it logs `sleep_refused` and tells
+    /// the scheduler it is awake. To wake: from sleep, `power.server_wake`
+    /// at peak power (thesis §4.2.4, eq. 4.2), as a dispatch wakes it.
+    fn power_order(&mut self, sleep: bool, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        self.power_orders += 1;
+        let state = self.power_state.device.state();
+        if !sleep {
+            let wake = self.world.power.server_wake.as_nanos();
+            if self.power_state.wake(ctx, self.power.peak(), wake)? || state == DevState::Waking {
+                return Ok(());
+            }
+            return self.tell_awake(ctx);
+        }
+        if state == DevState::Sleep {
+            return Ok(());
+        }
+        let held = self.power_state.held().len();
+        if self.running.is_empty() && held == 0 && !self.owned && state == DevState::Idle {
+            self.power_state.sleep(ctx, self.power.sleep_w);
+            return Ok(());
+        }
+        ctx.log(
+            "sleep_refused",
+            &SleepRefusedLog {
+                running: self.running.len(),
+                waiting_wake: held,
+                primary: self.owned,
+            },
+        );
+        match state {
+            DevState::Waking => Ok(()),
+            _ => self.tell_awake(ctx),
+        }
+    }
+
+    /// Tells the scheduler the server is awake, with the power orders it
+    /// received (`Body::Awake`).
+    fn tell_awake(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        let world = Arc::clone(&self.world);
+        let orders = self.power_orders;
+        self.nic
+            .send_in_order(&world, ctx, world.scheduler, Body::Awake { orders })
     }
 
     fn run_task(&mut self, mut task: Task, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {

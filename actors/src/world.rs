@@ -16,6 +16,10 @@ pub struct World {
     pub network: Network,
     pub scheduler: ActorId,
     pub power: PowerConfig,
+    /// Whether servers take sleep and wake orders from the scheduler (an
+    /// external program deciding power, protocol v3) and tell it when a
+    /// wake-up is over ([`crate::net::Body::Awake`]).
+    pub power_orders: bool,
     /// Log every packet delivery (hosts) and forward (switches).
     pub packet_logs: bool,
     /// The applications' ground truth (empty without `[applications]`);

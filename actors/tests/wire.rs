@@ -210,6 +210,9 @@ fn batches() -> Vec<(&'static str, Vec<Envelope<Msg>>)> {
                 attempt: 2,
             },
         ),
+        packet(&host, Body::Power { sleep: true }),
+        packet(&far, Body::Power { sleep: false }),
+        packet(&host, Body::Awake { orders: 7 }),
     ];
     let all: Vec<Msg> = timers.into_iter().chain(bodies).collect();
     let mut out: Vec<(&'static str, Vec<Envelope<Msg>>)> = all

@@ -476,6 +476,65 @@ service = { distribution = "exponential", mean = "20s" }
     assert_same(&tmp.path().join("multi"), &tmp.path().join("one"), &[]);
 }
 
+/// Protocol v3 over a coordinator and two nodes: `sleep_idle.py` putting
+/// idle servers to sleep gives the one-process run's results, file for
+/// file: its orders and the servers' wake-ups cross nodes as messages.
+#[test]
+fn over_a_coordinator_and_two_nodes_python_sleep_idle_gives_the_one_process_results() {
+    if !python() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let client = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../clients/python");
+    std::os::unix::fs::symlink(client, tmp.path().join("py")).unwrap();
+    let text = r#"
+[run]
+name = "sleep"
+end = "20m"
+seed = 5
+
+[scheduler]
+report_interval = "10s"
+
+[scheduler.external]
+command = ["python3", "py/examples/sleep_idle.py"]
+stages = ["placement", "power"]
+
+[output]
+actor_logs = true
+
+[[server_types]]
+name = "a"
+count = 4
+slots = 2
+
+[[tenants]]
+name = "t"
+arrivals = { process = "poisson", rate_per_s = 0.05 }
+service = { distribution = "exponential", mean = "60s" }
+"#;
+    std::fs::write(tmp.path().join("sleep.toml"), text).unwrap();
+    let o = dcemu(
+        tmp.path(),
+        &["run", "sleep.toml", "--quiet", "--out", "one"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let metrics = std::fs::read_to_string(tmp.path().join("one/metrics.json")).unwrap();
+    let metrics: serde_json::Value = serde_json::from_str(&metrics).unwrap();
+    assert!(
+        metrics["wake_ups_server"].as_f64().unwrap_or(0.0) > 0.0,
+        "servers slept and woke"
+    );
+    let (status, log, node_log, nodes) = on_two_nodes(tmp.path(), "sleep.toml", "multi");
+    assert_eq!(status, Some(0), "coordinator:\n{log}\nnodes:\n{node_log}");
+    assert_eq!(
+        nodes,
+        vec![Some(0), Some(0)],
+        "nodes exit cleanly:\n{node_log}"
+    );
+    assert_same(&tmp.path().join("multi"), &tmp.path().join("one"), &[]);
+}
+
 #[test]
 fn over_a_coordinator_and_two_nodes_a_program_that_exits_fails_the_run() {
     if !python() {

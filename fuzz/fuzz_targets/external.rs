@@ -4,7 +4,8 @@
 //! decoded as a response and as a `hello`. Beyond "no panic", checks that:
 //! - an accepted response encodes (`encode_response`, as a program writes
 //!   it) to a line that decodes to the same response, its `evict` list
-//!   (protocol v2) included, and never evicts with a `wait`;
+//!   (protocol v2) and `power` and `migrate` orders (v3) included, and never evicts
+//!   with a `wait`;
 //! - a refused line gets a non-empty message, and a refused response one
 //!   that says what is wrong (malformed, a decision, a server).
 #![no_main]

@@ -185,6 +185,11 @@ fn world(
         network,
         scheduler: ActorId(0),
         power,
+        power_orders: spec
+            .scheduler
+            .external
+            .as_ref()
+            .is_some_and(|e| e.stages.contains(&crate::config::ExternalStage::Power)),
         packet_logs: spec.packet_logs,
         catalog,
         kinds,

@@ -2,6 +2,7 @@
 //! slots and memory it handed out, its latest report and Paragon's
 //! interference state. Every stage reads it; only the scheduler writes it.
 
+use crate::external::PowerView;
 use crate::kernel::ActorId;
 use crate::net::ServerReport;
 use crate::server::pressure_weights;
@@ -31,6 +32,10 @@ pub struct ClusterView {
     /// Whether a server's room is also bounded by what its primary tenant
     /// uses and reserves, as its latest report tells ([`ServerSlots::primary_room`]).
     primary_aware: bool,
+    /// Each server's power state as the scheduler knows it and the power
+    /// orders it sent it, when an external program decides power
+    /// (protocol v3, [`ClusterView::track_power`]); empty otherwise.
+    power: Vec<(PowerView, u64)>,
 }
 
 /// What the scheduler knows of a server: its configuration and what it
@@ -128,6 +133,7 @@ impl ClusterView {
                 .map(|(i, s)| (s.id, i as u32))
                 .collect(),
             primary_aware: false,
+            power: Vec::new(),
         };
         for i in 0..view.servers.len() {
             if view.servers[i].free > 0 {
@@ -157,6 +163,49 @@ impl ClusterView {
 
     pub fn primary_aware(&self) -> bool {
         self.primary_aware
+    }
+
+    /// Makes the view follow the servers' power states (all awake at
+    /// first, as under `power.policy = "idle"`) from the orders the
+    /// scheduler sends and the wake-ups servers tell it of.
+    pub(crate) fn track_power(&mut self) {
+        self.power = vec![(PowerView::Awake, 0); self.servers.len()];
+    }
+
+    /// Server `i`'s power state as the scheduler knows it, when the view
+    /// follows power states.
+    pub fn power(&self, i: u32) -> Option<PowerView> {
+        self.power.get(i as usize).map(|p| p.0)
+    }
+
+    /// The scheduler sends server `i` an order to sleep (`sleep`) or to
+    /// wake: it counts as asleep, or waking, from now on.
+    pub(crate) fn order_power(&mut self, i: u32, sleep: bool) {
+        if let Some(p) = self.power.get_mut(i as usize) {
+            p.0 = if sleep {
+                PowerView::Asleep
+            } else {
+                PowerView::Waking
+            };
+            p.1 += 1;
+        }
+    }
+
+    /// The server with actor id `id` says it is awake, having received
+    /// `orders` power orders: believed only if it had them all (an order
+    /// still on its way makes the message stale). Returns whether the
+    /// view changed.
+    pub(crate) fn awake(&mut self, id: ActorId, orders: u64) -> bool {
+        let Some(&i) = self.by_actor.get(&id) else {
+            return false;
+        };
+        match self.power.get_mut(i as usize) {
+            Some(p) if p.1 == orders && p.0 != PowerView::Awake => {
+                p.0 = PowerView::Awake;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Keeps `report` as the latest from the server with actor id `id`.
@@ -194,6 +243,11 @@ impl ClusterView {
 
     /// Takes `k` slots and `memory_mb` on server `i` and returns its actor id.
     pub(crate) fn take(&mut self, i: u32, k: u32, memory_mb: u64) -> ActorId {
+        if let Some(p) = self.power.get_mut(i as usize)
+            && p.0 == PowerView::Asleep
+        {
+            p.0 = PowerView::Waking;
+        }
         let s = &mut self.servers[i as usize];
         s.memory_free_mb = s.memory_free_mb.saturating_sub(memory_mb);
         s.free = s.free.saturating_sub(k);
@@ -294,6 +348,37 @@ mod tests {
         assert_eq!(view.with_free(), &[1]);
         let total_free: u32 = view.servers().iter().map(|s| s.free).sum();
         assert_eq!(total_free, 1);
+    }
+
+    #[test]
+    fn power_states_follow_orders_dispatches_and_only_fresh_wake_ups() {
+        let mut view = ClusterView::new(&specs(&[(5, 2), (6, 1)]), false);
+        assert_eq!(view.power(0), None, "not tracked unless asked");
+        view.track_power();
+        assert_eq!(view.power(0), Some(PowerView::Awake));
+        view.order_power(0, true);
+        assert_eq!(view.power(0), Some(PowerView::Asleep));
+        assert!(
+            !view.awake(ActorId(5), 0),
+            "an awake message sent before the order is stale"
+        );
+        view.take(0, 1, 0);
+        assert_eq!(
+            view.power(0),
+            Some(PowerView::Waking),
+            "a dispatch wakes it"
+        );
+        assert!(view.awake(ActorId(5), 1));
+        assert_eq!(view.power(0), Some(PowerView::Awake));
+        view.order_power(1, true);
+        view.order_power(1, false);
+        assert_eq!(view.power(1), Some(PowerView::Waking));
+        assert!(
+            !view.awake(ActorId(6), 1),
+            "the wake order is still on its way"
+        );
+        assert!(view.awake(ActorId(6), 2));
+        assert!(!view.awake(ActorId(7), 0), "not a server");
     }
 
     #[test]

@@ -538,6 +538,12 @@ struct Core {
     /// path would let it), or the server could not evict the victim and
     /// would run one task more than its slots.
     in_order: bool,
+    /// Whether the placement orders servers to sleep and wake, or moves
+    /// running tasks (an external program under protocol v3): its
+    /// dispatches then go in order too, so that none overtakes an order to
+    /// sleep decided before it, and no order to migrate a task overtakes
+    /// the task's dispatch.
+    sends_orders: bool,
     /// When the latest decision that took virtual time is done
     /// (`Placement::decision_latency`): dispatches leave no earlier, in the
     /// order they were decided.
@@ -546,6 +552,9 @@ struct Core {
     /// took, until the pass sends its dispatch or preemption (only tasks
     /// whose decision took some: an external program's with a latency).
     slot_latency: BTreeMap<TaskId, u64>,
+    /// Tasks handed back for a migration and not yet resumed (their
+    /// `migration_time`), for a placement that moves running tasks.
+    moving: std::collections::BTreeSet<TaskId>,
 }
 
 /// Paragon's classification engine and the lab that measures for it.
@@ -642,6 +651,14 @@ struct FlowRefusedLog<'a> {
     bps: u64,
 }
 
+/// An order to sleep or wake a server, sent for an external program
+/// (protocol v3).
+#[derive(Serialize)]
+struct PowerOrderLog<'a> {
+    server: &'a str,
+    to: &'static str,
+}
+
 #[derive(Serialize)]
 struct ReleaseLog<'a> {
     task: u64,
@@ -706,6 +723,10 @@ impl Scheduler {
         if !primaries.is_empty() && world.primary_kills && !cfg.placement.reads_primary_use() {
             cluster.set_primary_aware();
         }
+        if placement.tracks_power() {
+            cluster.track_power();
+        }
+        let sends_orders = placement.tracks_power() || placement.wants_running();
         let pool = vec![0; servers.len()];
         let counted: Vec<(bool, bool)> = servers.iter().map(|s| (false, s.slots > 0)).collect();
         let mut pool_counts = PoolState {
@@ -814,9 +835,12 @@ impl Scheduler {
                 no_room: BTreeMap::new(),
                 strict_speed: cfg.arq_speed,
                 in_order: cfg.slots.slotted()
-                    || (cfg.placement.energy_aware() && cfg.admission != AdmissionKind::Fifo),
+                    || (cfg.placement.energy_aware() && cfg.admission != AdmissionKind::Fifo)
+                    || sends_orders,
+                sends_orders,
                 busy_until: 0,
                 slot_latency: BTreeMap::new(),
+                moving: Default::default(),
                 world,
             },
         }
@@ -866,10 +890,13 @@ impl Scheduler {
     pub fn handle(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         self.core.placement.at(ctx.now());
         let result = self.handle_event(msg, ctx);
-        match self.core.placement.take_error() {
-            Some(e) => Err(e),
-            None => result,
+        if let Some(e) = self.core.placement.take_error() {
+            return Err(e);
         }
+        result?;
+        let orders = self.core.placement.take_power();
+        let moves = self.core.placement.take_migrations();
+        self.core.send_orders(ctx, orders, moves, 0).map(|_| ())
     }
 
     fn handle_event(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
@@ -926,6 +953,7 @@ impl Scheduler {
             Msg::DistPlace => return self.dist_pass(ctx),
             Msg::Migrated { task, server } => {
                 self.core.migrations += 1;
+                self.core.moving.remove(&task.id);
                 if let Some(stage) = self.slots.as_mut() {
                     stage.arrived(task.id);
                 }
@@ -1196,6 +1224,13 @@ impl Scheduler {
                 Ok(())
             }
             Body::Rates(rates) => self.core.rates(src, &rates, ctx),
+            Body::Awake { orders } => {
+                if self.core.cluster.awake(src, orders) {
+                    self.core.version += 1;
+                    return self.drain(ctx);
+                }
+                Ok(())
+            }
             Body::Reclassified {
                 task,
                 tolerated,
@@ -1978,6 +2013,113 @@ impl Core {
         self.send(ctx, server, body)
     }
 
+    /// Carries out the power orders and migrations of a decision that took
+    /// `latency`: they leave when it is done, in decision order, power
+    /// orders first, before the decision's own dispatch (which then takes
+    /// no more time). Returns whether there were any.
+    fn send_orders(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        orders: Vec<crate::external::PowerOrder>,
+        moves: Vec<crate::external::MigrateOrder>,
+        latency: u64,
+    ) -> Result<bool, ModelError> {
+        if orders.is_empty() && moves.is_empty() {
+            return Ok(false);
+        }
+        let leaves = self.leaves(ctx.now(), latency);
+        self.send_power(ctx, orders, leaves)?;
+        self.send_migrations(ctx, moves, leaves)?;
+        Ok(true)
+    }
+
+    /// Books power orders in the view and sends them to their servers at
+    /// `leaves`, in order with the dispatches.
+    fn send_power(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        orders: Vec<crate::external::PowerOrder>,
+        leaves: SimTime,
+    ) -> Result<(), ModelError> {
+        let now = ctx.now();
+        let world = Arc::clone(&self.world);
+        for order in orders {
+            self.cluster.order_power(order.server, order.sleep);
+            self.version += 1;
+            let Some(server) = self
+                .cluster
+                .servers()
+                .get(order.server as usize)
+                .map(|s| s.id)
+            else {
+                continue;
+            };
+            let body = Body::Power { sleep: order.sleep };
+            ctx.log(
+                "power_order",
+                &PowerOrderLog {
+                    server: world.name(server),
+                    to: if order.sleep { "sleep" } else { "wake" },
+                },
+            );
+            if leaves > now {
+                ctx.timer(leaves - now, Msg::Deferred { server, body })?;
+            } else {
+                self.send(ctx, server, body)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every task placed and not heard the end of, by id, for a placement
+    /// that moves running tasks.
+    fn running_tasks(&self) -> Vec<placement::PlacedTask> {
+        self.placed
+            .iter()
+            .map(|(&task, p)| placement::PlacedTask {
+                task,
+                server: p.server,
+                since: p.since,
+                cores: p.cores,
+                memory_mb: p.memory_mb,
+                migrating: p.migrating_to.is_some() || self.moving.contains(&task),
+            })
+            .collect()
+    }
+
+    /// Starts migrations: each reserves its target's slots at once and its
+    /// order to hand the task over leaves at `leaves`, in order with the
+    /// task's dispatch (Paragon §3.4's mechanism, `migration_time`
+    /// included).
+    fn send_migrations(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        moves: Vec<crate::external::MigrateOrder>,
+        leaves: SimTime,
+    ) -> Result<(), ModelError> {
+        for m in moves {
+            let Some(src) = self
+                .placed
+                .get(&m.task)
+                .and_then(|p| self.cluster.servers().get(p.server as usize))
+                .map(|s| s.id)
+            else {
+                continue;
+            };
+            self.start_migration(
+                m.task,
+                "external",
+                src,
+                Choice::clean(m.server),
+                (0.0, 0.0),
+                None,
+                ctx,
+                Some(leaves),
+            )?;
+        }
+        Ok(())
+    }
+
     /// When a decision taken at `now` that took `latency` is done: decisions
     /// are done in order, one after the other.
     fn leaves(&mut self, now: SimTime, latency: u64) -> SimTime {
@@ -2060,6 +2202,10 @@ impl Core {
             let rest = rest.to_vec();
             return self.try_place_run(task, rest, arrived, scope, attempt, ctx);
         }
+        if self.placement.wants_running() {
+            let running = self.running_tasks();
+            self.placement.set_running(running);
+        }
         let started = Instant::now();
         let pool = &self.pool;
         let allowed = scope.pools;
@@ -2075,10 +2221,17 @@ impl Core {
         for (kind, fields) in self.placement.take_logs() {
             ctx.log(kind, &fields);
         }
+        let mut latency = self.placement.decision_latency();
+        let orders = self.placement.take_power();
+        let moves = self.placement.take_migrations();
         let Some(choice) = choice.filter(|c| !scope.strict || self.appropriate(&req, c)) else {
             self.no_room.insert(task.id, attempt);
+            self.send_orders(ctx, orders, moves, latency)?;
             return Ok(Attempt::NoRoom);
         };
+        if self.send_orders(ctx, orders, moves, latency)? {
+            latency = 0;
+        }
         self.no_room.remove(&task.id);
         let world = Arc::clone(&self.world);
         let server = self.cluster.servers()[choice.server as usize].id;
@@ -2119,7 +2272,6 @@ impl Core {
             self.notify_switches(ctx, task.id, &route, bandwidth, true)?;
         }
         let now = ctx.now();
-        let latency = self.placement.decision_latency();
         let leaves = self.leaves(now, latency);
         let violation = self
             .profiles
@@ -2129,6 +2281,8 @@ impl Core {
         let body = Body::Dispatch(task.clone());
         if leaves > now {
             ctx.timer(leaves - now, Msg::Deferred { server, body })?;
+        } else if self.sends_orders {
+            self.send(ctx, server, body)?;
         } else {
             self.nic.send(&world, ctx, server, body)?;
         }
@@ -2558,7 +2712,7 @@ impl Core {
         match choice {
             Some(choice) if go < stay => {
                 let rates = (rate_now, rate_new);
-                self.start_migration(task, "faster", src, choice, rates, slots, ctx)
+                self.start_migration(task, "faster", src, choice, rates, slots, ctx, None)
             }
             // Moving the co-runners away helps only a loss that interference
             // explains; otherwise it would cost them a migration for nothing.
@@ -2583,6 +2737,7 @@ impl Core {
         (rate_now, rate_expected): (f64, f64),
         slots: Option<&mut SlotStage>,
         ctx: &mut Ctx<'_, Msg>,
+        leaves: Option<SimTime>,
     ) -> Result<(), ModelError> {
         if !self.placed.contains_key(&task) {
             return Ok(());
@@ -2619,7 +2774,14 @@ impl Core {
                 rate_expected,
             },
         );
-        self.nic.send(&world, ctx, src, Body::Migrate { task })
+        let body = Body::Migrate { task };
+        match leaves {
+            None => self.nic.send(&world, ctx, src, body),
+            Some(at) if at > ctx.now() => {
+                ctx.timer(at - ctx.now(), Msg::Deferred { server: src, body })
+            }
+            Some(_) => self.send(ctx, src, body),
+        }
     }
 
     /// No server suits the degraded `task` better: run it in isolation by
@@ -2686,7 +2848,16 @@ impl Core {
                 .and_then(|p| p.speed.get(class).copied())
                 .unwrap_or(1.0);
             let stage = slots.as_deref_mut();
-            self.start_migration(other, "isolate", src, choice, (rate, speed), stage, ctx)?;
+            self.start_migration(
+                other,
+                "isolate",
+                src,
+                choice,
+                (rate, speed),
+                stage,
+                ctx,
+                None,
+            )?;
         }
         Ok(())
     }
@@ -2731,6 +2902,9 @@ impl Core {
         p.pool = self.pool[target as usize];
         self.placed.insert(task.id, p);
         let server = self.cluster.servers()[target as usize].id;
+        if self.sends_orders {
+            self.moving.insert(task.id);
+        }
         ctx.timer(self.migration_time, Msg::Migrated { task, server })
     }
 

@@ -1,10 +1,14 @@
 """Write a scheduler for dcemu in Python: ``on_request(request) -> decision``.
 
 dcemu starts your program (``[scheduler.external]`` in a scenario) and asks
-it, at every placement decision, where a task should run, and with
+it, at every placement decision, where a task should run, with
 ``stages = ["placement", "preemption"]`` which running task a task that
-found no free slot evicts (``on_preempt``); this module speaks protocols v1
-and v2 (docs/external-scheduler.md) on stdin/stdout for you::
+found no free slot evicts (``on_preempt``), and with ``stages =
+["placement", "power"]`` which servers to put to sleep or wake (``Sleep``,
+``Wake`` in a decision's ``power``), and with ``"migration"`` which running
+tasks move (``Migrate`` in a decision's ``migrate``); this module speaks
+protocols v1, v2 and v3 (docs/external-scheduler.md) on stdin/stdout for
+you::
 
     from dcemu_scheduler import Place, Request, Wait, run
 
@@ -37,9 +41,12 @@ __all__ = [
     "ChaCha8",
     "Decision",
     "Evict",
+    "Migrate",
     "Place",
+    "Placed",
     "PreemptDecision",
     "PreemptRequest",
+    "PowerOrder",
     "Profile",
     "Report",
     "Request",
@@ -47,18 +54,21 @@ __all__ = [
     "Scheduler",
     "Server",
     "ServerState",
+    "Sleep",
     "Task",
     "Wait",
+    "Wake",
     "run",
     "serve",
 ]
 
-PROTOCOL = 2
+PROTOCOL = 3
 """The highest protocol version this module speaks."""
 
-PROTOCOLS = (1, 2)
+PROTOCOLS = (1, 2, 3)
 """The versions it speaks: it answers dcemu's ``hello`` with the one offered
-(v1 for the placement stage alone, v2 with the preemption stage)."""
+(v1 for the placement stage alone, v2 with the preemption stage, v3 with
+the servers' power or migrations)."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +155,15 @@ class ServerState:
     running: list[RunningTask] = field(default_factory=list)
     """In a ``preempt`` request: its running tasks, least recently started
     first."""
+    power: Optional[str] = None
+    """v3: its power state as the scheduler knows it: ``"awake"``,
+    ``"asleep"`` (ordered to sleep; a dispatch or ``Wake`` wakes it, which
+    takes ``power.server_wake`` at peak power) or ``"waking"``."""
+
+    def idle(self) -> bool:
+        """Whether the scheduler has nothing running or on its way there
+        (every slot free): the only servers that may be put to sleep."""
+        return self.free_slots == self.server.slots
 
     @property
     def index(self) -> int:
@@ -170,6 +189,21 @@ class ServerState:
         return (self.server.slots - self.free_slots) / max(self.server.slots, 1)
 
 
+@dataclass(frozen=True)
+class Placed:
+    """v3 with the migration stage: a task the scheduler placed and has not
+    heard the end of."""
+
+    id: int
+    server: int
+    since_ns: int
+    """When it was dispatched there (or its migration there began)."""
+    cores: int
+    memory_mb: int
+    migrating: bool
+    """Whether a migration of it is under way (it may not move again)."""
+
+
 @dataclass
 class Request:
     """One placement decision: where should ``task`` run now?"""
@@ -184,6 +218,8 @@ class Request:
     """The scheduler's random stream at this request; draws move it."""
     cluster: list[Server]
     """Every server, by index."""
+    running: list[Placed] = field(default_factory=list)
+    """v3 with the migration stage: every placed task, by id."""
 
 
 @dataclass
@@ -206,15 +242,54 @@ class PreemptRequest:
 
 
 @dataclass(frozen=True)
-class Place:
-    """Start the task on the server of this index."""
+class Sleep:
+    """v3: put the server of this index to sleep. It must be ``"awake"``
+    with nothing running or on its way there (``ServerState.idle``), and
+    not the server the same decision places on."""
 
     server: int
 
 
 @dataclass(frozen=True)
+class Wake:
+    """v3: wake the ``"asleep"`` server of this index (a dispatch to it
+    would wake it too, but only once the task reaches it)."""
+
+    server: int
+
+
+PowerOrder = Union[Sleep, Wake]
+
+
+@dataclass(frozen=True)
+class Migrate:
+    """v3: move running ``task`` (a ``Placed`` not ``migrating``) to the
+    server of index ``server`` with its progress; that server must have the
+    task's slots free (counting the decision's own task and earlier moves).
+    The task stops, takes ``scheduler.migration_time``, then resumes there."""
+
+    task: int
+    server: int
+
+
+@dataclass(frozen=True)
+class Place:
+    """Start the task on the server of this index; ``power``: v3's orders
+    to sleep or wake servers, sent before the task, in this order."""
+
+    server: int
+    power: tuple[PowerOrder, ...] = ()
+    migrate: tuple[Migrate, ...] = ()
+    """v3: running tasks to move, after the power orders."""
+
+
+@dataclass(frozen=True)
 class Wait:
-    """Leave the task queued until something changes."""
+    """Leave the task queued until something changes; ``power`` and
+    ``migrate`` as in ``Place``."""
+
+    power: tuple[PowerOrder, ...] = ()
+    migrate: tuple[Migrate, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -225,6 +300,7 @@ class Evict:
     task: int
     server: int
     reason: Optional[str] = None
+    power: tuple[PowerOrder, ...] = ()
 
 
 Decision = Union[Place, Wait]
@@ -254,7 +330,20 @@ def _state(cluster: list[Server], s: dict) -> ServerState:
         primary_room=s.get("primary_room"),
         report=_report(s.get("report")),
         running=[RunningTask(**r) for r in s.get("running") or []],
+        power=s.get("power"),
     )
+
+
+def _power(orders: tuple[PowerOrder, ...]) -> list[dict]:
+    out = []
+    for o in orders:
+        if isinstance(o, Sleep):
+            out.append({"server": o.server, "to": "sleep"})
+        elif isinstance(o, Wake):
+            out.append({"server": o.server, "to": "wake"})
+        else:
+            raise TypeError(f"power order {o!r} is not Sleep or Wake")
+    return out
 
 
 def _profile(p: Optional[dict]) -> Optional[Profile]:
@@ -316,6 +405,8 @@ def serve(
         rng.word_pos = msg["rng_word_pos"]
         out: dict = {"id": msg["id"], "task": msg["task"]["id"]}
         servers = [_state(cluster, s) for s in msg["servers"]]
+        orders: tuple[PowerOrder, ...] = ()
+        moves: tuple[Migrate, ...] = ()
         if kind == "place":
             decision = decide(
                 Request(
@@ -326,6 +417,7 @@ def serve(
                     servers=servers,
                     rng=rng,
                     cluster=cluster,
+                    running=[Placed(**r) for r in msg.get("running") or []],
                 )
             )
             if isinstance(decision, Place):
@@ -335,6 +427,8 @@ def serve(
                 out["decision"] = "wait"
             else:
                 raise TypeError(f"on_request returned {decision!r}, not Place or Wait")
+            orders = decision.power
+            moves = decision.migrate
         elif preempt is not None:
             victim = preempt(
                 PreemptRequest(
@@ -358,6 +452,11 @@ def serve(
                 out["decision"] = "wait"
             else:
                 raise TypeError(f"on_preempt returned {victim!r}, not Evict or Wait")
+            orders = victim.power
+        if orders:
+            out["power"] = _power(orders)
+        if moves:
+            out["migrate"] = [{"task": m.task, "server": m.server} for m in moves]
         if rng.word_pos != msg["rng_word_pos"]:
             out["rng_word_pos"] = rng.word_pos
         stdout.write(json.dumps(out) + "\n")

@@ -31,10 +31,12 @@ pub const HARD_MAX_FRAME: usize = 1 << 30;
 /// ([`Finished::causal_steps`]).
 /// 6: the setup names the directory an external scheduler's program runs
 /// in. 7: that directory ([`Setup::shared_dir`]) is also where nodes read
-/// public-format traces. 8: log chunks are byte strings. 9: peers on one
-/// host offer each other a same-host link ([`PeerFrame::Local`],
+/// public-format traces. 8: log chunks are byte strings. 9: the model's
+/// messages carry an external program's power orders and the servers'
+/// answers (`Body::Power`, `Body::Awake`, external protocol v3). 10: peers
+/// on one host offer each other a same-host link ([`PeerFrame::Local`],
 /// [`Setup::same_host_links`]).
-pub const PROTOCOL: u32 = 9;
+pub const PROTOCOL: u32 = 10;
 
 /// Length of a run id in bytes before hex encoding (`tls::random_run_id`).
 pub const RUN_ID_BYTES: usize = 16;

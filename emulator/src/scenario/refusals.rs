@@ -4,8 +4,8 @@
 //! which fields of a scenario meet it. Every combination of stages,
 //! topology and tenant kinds not listed here runs (issue 22).
 
-use dcemu_actors::config::{SlotPolicy, StickyPhase};
-use dcemu_topology::TopologyKind;
+use dcemu_actors::config::{ExternalStage, SlotPolicy, StickyPhase};
+use dcemu_topology::{PowerPolicy, TopologyKind};
 
 use super::Scenario;
 
@@ -68,6 +68,21 @@ pub const REFUSALS: &[Refusal] = &[
                 "scheduler.sticky_phase",
             ));
             fields
+        },
+    },
+    Refusal {
+        combination: "`scheduler.external.stages` with `\"power\"` under `power.policy = \"sleep\"`",
+        reason: "under power.policy = \"sleep\" servers sleep by themselves as soon as they are idle, so a program deciding their power would have nothing to decide: use power.policy = \"idle\" (the default), and the program sleeps them",
+        fields: |s| {
+            let managed = s
+                .scheduler
+                .external
+                .as_ref()
+                .is_some_and(|e| e.stages.contains(&ExternalStage::Power));
+            field_if(
+                managed && s.power.policy == PowerPolicy::Sleep,
+                "power.policy",
+            )
         },
     },
 ];

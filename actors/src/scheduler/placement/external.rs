@@ -1,23 +1,28 @@
-//! `external`: a program outside dcemu places the tasks, and with protocol
-//! v2 picks the victims of the preemption stage (`[scheduler.external]`,
+//! `external`: a program outside dcemu places the tasks, with protocol v2
+//! picks the victims of the preemption stage, and with v3 puts servers to
+//! sleep and wakes them (`[scheduler.external]`,
 //! docs/external-scheduler.md).
 
 use dcemu_topology::SimTime;
 
 use crate::config::{ExternalConfig, ExternalStage};
 use crate::external::{
-    Decision, Hello, HelloServer, Oracle, PlaceRequest, PreemptRequest, ProfileView, Response,
-    RngKey, RunningView, ServerState, TaskView, decode_hello, decode_response, protocol_for,
+    Decision, Hello, HelloServer, MigrateOrder, Oracle, PlaceRequest, PlacedView, PowerOrder,
+    PowerView, PreemptRequest, ProfileView, Response, RngKey, RunningView, ServerState, TaskView,
+    decode_hello, decode_response, protocol_for,
 };
 use crate::kernel::{ActorRng, Metrics, ModelError};
 use crate::scheduler::cluster_view::ServerSpec;
 
-use super::{Choice, ClusterView, Placement, Request, RunningTask};
+use super::{Choice, ClusterView, PlacedTask, Placement, Request, RunningTask};
 
 /// `external`: asks the program at every placement decision where the task
 /// should run (protocol v1's `place`), and, when it decides the preemption
 /// stage too (v2), which admissible victim a task that found no free slot
-/// evicts (`preempt`). The request carries what the scheduler
+/// evicts (`preempt`); under v3 its answers may also order servers to
+/// sleep or wake and running tasks to move (power and migration stages),
+/// each order checked against the view as the placement is. The request
+/// carries what the scheduler
 /// itself sees then (the task, its profile, the servers it may use with
 /// their free slots, memory and latest reports, the position of the
 /// scheduler's random stream); virtual time stands still while the program
@@ -42,6 +47,14 @@ pub struct External {
     failed: Option<String>,
     reported: bool,
     round_trip_us: Vec<f64>,
+    /// The latest response's power orders (v3), checked, until the
+    /// scheduler takes them ([`Placement::take_power`]).
+    orders: Vec<PowerOrder>,
+    /// The tasks placed at the latest request (v3's migration stage).
+    running: Vec<PlacedTask>,
+    /// The latest response's migrations (v3), checked, until the
+    /// scheduler takes them ([`Placement::take_migrations`]).
+    migrations: Vec<MigrateOrder>,
 }
 
 impl External {
@@ -79,7 +92,158 @@ impl External {
             failed: None,
             reported: false,
             round_trip_us: Vec::new(),
+            orders: Vec::new(),
+            running: Vec::new(),
+            migrations: Vec::new(),
         }
+    }
+
+    fn decides_migration(&self) -> bool {
+        self.cfg.stages.contains(&ExternalStage::Migration)
+    }
+
+    /// Checks the response's migrations against the tasks placed and the
+    /// view (the task the response places on `placed` counted), and keeps
+    /// them for the scheduler. Each must move a task placed and not
+    /// migrating, once, to another server that exists and has the task's
+    /// slots free.
+    fn check_migrations(
+        &mut self,
+        what: &str,
+        response: &Response,
+        placed: Option<(u32, u32)>,
+        cluster: &ClusterView,
+    ) -> Result<(), String> {
+        if response.migrate.is_empty() {
+            return Ok(());
+        }
+        if !self.decides_migration() {
+            return Err(format!(
+                "{what}: the response has \"migrate\" orders, but this session does not hand \
+                 out migrations (protocol v{}; they are v3's, with scheduler.external.stages = \
+                 [\"placement\", \"migration\"])",
+                self.protocol
+            ));
+        }
+        let all = cluster.servers();
+        let mut taken: Vec<(u32, u32)> = placed.into_iter().collect();
+        for (k, order) in response.migrate.iter().enumerate() {
+            let (t, to) = (order.task, order.server);
+            if response.migrate[..k].iter().any(|o| o.task == t) {
+                return Err(format!(
+                    "{what}: migrate orders name task {t} twice (one move per task and response)"
+                ));
+            }
+            let Ok(at) = self.running.binary_search_by_key(&t, |r| r.task) else {
+                return Err(format!(
+                    "{what}: it migrates task {t}, which is not running (not in the request's \
+                     \"running\")"
+                ));
+            };
+            let r = self.running[at];
+            if r.migrating {
+                return Err(format!(
+                    "{what}: it migrates task {t}, which is already migrating"
+                ));
+            }
+            let Some(s) = all.get(to as usize) else {
+                return Err(format!(
+                    "{what}: migrate order: server {to} does not exist (servers are 0 to {})",
+                    all.len().saturating_sub(1)
+                ));
+            };
+            if to == r.server {
+                return Err(format!(
+                    "{what}: it migrates task {t} to server {to}, where it already runs"
+                ));
+            }
+            let more: u32 = taken.iter().filter(|x| x.0 == to).map(|x| x.1).sum();
+            if s.free < more.saturating_add(r.cores) {
+                return Err(format!(
+                    "{what}: it migrates task {t} to server {to}, which has not its {} slot(s) \
+                     free: {} free, {more} of them taken by this response",
+                    r.cores, s.free
+                ));
+            }
+            taken.push((to, r.cores));
+        }
+        self.migrations = response.migrate.clone();
+        Ok(())
+    }
+
+    /// Whether requests carry power states and responses may order
+    /// servers to sleep or wake (v3).
+    fn decides_power(&self) -> bool {
+        self.cfg.stages.contains(&ExternalStage::Power)
+    }
+
+    /// Checks the response's power orders against the scheduler's view
+    /// (and the task the response itself places on `placed`), and keeps
+    /// them for the scheduler. Each order must name a server that exists,
+    /// once; a server to sleep must be awake with nothing the scheduler
+    /// handed out there; a server to wake must be asleep.
+    fn check_power(
+        &mut self,
+        what: &str,
+        response: &Response,
+        placed: Option<u32>,
+        cluster: &ClusterView,
+    ) -> Result<(), String> {
+        if response.power.is_empty() {
+            return Ok(());
+        }
+        if !self.decides_power() {
+            return Err(format!(
+                "{what}: the response has \"power\" orders, but this session speaks protocol \
+                 v{}: power orders are v3's (scheduler.external.stages = [\"placement\", \
+                 \"power\"])",
+                self.protocol
+            ));
+        }
+        let all = cluster.servers();
+        for (k, order) in response.power.iter().enumerate() {
+            let i = order.server;
+            let Some(s) = all.get(i as usize) else {
+                return Err(format!(
+                    "{what}: power order: server {i} does not exist (servers are 0 to {})",
+                    all.len().saturating_sub(1)
+                ));
+            };
+            if response.power[..k].iter().any(|o| o.server == i) {
+                return Err(format!(
+                    "{what}: power orders name server {i} twice (one order per server and \
+                     response)"
+                ));
+            }
+            let state = cluster.power(i).unwrap_or(PowerView::Awake);
+            let problem = match (order.sleep, state) {
+                (true, PowerView::Asleep) => Some("it is already asleep".to_string()),
+                (true, PowerView::Waking) => Some(
+                    "it is waking (it may sleep once a request shows it \"awake\")".to_string(),
+                ),
+                (true, PowerView::Awake) if placed == Some(i) => {
+                    Some("the response places the task on it".to_string())
+                }
+                (true, PowerView::Awake) if s.free < s.slots => Some(format!(
+                    "it has tasks running or on their way ({} of its {} slots taken)",
+                    s.slots - s.free,
+                    s.slots
+                )),
+                (false, PowerView::Awake) => {
+                    Some("it is awake (only an asleep server wakes)".to_string())
+                }
+                (false, PowerView::Waking) => Some("it is already waking".to_string()),
+                _ => None,
+            };
+            if let Some(problem) = problem {
+                let verb = if order.sleep { "sleep" } else { "wake" };
+                return Err(format!(
+                    "{what}: power order: server {i} cannot {verb}: {problem}"
+                ));
+            }
+        }
+        self.orders = response.power.clone();
+        Ok(())
     }
 
     fn decides_preemption(&self) -> bool {
@@ -208,6 +372,19 @@ impl External {
             task: task_view(t),
             profile: profile_view(req),
             servers,
+            running: self.decides_migration().then(|| {
+                self.running
+                    .iter()
+                    .map(|r| PlacedView {
+                        id: r.task,
+                        server: r.server,
+                        since_ns: r.since,
+                        cores: r.cores,
+                        memory_mb: r.memory_mb,
+                        migrating: r.migrating,
+                    })
+                    .collect()
+            }),
             rng_word_pos: word_pos,
         };
         let line = serde_json::to_string(&request).map_err(|e| format!("{what}: {e}"))?;
@@ -220,7 +397,11 @@ impl External {
             ));
         }
         let server = match response.decision {
-            Decision::Wait => return Ok(None),
+            Decision::Wait => {
+                self.check_power(&what, &response, None, cluster)?;
+                self.check_migrations(&what, &response, None, cluster)?;
+                return Ok(None);
+            }
             Decision::Place { server } => server,
         };
         let Some(s) = all.get(server as usize) else {
@@ -244,6 +425,8 @@ impl External {
                 }
             ));
         }
+        self.check_power(&what, &response, Some(server), cluster)?;
+        self.check_migrations(&what, &response, Some((server, t.cores)), cluster)?;
         Ok(Some(Choice::clean(server)))
     }
 
@@ -290,7 +473,11 @@ impl External {
         let line = serde_json::to_string(&request).map_err(|e| format!("{what}: {e}"))?;
         let response = self.answer(&line, (id, &what, word_pos), t.id, rng)?;
         let server = match response.decision {
-            Decision::Wait => return Ok(None),
+            Decision::Wait => {
+                self.check_power(&what, &response, None, cluster)?;
+                self.check_migrations(&what, &response, None, cluster)?;
+                return Ok(None);
+            }
             Decision::Place { server } => server,
         };
         let count = cluster.servers().len();
@@ -339,11 +526,14 @@ impl External {
                 r.task, r.priority, t.id, t.priority
             ));
         }
+        self.check_power(&what, &response, Some(server), cluster)?;
+        self.check_migrations(&what, &response, None, cluster)?;
         Ok(Some(k))
     }
 }
 
-/// A server of `cluster` as a request shows it.
+/// A server of `cluster` as a request shows it (its power state only when
+/// the view follows power states: v3).
 fn server_state(cluster: &ClusterView, i: u32, running: Option<Vec<RunningView>>) -> ServerState {
     let s = &cluster.servers()[i as usize];
     ServerState {
@@ -353,6 +543,7 @@ fn server_state(cluster: &ClusterView, i: u32, running: Option<Vec<RunningView>>
         primary_room: (s.primary_room != u32::MAX).then_some(s.primary_room),
         report: cluster.report(i).copied(),
         running,
+        power: cluster.power(i),
     }
 }
 
@@ -439,6 +630,26 @@ impl Placement for External {
                 None
             }
         }
+    }
+
+    fn take_power(&mut self) -> Vec<PowerOrder> {
+        std::mem::take(&mut self.orders)
+    }
+
+    fn tracks_power(&self) -> bool {
+        self.decides_power()
+    }
+
+    fn wants_running(&self) -> bool {
+        self.decides_migration()
+    }
+
+    fn set_running(&mut self, running: Vec<PlacedTask>) {
+        self.running = running;
+    }
+
+    fn take_migrations(&mut self) -> Vec<MigrateOrder> {
+        std::mem::take(&mut self.migrations)
     }
 
     /// The program may read the servers' reports.

@@ -104,6 +104,20 @@ pub struct RunningTask {
     pub admissible: bool,
 }
 
+/// A task the scheduler placed and has not heard the end of, offered to a
+/// placement that moves running tasks ([`Placement::set_running`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlacedTask {
+    pub task: TaskId,
+    pub server: u32,
+    /// When it was dispatched there (or its migration there began).
+    pub since: dcemu_topology::SimTime,
+    pub cores: u32,
+    pub memory_mb: u64,
+    /// Whether a migration of it is under way.
+    pub migrating: bool,
+}
+
 /// A placement policy.
 pub trait Placement: Send {
     /// The server that should run `req.task`, or `None` to leave it queued.
@@ -192,6 +206,37 @@ pub trait Placement: Send {
     /// misbehaved); the scheduler stops the run with it.
     fn take_error(&mut self) -> Option<crate::kernel::ModelError> {
         None
+    }
+
+    /// Whether the scheduler's view should follow the servers' power
+    /// states ([`ClusterView::track_power`]): a policy that orders servers
+    /// to sleep and wake (an external program under protocol v3).
+    fn tracks_power(&self) -> bool {
+        false
+    }
+
+    /// The power orders the policy decided since the last call, checked
+    /// against the view: the scheduler books them in its view and sends
+    /// them to the servers, in this order.
+    fn take_power(&mut self) -> Vec<crate::external::PowerOrder> {
+        Vec::new()
+    }
+
+    /// Whether the policy moves running tasks: the scheduler then tells it
+    /// every placed task before each request ([`Placement::set_running`])
+    /// and carries out its [`Placement::take_migrations`].
+    fn wants_running(&self) -> bool {
+        false
+    }
+
+    /// The tasks placed now, by id (before a `place` call).
+    fn set_running(&mut self, _running: Vec<PlacedTask>) {}
+
+    /// The migrations the policy decided since the last call, checked
+    /// against the view: the scheduler reserves the target's slots and
+    /// asks the task's server to hand it over (Paragon §3.4).
+    fn take_migrations(&mut self) -> Vec<crate::external::MigrateOrder> {
+        Vec::new()
     }
 
     /// Log entries (`kind`, fields) the policy made since the last call;
