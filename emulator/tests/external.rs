@@ -16,7 +16,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{Procs, SECRET, dcemu, python};
+use common::{Procs, SECRET, assert_replays_identical, assert_run_fails, dcemu, python};
 
 /// A scheduler that behaves (`ok`: first fit) or misbehaves one way.
 const PROGRAM: &str = r#"
@@ -98,13 +98,7 @@ fn a_scheduler_that_behaves_runs_and_replays_identically() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(tmp.path().join("ok/digest").is_file());
     // replay finds the program again through run.json's stream_base
-    let r = dcemu(tmp.path(), &["replay", "ok"]);
-    let out = String::from_utf8_lossy(&r.stdout).into_owned();
-    assert!(
-        r.status.success() && out.contains("identical"),
-        "{out}{}",
-        String::from_utf8_lossy(&r.stderr)
-    );
+    assert_replays_identical(tmp.path(), "ok");
 }
 
 #[test]
@@ -138,21 +132,9 @@ fn each_misbehaviour_stops_the_run_with_its_error_and_incomplete_results() {
     for (mode, words) in cases {
         let path = scenario(tmp.path(), mode, "1s");
         let out = format!("out-{mode}");
-        let o = dcemu(tmp.path(), &["run", &path, "--quiet", "--out", &out]);
-        let err = String::from_utf8_lossy(&o.stderr).into_owned();
-        assert_eq!(o.status.code(), Some(1), "{mode}: {err}");
-        let program = format!("external scheduler `python3 misbehave.py {mode}`");
-        assert!(err.contains(&program), "{mode}: names the program: {err}");
-        for w in *words {
-            assert!(err.contains(w), "{mode}: says {w:?}: {err}");
-        }
-        assert!(!err.contains("panicked"), "{mode}: {err}");
+        let program = format!("python3 misbehave.py {mode}");
+        assert_run_fails(tmp.path(), &path, &out, mode, &program, words);
         let dir = tmp.path().join(&out);
-        assert!(
-            dir.join("INCOMPLETE").is_file(),
-            "{mode}: marked incomplete"
-        );
-        assert!(!dir.join("digest").exists(), "{mode}: no digest");
         assert!(
             dir.join("actors/scheduler.jsonl").is_file(),
             "{mode}: the logs written so far are kept"

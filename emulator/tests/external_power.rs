@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 
 mod common;
-use common::{dcemu, python};
+use common::{assert_replays_identical, assert_run_fails, dcemu, python};
 
 /// A v3 scheduler: first fit on an awake server (else any), or one way of
 /// misbehaving with a power order once the run is under way.
@@ -273,13 +273,7 @@ fn sleeping_idle_servers_saves_energy_and_runs_identically_everywhere() {
         digest,
         "same digest on three partitions"
     );
-    let r = dcemu(tmp.path(), &["replay", "sleeps"]);
-    let out = String::from_utf8_lossy(&r.stdout).into_owned();
-    assert!(
-        r.status.success() && out.contains("identical"),
-        "{out}{}",
-        String::from_utf8_lossy(&r.stderr)
-    );
+    assert_replays_identical(tmp.path(), "sleeps");
 }
 
 #[test]
@@ -353,21 +347,8 @@ fn each_power_misbehaviour_stops_the_run_with_its_error_and_incomplete_results()
         let command = format!(r#"["python3", "power.py", "{mode}"]"#);
         let path = scenario(tmp.path(), &command, stages, "");
         let out = format!("out-{mode}");
-        let o = dcemu(tmp.path(), &["run", &path, "--quiet", "--out", &out]);
-        let err = String::from_utf8_lossy(&o.stderr).into_owned();
-        assert_eq!(o.status.code(), Some(1), "{mode}: {err}");
-        let program = format!("external scheduler `python3 power.py {mode}`");
-        assert!(err.contains(&program), "{mode}: names the program: {err}");
-        for w in *words {
-            assert!(err.contains(w), "{mode}: says {w:?}: {err}");
-        }
-        assert!(!err.contains("panicked"), "{mode}: {err}");
-        let dir = tmp.path().join(&out);
-        assert!(
-            dir.join("INCOMPLETE").is_file(),
-            "{mode}: marked incomplete"
-        );
-        assert!(!dir.join("digest").exists(), "{mode}: no digest");
+        let program = format!("python3 power.py {mode}");
+        assert_run_fails(tmp.path(), &path, &out, mode, &program, words);
     }
 }
 
@@ -507,21 +488,8 @@ fn each_migration_misbehaviour_stops_the_run_with_its_error_and_incomplete_resul
         let command = format!(r#"["python3", "migrate.py", "{mode}"]"#);
         let path = scenario(tmp.path(), &command, stages, "");
         let out = format!("out-{mode}");
-        let o = dcemu(tmp.path(), &["run", &path, "--quiet", "--out", &out]);
-        let err = String::from_utf8_lossy(&o.stderr).into_owned();
-        assert_eq!(o.status.code(), Some(1), "{mode}: {err}");
-        let program = format!("external scheduler `python3 migrate.py {mode}`");
-        assert!(err.contains(&program), "{mode}: names the program: {err}");
-        for w in *words {
-            assert!(err.contains(w), "{mode}: says {w:?}: {err}");
-        }
-        assert!(!err.contains("panicked"), "{mode}: {err}");
-        let dir = tmp.path().join(&out);
-        assert!(
-            dir.join("INCOMPLETE").is_file(),
-            "{mode}: marked incomplete"
-        );
-        assert!(!dir.join("digest").exists(), "{mode}: no digest");
+        let program = format!("python3 migrate.py {mode}");
+        assert_run_fails(tmp.path(), &path, &out, mode, &program, words);
     }
     let path = scenario(
         tmp.path(),

@@ -10,7 +10,7 @@
 use std::path::Path;
 
 mod common;
-use common::{dcemu, python};
+use common::{assert_replays_identical, assert_run_fails, dcemu, python};
 
 /// A v2 scheduler: first fit, and the most recently started admissible
 /// victim (`ok`), or one way of misbehaving at its first `preempt`.
@@ -120,13 +120,7 @@ fn a_program_that_evicts_runs_and_replays_identically() {
         metric(&dir, "evictions_priority"),
         "every eviction it decided reached its server"
     );
-    let r = dcemu(tmp.path(), &["replay", "ok"]);
-    let out = String::from_utf8_lossy(&r.stdout).into_owned();
-    assert!(
-        r.status.success() && out.contains("identical"),
-        "{out}{}",
-        String::from_utf8_lossy(&r.stderr)
-    );
+    assert_replays_identical(tmp.path(), "ok");
 }
 
 #[test]
@@ -167,21 +161,8 @@ fn each_eviction_misbehaviour_stops_the_run_with_its_error_and_incomplete_result
     for (mode, words) in cases {
         let path = scenario(tmp.path(), mode, "priority", BOTH);
         let out = format!("out-{mode}");
-        let o = dcemu(tmp.path(), &["run", &path, "--quiet", "--out", &out]);
-        let err = String::from_utf8_lossy(&o.stderr).into_owned();
-        assert_eq!(o.status.code(), Some(1), "{mode}: {err}");
-        let program = format!("external scheduler `python3 evict.py {mode}`");
-        assert!(err.contains(&program), "{mode}: names the program: {err}");
-        for w in *words {
-            assert!(err.contains(w), "{mode}: says {w:?}: {err}");
-        }
-        assert!(!err.contains("panicked"), "{mode}: {err}");
-        let dir = tmp.path().join(&out);
-        assert!(
-            dir.join("INCOMPLETE").is_file(),
-            "{mode}: marked incomplete"
-        );
-        assert!(!dir.join("digest").exists(), "{mode}: no digest");
+        let program = format!("python3 evict.py {mode}");
+        assert_run_fails(tmp.path(), &path, &out, mode, &program, words);
     }
 }
 

@@ -42,3 +42,43 @@ pub fn python() -> bool {
     }
     ok
 }
+
+/// Runs scenario `path` in `cwd` into `out` and checks it failed as a
+/// misbehaving external program must: exit 1, an error naming `program`
+/// and saying each of `words`, no panic, results marked `INCOMPLETE` and
+/// no digest. `case` labels the assertions.
+pub fn assert_run_fails(
+    cwd: &Path,
+    path: &str,
+    out: &str,
+    case: &str,
+    program: &str,
+    words: &[&str],
+) {
+    let o = dcemu(cwd, &["run", path, "--quiet", "--out", out]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{case}: {err}");
+    let named = format!("external scheduler `{program}`");
+    assert!(err.contains(&named), "{case}: names the program: {err}");
+    for w in words {
+        assert!(err.contains(w), "{case}: says {w:?}: {err}");
+    }
+    assert!(!err.contains("panicked"), "{case}: {err}");
+    let dir = cwd.join(out);
+    assert!(
+        dir.join("INCOMPLETE").is_file(),
+        "{case}: marked incomplete"
+    );
+    assert!(!dir.join("digest").exists(), "{case}: no digest");
+}
+
+/// Checks that `dcemu replay DIR` (in `cwd`) reproduces the run's digest.
+pub fn assert_replays_identical(cwd: &Path, dir: &str) {
+    let r = dcemu(cwd, &["replay", dir]);
+    let out = String::from_utf8_lossy(&r.stdout).into_owned();
+    assert!(
+        r.status.success() && out.contains("identical"),
+        "{out}{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+}
