@@ -62,6 +62,20 @@ struct Run {
     ready_at: SimTime,
 }
 
+impl Run {
+    /// A run not yet seen, from one of its units' descriptions.
+    fn of(d: &crate::task::DistRef) -> Self {
+        Run {
+            app: d.app,
+            units: d.units,
+            qos: (d.qos_ppm > 0).then(|| f64::from(d.qos_ppm) / 1e6),
+            tasks: Vec::new(),
+            hosts: Vec::new(),
+            ready_at: 0,
+        }
+    }
+}
+
 /// A unit on its server, as the scheduler booked it.
 #[derive(Clone, Copy, Debug)]
 struct Booked {
@@ -208,14 +222,7 @@ impl AnnealingStage {
             )));
         };
         let ready = self.profile(&task, now, rng)?;
-        let run = self.runs.entry(d.run).or_insert_with(|| Run {
-            app: d.app,
-            units: d.units,
-            qos: (d.qos_ppm > 0).then(|| f64::from(d.qos_ppm) / 1e6),
-            tasks: Vec::new(),
-            hosts: Vec::new(),
-            ready_at: 0,
-        });
+        let run = self.runs.entry(d.run).or_insert_with(|| Run::of(&d));
         run.tasks.push(task);
         Ok(ready.max(now))
     }
@@ -287,14 +294,7 @@ impl AnnealingStage {
             return None;
         }
         self.models.get(&(d.app, d.units))?;
-        let run = self.runs.entry(d.run).or_insert_with(|| Run {
-            app: d.app,
-            units: d.units,
-            qos: (d.qos_ppm > 0).then(|| f64::from(d.qos_ppm) / 1e6),
-            tasks: Vec::new(),
-            hosts: Vec::new(),
-            ready_at: 0,
-        });
+        let run = self.runs.entry(d.run).or_insert_with(|| Run::of(&d));
         run.hosts.clear();
         let slots: Vec<usize> = candidates.iter().map(|&i| i as usize).collect();
         let positions: Vec<(usize, u16)> = (0..d.units).map(|u| (0, u)).collect();
