@@ -118,8 +118,8 @@ impl Offered {
             let presented = timeout(KEY_WAIT, stream.read_exact(&mut key)).await;
             if matches!(presented, Ok(Ok(_))) && key == self.key {
                 stream.write_all(b"k").await?;
-                let mut rtt = echo(&mut stream).await?;
-                rtt = rtt.min(ping(&mut stream).await?);
+                echo(&mut stream).await?;
+                let rtt = ping(&mut stream).await?;
                 return Ok(LocalLink { stream, rtt });
             }
         }
@@ -160,8 +160,8 @@ pub async fn handshake(
     if ack != *b"k" {
         return Err(LocalError::BadEcho(ack[0]));
     }
-    let mut rtt = ping(&mut stream).await?;
-    rtt = rtt.min(echo(&mut stream).await?);
+    let rtt = ping(&mut stream).await?;
+    echo(&mut stream).await?;
     Ok(LocalLink { stream, rtt })
 }
 
@@ -184,9 +184,8 @@ async fn ping(stream: &mut UnixStream) -> Result<Duration, LocalError> {
     Ok(best)
 }
 
-/// Echoes the peer's [`PINGS`] bytes; the peer measures. Returns
-/// `Duration::MAX` (the caller measures its own pings).
-async fn echo(stream: &mut UnixStream) -> Result<Duration, LocalError> {
+/// Echoes the peer's [`PINGS`] bytes, for the peer to time.
+async fn echo(stream: &mut UnixStream) -> Result<(), LocalError> {
     for _ in 0..PINGS {
         let mut byte = [0u8; 1];
         timeout(Duration::from_secs(2), stream.read_exact(&mut byte))
@@ -194,7 +193,7 @@ async fn echo(stream: &mut UnixStream) -> Result<Duration, LocalError> {
             .map_err(|_| LocalError::Stalled)??;
         stream.write_all(&byte).await?;
     }
-    Ok(Duration::MAX)
+    Ok(())
 }
 
 #[cfg(test)]

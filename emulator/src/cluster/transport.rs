@@ -151,9 +151,7 @@ where
             let reader: PeerReader = match link.local {
                 Some(local) => {
                     local_links += 1;
-                    local_rtt = Some(
-                        local_rtt.map_or(local.rtt, |r: std::time::Duration| r.min(local.rtt)),
-                    );
+                    local_rtt = [local_rtt, Some(local.rtt)].into_iter().flatten().min();
                     let (read, write) = local.stream.into_split();
                     sends[link.peer] = Some(PeerWriter::Local(write));
                     Box::new(tokio::io::BufReader::with_capacity(READ_BUFFER, read))
@@ -202,10 +200,7 @@ where
         } else {
             None
         };
-        let rtt = match (quic_rtt, self.local_rtt) {
-            (Some(q), Some(l)) => Some(q.min(l)),
-            (q, l) => q.or(l),
-        };
+        let rtt = [quic_rtt, self.local_rtt].into_iter().flatten().min();
         if let (Some(rtt), Ok(mut stats)) = (rtt, self.barrier.lock()) {
             stats.rtt_ns = u64::try_from(rtt.as_nanos()).unwrap_or(u64::MAX);
         }
