@@ -329,6 +329,7 @@ fn run_facts(o: &Outcome, partitions: usize, started_unix: u64) -> Vec<u8> {
         "causal_steps": o.causal_steps,
         "partition_loads": o.loads.iter().map(|l| serde_json::json!({
             "events": l.events,
+            "windows": l.windows,
             "exchange_s": l.exchange_wall.as_secs_f64(),
         })).collect::<Vec<_>>(),
         "actors": o.actors,

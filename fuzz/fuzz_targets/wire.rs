@@ -11,9 +11,9 @@
 //! from a peer), whose envelopes must be usable too.
 #![no_main]
 
-use dcemu_fuzz::{WireError, decode_batch, decode_envelope, encode_batch, touch, wire_config};
 use dcemu::cluster::wire::{PeerFrame, decode as transport_decode};
 use dcemu_actors::model::Msg;
+use dcemu_fuzz::{WireError, decode_batch, decode_envelope, encode_batch, touch, wire_config};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -31,7 +31,12 @@ fuzz_target!(|data: &[u8]| {
     }
     match transport_decode::<PeerFrame<Msg>>(data) {
         Ok(PeerFrame::Batch { envelopes, .. }) => envelopes.iter().for_each(touch),
-        Ok(PeerFrame::Hello { .. } | PeerFrame::Local { .. } | PeerFrame::LocalAnswer { .. }) => {}
+        Ok(
+            PeerFrame::Hello { .. }
+            | PeerFrame::Local { .. }
+            | PeerFrame::LocalAnswer { .. }
+            | PeerFrame::End { .. },
+        ) => {}
         Err(e) => assert!(!e.to_string().is_empty()),
     }
     if let Ok(envelope) = decode_envelope(data) {

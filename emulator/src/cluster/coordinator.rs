@@ -28,7 +28,7 @@ use super::signals::{Interrupts, interrupted};
 use super::tls::{self, RunCa};
 use super::wire::{self, BarrierStats, PeerInfo, Setup, ToNode};
 use crate::engine::ActorOutput;
-use crate::engine::partition::{PartitionOutput, combine};
+use crate::engine::partition::{ExchangeStats, PartitionOutput, combine};
 use crate::results::Staging;
 use crate::run::{Outcome, assemble, prepare};
 use crate::scenario::{LoadedTrace, Scenario};
@@ -438,7 +438,13 @@ pub async fn run_coordinator(
                 last_event: f.last_event,
                 pending: f.pending,
                 causal_steps: f.causal_steps,
-                exchange_wall: Duration::from_nanos(f.barrier.total_ns),
+                windows_taken: f.barrier.exchanges,
+                exchange: ExchangeStats {
+                    count: f.barrier.exchanges,
+                    total: Duration::from_nanos(f.barrier.total_ns),
+                    min: Duration::from_nanos(f.barrier.min_ns),
+                    max: Duration::from_nanos(f.barrier.max_ns),
+                },
             })
         })
         .collect();

@@ -402,7 +402,12 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     };
 
     // 7. hand over the results
-    let stats = barrier.lock().map(|s| *s).unwrap_or_default();
+    let mut stats = barrier.lock().map(|s| *s).unwrap_or_default();
+    let exchange = output.exchange;
+    stats.exchanges = exchange.count;
+    stats.total_ns = nanos(exchange.total);
+    stats.min_ns = nanos(exchange.min);
+    stats.max_ns = nanos(exchange.max);
     drop(cmd_tx);
     report(ToCoordinator::Finished(Box::new(wire::Finished {
         events: output.events,
@@ -859,6 +864,11 @@ fn peer_thread(
         let _ = tokio::time::timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
     });
     PeerSystem::uninstall();
+}
+
+/// A wall-clock duration in nanoseconds for the wire's statistics.
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -129,31 +129,36 @@ impl<M: DeserializeOwned + 'static> StreamHandler<Result<PeerFrame<M>, WireError
             }
             Err(e) => return self.fail(e.to_string(), false, ctx),
         };
-        let PeerFrame::Batch {
-            window,
-            horizon,
-            last,
-            envelopes,
-        } = frame
-        else {
-            return self.fail(
-                "sent a handshake frame in the middle of the run".into(),
-                true,
-                ctx,
-            );
-        };
-        if let Some(problem) = envelopes
-            .iter()
-            .find_map(|e| misrouted(e, self.me, self.peer, &self.assignment))
-        {
-            return self.fail(problem, true, ctx);
-        }
-        let batch = Inbound::Batch {
-            from: self.peer,
-            window,
-            horizon,
-            last,
-            envelopes,
+        let batch = match frame {
+            PeerFrame::Batch {
+                report,
+                last,
+                envelopes,
+            } => {
+                if let Some(problem) = envelopes
+                    .iter()
+                    .find_map(|e| misrouted(e, self.me, self.peer, &self.assignment))
+                {
+                    return self.fail(problem, true, ctx);
+                }
+                Inbound::Batch {
+                    from: self.peer,
+                    report,
+                    last,
+                    envelopes,
+                }
+            }
+            PeerFrame::End { round } => Inbound::End {
+                from: self.peer,
+                round,
+            },
+            PeerFrame::Hello { .. } | PeerFrame::Local { .. } | PeerFrame::LocalAnswer { .. } => {
+                return self.fail(
+                    "sent a handshake frame in the middle of the run".into(),
+                    true,
+                    ctx,
+                );
+            }
         };
         if self.to_partition.send(batch).is_err() {
             ctx.stop();

@@ -1,21 +1,20 @@
 //! [`QuicTransport`]: the engine's [`Transport`] between node processes.
 //!
 //! Every pair of nodes shares one QUIC connection with one bidirectional
-//! stream. Per window, each node sends every peer one batch (split into
-//! frames under the size limit, the last marked) that carries its
-//! contribution to the next window time, exactly as the in-memory transport
-//! does; so the window barrier is a single all-to-all round between nodes,
-//! and the coordinator is not on the per-window path.
+//! stream (or, on one host, a same-host socket). A round's frame to a peer
+//! (see `engine::rounds`) is split into wire frames under the size limit,
+//! the last marked, and reassembled here; the coordinator is not on the
+//! per-window path.
 //!
-//! Encoding and writing run in the exchange itself, reading and decoding
-//! in one [`PeerLink`] actor per peer; both on the partition's thread,
-//! whose actix system ([`PeerSystem`]) runs while the exchange waits. Bytes from a peer are checked before they reach
-//! the engine: an oversized or undecodable frame, or an envelope whose
-//! sender the peer does not host or whose receiver this node does not host,
-//! closes that link with the reason, and the run stops with an error.
+//! Encoding and writing run in [`Transport::send`], reading and decoding in
+//! one [`PeerLink`] actor per peer; both on the partition's thread, whose
+//! actix system ([`PeerSystem`]) runs while the partition sends or waits.
+//! Bytes from a peer are checked before they reach the engine: an oversized
+//! or undecodable frame, or an envelope whose sender the peer does not host
+//! or whose receiver this node does not host, closes that link with the
+//! reason, and the run stops with an error.
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use dcemu_actors::kernel::Envelope;
 use serde::Serialize;
@@ -26,7 +25,7 @@ use tokio::sync::mpsc;
 use super::local_link::LocalLink;
 use super::peer_link::{PeerLink, PeerReader, PeerSystem};
 use super::wire::{self, BarrierStats, PeerFrame};
-use crate::engine::{Horizon, Transport, TransportError};
+use crate::engine::{Frame, Received, Report, Transport, TransportError};
 use actix::Actor;
 
 /// Envelopes per frame before a batch is split (frames over the size limit
@@ -46,23 +45,27 @@ pub const CLOSE_ABORT: u32 = 3;
 pub enum Inbound<M> {
     Batch {
         from: usize,
-        window: u64,
-        horizon: Horizon,
+        report: Report,
         last: bool,
         envelopes: Vec<Envelope<M>>,
     },
+    End {
+        from: usize,
+        round: u64,
+    },
     /// A link failed (the reason names what the peer did wrong, if anything).
-    Failed { peer: usize, reason: String },
+    Failed {
+        peer: usize,
+        reason: String,
+    },
     /// A peer's stream ended: it finished its last window, or it is gone.
-    Closed { peer: usize },
+    Closed {
+        peer: usize,
+    },
     /// The node is told to stop (by the coordinator, or on Ctrl-C).
-    Stop { reason: String },
-}
-
-struct OutBatch<M> {
-    window: u64,
-    horizon: Horizon,
-    envelopes: Vec<Envelope<M>>,
+    Stop {
+        reason: String,
+    },
 }
 
 /// One established link to a peer node: its QUIC connection, and the
@@ -98,7 +101,6 @@ impl PeerWriter {
 /// on that one thread, so a window costs no hand-offs between threads,
 /// only the network round itself.
 pub struct QuicTransport<M> {
-    window: u64,
     sends: Vec<Option<PeerWriter>>,
     conns: Vec<quinn::Connection>,
     /// Smallest round trip measured on the same-host links, if any.
@@ -106,9 +108,8 @@ pub struct QuicTransport<M> {
     /// Whether any peer is reached over QUIC (its RTT then counts too).
     quic_links: bool,
     inbox: mpsc::UnboundedReceiver<Inbound<M>>,
-    early: Vec<Inbound<M>>,
-    /// Peers whose stream ended: none of them may be needed again.
-    closed: Vec<bool>,
+    /// Envelopes of each peer's frame being reassembled.
+    partial: Vec<Vec<Envelope<M>>>,
     max_frame: usize,
     barrier: Arc<Mutex<BarrierStats>>,
 }
@@ -177,14 +178,12 @@ where
             stats.local_links = local_links;
         }
         QuicTransport {
-            window: 0,
             sends,
             conns,
             local_rtt,
             quic_links,
             inbox,
-            early: Vec::new(),
-            closed: vec![false; nodes],
+            partial: (0..nodes).map(|_| Vec::new()).collect(),
             max_frame,
             barrier,
         }
@@ -228,17 +227,25 @@ where
     }
 }
 
-async fn write_batch<M: Serialize>(
+/// Writes one round's frame to a peer, split into wire frames under
+/// `max_frame`.
+async fn write_frame<M: Serialize>(
     send: &mut (dyn AsyncWrite + Unpin),
-    batch: OutBatch<M>,
+    frame: Frame<M>,
     max_frame: usize,
 ) -> Result<(), wire::WireError> {
+    let (report, mut rest) = match frame {
+        Frame::Batch { report, envelopes } => (report, envelopes),
+        Frame::End { round } => {
+            let bytes = wire::encode(&PeerFrame::<M>::End { round }, max_frame)?;
+            return write_all(send, &bytes).await;
+        }
+    };
     let mut frames = Vec::new();
-    let mut rest = batch.envelopes;
     loop {
         let tail = rest.split_off(rest.len().min(ENVELOPES_PER_FRAME));
         let chunk = std::mem::replace(&mut rest, tail);
-        encode_chunks(chunk, batch.window, &batch.horizon, max_frame, &mut frames)?;
+        encode_chunks(chunk, &report, max_frame, &mut frames)?;
         if rest.is_empty() {
             break;
         }
@@ -246,36 +253,37 @@ async fn write_batch<M: Serialize>(
     // mark the last frame; re-encoding only it is cheap
     if let Some((envelopes, _)) = frames.pop() {
         let frame = PeerFrame::Batch {
-            window: batch.window,
-            horizon: batch.horizon,
+            report,
             last: true,
             envelopes,
         };
         let bytes = wire::encode(&frame, max_frame)?;
-        let PeerFrame::Batch { envelopes, .. } = frame else {
-            unreachable!("built above as a batch")
-        };
-        frames.push((envelopes, bytes));
+        frames.push((Vec::new(), bytes));
     }
     for (_, bytes) in frames {
-        send.write_all(&bytes)
-            .await
-            .map_err(|e| wire::WireError::Stream(e.to_string()))?;
+        write_all(send, &bytes).await?;
     }
     Ok(())
+}
+
+async fn write_all(
+    send: &mut (dyn AsyncWrite + Unpin),
+    bytes: &[u8],
+) -> Result<(), wire::WireError> {
+    send.write_all(bytes)
+        .await
+        .map_err(|e| wire::WireError::Stream(e.to_string()))
 }
 
 /// Encodes `chunk` as one or more non-final frames under `max_frame`.
 fn encode_chunks<M: Serialize>(
     chunk: Vec<Envelope<M>>,
-    window: u64,
-    horizon: &Horizon,
+    report: &Report,
     max_frame: usize,
     out: &mut Vec<(Vec<Envelope<M>>, Vec<u8>)>,
 ) -> Result<(), wire::WireError> {
     let frame = PeerFrame::Batch {
-        window,
-        horizon: horizon.clone(),
+        report: report.clone(),
         last: false,
         envelopes: chunk,
     };
@@ -290,8 +298,8 @@ fn encode_chunks<M: Serialize>(
         }
         Err(wire::WireError::TooLarge { .. }) if envelopes.len() > 1 => {
             let second = envelopes.split_off(envelopes.len() / 2);
-            encode_chunks(envelopes, window, horizon, max_frame, out)?;
-            encode_chunks(second, window, horizon, max_frame, out)
+            encode_chunks(envelopes, report, max_frame, out)?;
+            encode_chunks(second, report, max_frame, out)
         }
         Err(e) => Err(e),
     }
@@ -322,124 +330,85 @@ pub fn misrouted<M>(
     }
 }
 
-/// A peer whose stream ended while this node still needs its batches.
-fn gone(peer: usize, window: u64) -> TransportError {
-    TransportError::Link {
-        peer,
-        reason: format!("it closed its link before window {window}"),
-    }
-}
-
 impl<M: Serialize + Send> QuicTransport<M> {
-    async fn exchange_async(
-        &mut self,
-        outgoing: &mut [Vec<Envelope<M>>],
-        local: &Horizon,
-        incoming: &mut Vec<Envelope<M>>,
-    ) -> Result<Horizon, TransportError> {
-        let window = self.window;
-        self.window += 1;
-        let mut peers = 0;
-        for (peer, send) in self.sends.iter_mut().enumerate() {
-            let Some(send) = send else { continue };
-            peers += 1;
-            let batch = OutBatch {
-                window,
-                horizon: local.clone(),
-                envelopes: std::mem::take(&mut outgoing[peer]),
+    async fn send_async(&mut self, frames: Vec<(usize, Frame<M>)>) -> Result<(), TransportError> {
+        let mut quic = false;
+        for (peer, frame) in frames {
+            let Some(send) = self.sends.get_mut(peer).and_then(Option::as_mut) else {
+                return Err(TransportError::PeerGone { peer });
             };
-            write_batch(send.stream(), batch, self.max_frame)
+            quic |= matches!(send, PeerWriter::Quic(_));
+            write_frame(send.stream(), frame, self.max_frame)
                 .await
                 .map_err(|e| TransportError::Link {
                     peer,
                     reason: format!("cannot send: {e}"),
                 })?;
         }
-        let mut agreed = local.clone();
-        let mut complete = 0;
-        let mut done = vec![false; self.sends.len()];
-        if let Some(peer) = self.closed.iter().position(|&c| c) {
-            return Err(gone(peer, window));
+        if quic {
+            // let the connection's driver put the data on the wire now,
+            // not at this thread's next wait
+            tokio::task::yield_now().await;
         }
-        let mut pending = std::mem::take(&mut self.early).into_iter();
-        while complete < peers {
-            let item = match pending.next() {
-                Some(item) => item,
-                None => self
-                    .inbox
-                    .recv()
-                    .await
-                    .ok_or(TransportError::PeerGone { peer: usize::MAX })?,
-            };
-            match item {
-                Inbound::Batch {
+        Ok(())
+    }
+
+    /// What a decoded item means to the engine, once a peer's frame is whole.
+    fn received(&mut self, item: Inbound<M>) -> Result<Option<Received<M>>, TransportError> {
+        match item {
+            Inbound::Batch {
+                from,
+                report,
+                last,
+                envelopes,
+            } => {
+                let partial = self
+                    .partial
+                    .get_mut(from)
+                    .ok_or(TransportError::PeerGone { peer: from })?;
+                partial.extend(envelopes);
+                Ok(last.then(|| Received::Frame {
                     from,
-                    window: w,
-                    horizon,
-                    last,
-                    envelopes,
-                } => {
-                    if w == window {
-                        incoming.extend(envelopes);
-                        if last {
-                            agreed
-                                .merge(&horizon)
-                                .map_err(|reason| TransportError::Link { peer: from, reason })?;
-                            complete += 1;
-                            if let Some(d) = done.get_mut(from) {
-                                *d = true;
-                            }
-                        }
-                    } else if w == window + 1 {
-                        self.early.push(Inbound::Batch {
-                            from,
-                            window: w,
-                            horizon,
-                            last,
-                            envelopes,
-                        });
-                    } else {
-                        return Err(TransportError::OutOfStep {
-                            peer: from,
-                            got: w,
-                            expected: window,
-                        });
-                    }
-                }
-                Inbound::Failed { peer, reason } => {
-                    return Err(TransportError::Link { peer, reason });
-                }
-                Inbound::Closed { peer } => {
-                    if !done.get(peer).copied().unwrap_or(false) {
-                        return Err(gone(peer, window));
-                    }
-                    if let Some(c) = self.closed.get_mut(peer) {
-                        *c = true;
-                    }
-                }
-                Inbound::Stop { reason } => return Err(TransportError::Stopped { reason }),
+                    frame: Frame::Batch {
+                        report,
+                        envelopes: std::mem::take(partial),
+                    },
+                }))
             }
+            Inbound::End { from, round } => Ok(Some(Received::Frame {
+                from,
+                frame: Frame::End { round },
+            })),
+            Inbound::Closed { peer } => Ok(Some(Received::Closed { peer })),
+            Inbound::Failed { peer, reason } => Err(TransportError::Link { peer, reason }),
+            Inbound::Stop { reason } => Err(TransportError::Stopped { reason }),
         }
-        Ok(agreed)
     }
 }
 
 impl<M: Serialize + Send> Transport<M> for QuicTransport<M> {
-    fn exchange(
-        &mut self,
-        outgoing: &mut [Vec<Envelope<M>>],
-        local: &Horizon,
-        incoming: &mut Vec<Envelope<M>>,
-    ) -> Result<Horizon, TransportError> {
-        let started = Instant::now();
-        let next = PeerSystem::block_on(self.exchange_async(outgoing, local, incoming))
-            .ok_or_else(|| TransportError::Stopped {
-                reason: "the partition's thread has no peer system".into(),
-            })??;
-        if let Ok(mut stats) = self.barrier.lock() {
-            stats.record(started.elapsed().as_nanos() as u64);
+    fn send(&mut self, frames: Vec<(usize, Frame<M>)>) -> Result<(), TransportError> {
+        if frames.is_empty() {
+            return Ok(());
         }
-        Ok(next)
+        PeerSystem::block_on(self.send_async(frames)).ok_or_else(no_system)?
+    }
+
+    fn recv(&mut self) -> Result<Received<M>, TransportError> {
+        loop {
+            let item = match self.inbox.try_recv() {
+                Ok(item) => item,
+                Err(mpsc::error::TryRecvError::Empty) => PeerSystem::block_on(self.inbox.recv())
+                    .ok_or_else(no_system)?
+                    .ok_or(TransportError::PeerGone { peer: usize::MAX })?,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    return Err(TransportError::PeerGone { peer: usize::MAX });
+                }
+            };
+            if let Some(received) = self.received(item)? {
+                return Ok(received);
+            }
+        }
     }
 
     fn abort(&mut self) {
@@ -455,10 +424,17 @@ impl<M: Serialize + Send> Transport<M> for QuicTransport<M> {
     }
 }
 
+fn no_system() -> TransportError {
+    TransportError::Stopped {
+        reason: "the partition's thread has no peer system".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cluster::tls::{self, NodeKey, RunCa};
+    use crate::engine::Horizon;
     use dcemu_actors::kernel::ActorId;
     use std::time::Duration;
 
@@ -519,8 +495,13 @@ mod tests {
 
     fn batch(src: u32, dst: u32) -> Vec<u8> {
         let frame = PeerFrame::Batch {
-            window: 0,
-            horizon: Horizon::idle(2),
+            report: Report {
+                round: 0,
+                horizon: Horizon::idle(2),
+                standing: Horizon::idle(2),
+                sends_to: vec![0],
+                wake: None,
+            },
             last: true,
             envelopes: vec![env(src, dst)],
         };

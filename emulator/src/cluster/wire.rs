@@ -5,7 +5,9 @@
 //! that does not decode is an error, never a panic.
 
 use super::local_link::LocalOffer;
+#[cfg(doc)]
 use crate::engine::Horizon;
+use crate::engine::Report;
 use dcemu_actors::kernel::{Envelope, Metrics};
 use dcemu_topology::SimTime;
 use serde::de::DeserializeOwned;
@@ -35,8 +37,10 @@ pub const HARD_MAX_FRAME: usize = 1 << 30;
 /// messages carry an external program's power orders and the servers'
 /// answers (`Body::Power`, `Body::Awake`, external protocol v3). 10: peers
 /// on one host offer each other a same-host link ([`PeerFrame::Local`],
-/// [`Setup::same_host_links`]).
-pub const PROTOCOL: u32 = 10;
+/// [`Setup::same_host_links`]). 11: nodes with nothing to do sit rounds
+/// out; batches carry a round's [`Report`], and [`PeerFrame::End`] tells
+/// those sitting out that the run is over.
+pub const PROTOCOL: u32 = 11;
 
 /// Length of a run id in bytes before hex encoding (`tls::random_run_id`).
 pub const RUN_ID_BYTES: usize = 16;
@@ -291,12 +295,16 @@ pub enum PeerFrame<M> {
     /// which run it belongs to (must be the acceptor's); the acceptor
     /// answers with its own.
     Hello { from: u32, run: String },
+    /// A round's report and envelopes (see `engine::rounds`), split over
+    /// several frames when large: the report is repeated, the last is marked.
     Batch {
-        window: u64,
-        horizon: Horizon,
+        report: Report,
         last: bool,
         envelopes: Vec<Envelope<M>>,
     },
+    /// The run is over: from the last round's lowest member to each node
+    /// that sat it out.
+    End { round: u64 },
     /// After its hello, the acceptor offers a same-host link, or none.
     Local { offer: Option<LocalOffer> },
     /// The dialer's answer to an offer: whether it reached the socket (it

@@ -29,6 +29,7 @@ pub mod horizon;
 pub(crate) mod partition;
 pub(crate) mod queue;
 pub mod reference;
+pub(crate) mod rounds;
 pub mod transport;
 
 use std::path::PathBuf;
@@ -40,7 +41,9 @@ use dcemu_topology::SimTime;
 
 pub use horizon::{Distances, Horizon, Reach};
 pub use partition::Partition;
-pub use transport::{InMemoryTransport, Transport, TransportError, in_memory_mesh};
+pub use transport::{
+    Frame, InMemoryTransport, Received, Report, Transport, TransportError, Wake, in_memory_mesh,
+};
 
 /// The most partitions one process hosts; each is a thread.
 pub const MAX_PARTITIONS: usize = 256;
@@ -118,6 +121,8 @@ pub struct EngineOutput {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PartitionLoad {
     pub events: u64,
+    /// Windows it took part in (it sits out those with nothing for it).
+    pub windows: u64,
     pub exchange_wall: std::time::Duration,
 }
 

@@ -10,6 +10,7 @@ use dcemu_topology::SimTime;
 
 use super::horizon::{Distances, Horizon};
 use super::queue::Queued;
+use super::rounds::{Agreed, Rounds};
 use super::{
     ActorOutput, EngineConfig, EngineError, EngineOutput, LOG_BUDGET_BYTES, Logs, PartitionLoad,
     Progress, Transport, TransportError,
@@ -63,24 +64,50 @@ pub struct Partition<A: Actor> {
     actors_total: u32,
     events: u64,
     windows: u64,
+    /// Windows this partition took part in (it sits out the others).
+    windows_taken: u64,
     last_event: SimTime,
     /// Log bytes buffered by this partition's actors.
     log_bytes: usize,
-    /// Wall time spent in [`Transport::exchange`] (waiting for peers
+    /// Wall time spent in the rounds' exchanges (waiting for peers
     /// included): engine bookkeeping for `run.json`, never read by a model.
-    exchange_wall: std::time::Duration,
+    exchange: ExchangeStats,
 }
 
 pub(crate) struct PartitionOutput {
     pub(crate) actors: Vec<(ActorId, ActorOutput)>,
     pub(crate) events: u64,
     pub(crate) windows: u64,
+    pub(crate) windows_taken: u64,
     pub(crate) last_event: SimTime,
     pub(crate) pending: bool,
     /// The longest chain of cross-partition messages behind any event
     /// handled here.
     pub(crate) causal_steps: u32,
-    pub(crate) exchange_wall: std::time::Duration,
+    pub(crate) exchange: ExchangeStats,
+}
+
+/// Wall time of a partition's exchanges: how many, in total, the shortest
+/// and the longest (the shortest is the round trip when no peer is late).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExchangeStats {
+    pub count: u64,
+    pub total: std::time::Duration,
+    pub min: std::time::Duration,
+    pub max: std::time::Duration,
+}
+
+impl ExchangeStats {
+    fn record(&mut self, took: std::time::Duration) {
+        self.min = if self.count == 0 {
+            took
+        } else {
+            self.min.min(took)
+        };
+        self.max = self.max.max(took);
+        self.total += took;
+        self.count += 1;
+    }
 }
 
 /// Distributes actors to partitions by `assignment[actor id] = partition`.
@@ -149,7 +176,8 @@ pub(crate) fn split<A: Actor>(
             actors_total: total,
             events: 0,
             windows: 0,
-            exchange_wall: std::time::Duration::ZERO,
+            windows_taken: 0,
+            exchange: ExchangeStats::default(),
             last_event: 0,
             log_bytes: 0,
         })
@@ -192,28 +220,38 @@ impl<A: Actor> Partition<A> {
             self.start_actor(i)?;
         }
         let mut incoming = Vec::new();
+        let mut hosts = vec![false; self.partitions];
+        for &(p, _) in self.location.iter() {
+            hosts[p as usize] = true;
+        }
+        let mut rounds = Rounds::new(self.index, hosts, self.config.end);
         loop {
-            let local = self.horizon();
+            let (local, standing) = self.horizon();
             let waiting = std::time::Instant::now();
-            let agreed = transport
-                .exchange(&mut self.remote, &local, &mut incoming)
+            let agreed = rounds
+                .exchange(transport, &mut self.remote, local, standing, &mut incoming)
                 .map_err(|e| transport_err(self.index, e))?;
-            self.exchange_wall += waiting.elapsed();
+            self.exchange.record(waiting.elapsed());
             for env in incoming.drain(..) {
                 self.check_incoming(&env)
                     .map_err(|e| transport_err(self.index, e))?;
                 self.enqueue(env);
             }
-            if agreed.next >= self.config.end {
-                return Ok(());
-            }
+            let (round, agreed) = match agreed {
+                Agreed::Done { rounds: total } => {
+                    self.windows = total;
+                    self.windows_taken = rounds.taken();
+                    return Ok(());
+                }
+                Agreed::Window { round, horizon } => (round, horizon),
+            };
             self.window_end = agreed
                 .reach
                 .get(self.index)
                 .copied()
                 .unwrap_or(SimTime::MAX)
                 .min(self.config.end);
-            self.windows += 1;
+            self.windows = round + 1;
             progress.vtime[self.index].store(agreed.next, Ordering::Relaxed);
             while let Some(t) = self.heap.peek().map(Queued::deliver_at) {
                 if t >= self.window_end {
@@ -258,9 +296,27 @@ impl<A: Actor> Partition<A> {
     /// handled is later than every event handled so far, so its own way
     /// back cannot cut in before it; an envelope in flight is pending at its
     /// receiver's partition when that partition's window opens.
-    fn horizon(&mut self) -> Horizon {
-        let mut h = Horizon::idle(self.partitions);
+    ///
+    /// Returns the horizon and its standing part: the pending events alone,
+    /// what stays true while the partition handles and receives nothing
+    /// (see [`super::rounds`]).
+    fn horizon(&mut self) -> (Horizon, Horizon) {
+        let mut standing = Horizon::idle(self.partitions);
         let distances = &self.distances;
+        if let Some(local_next) = self.heap.peek().map(Queued::deliver_at) {
+            standing.next = local_next;
+            match distances.alike(self.index) {
+                Some(x) => standing.include_others(local_next, distances.of(x), self.index),
+                None => {
+                    for (c, times) in self.class_times.iter().enumerate() {
+                        if let Some(Reverse(t)) = times.peek() {
+                            standing.include_others(*t, distances.class_row(c), self.index);
+                        }
+                    }
+                }
+            }
+        }
+        let mut h = standing.clone();
         for (p, (first, envelopes)) in self.sent.iter_mut().zip(&self.remote).enumerate() {
             if *first == SimTime::MAX {
                 continue;
@@ -276,20 +332,7 @@ impl<A: Actor> Partition<A> {
             }
             *first = SimTime::MAX;
         }
-        let Some(local_next) = self.heap.peek().map(Queued::deliver_at) else {
-            return h;
-        };
-        h.next = h.next.min(local_next);
-        if let Some(x) = distances.alike(self.index) {
-            h.include_others(local_next, distances.of(x), self.index);
-            return h;
-        }
-        for (c, times) in self.class_times.iter().enumerate() {
-            if let Some(Reverse(t)) = times.peek() {
-                h.include_others(*t, distances.class_row(c), self.index);
-            }
-        }
-        h
+        (h, standing)
     }
 
     fn start_actor(&mut self, i: usize) -> Result<(), EngineError> {
@@ -487,10 +530,11 @@ impl<A: Actor> Partition<A> {
             actors,
             events: self.events,
             windows: self.windows,
+            windows_taken: self.windows_taken,
             last_event: self.last_event,
             pending,
             causal_steps,
-            exchange_wall: self.exchange_wall,
+            exchange: self.exchange,
         })
     }
 }
@@ -577,7 +621,8 @@ pub(crate) fn combine(
         .iter()
         .map(|o| PartitionLoad {
             events: o.events,
-            exchange_wall: o.exchange_wall,
+            windows: o.windows_taken,
+            exchange_wall: o.exchange.total,
         })
         .collect();
     let mut actors: Vec<(ActorId, ActorOutput)> =

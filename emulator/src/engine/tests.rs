@@ -419,3 +419,34 @@ fn events_that_stay_home_do_not_bound_their_own_windows() {
         reference.events
     );
 }
+
+/// Partitions sit out the windows with nothing for them, and the results
+/// stay the sequential run's: with declared ring links, each window's work
+/// is in a few partitions.
+#[test]
+fn partitions_sit_out_windows_without_work_and_change_nothing() {
+    let (actors, reach) = ring(24);
+    let config = EngineConfig {
+        reach: Arc::new(reach),
+        ..config(5)
+    };
+    let reference = run_sequential(&config, actors).unwrap();
+    for partitions in [2, 4, 6] {
+        let out = run_threads(&config, ring(24).0, partitions, None).unwrap();
+        assert!(
+            fingerprint(&out) == fingerprint(&reference),
+            "{partitions} partitions differ from the sequential run"
+        );
+        let taken: Vec<u64> = out.loads.iter().map(|l| l.windows).collect();
+        assert!(
+            taken.iter().all(|&t| t <= out.windows),
+            "{partitions} partitions: {taken:?} of {} windows",
+            out.windows
+        );
+        assert!(
+            taken.iter().any(|&t| t < out.windows),
+            "{partitions} partitions: every partition took part in all {} windows",
+            out.windows
+        );
+    }
+}

@@ -1,12 +1,9 @@
-//! How partitions exchange envelopes at the end of each window.
+//! How partitions move their rounds' frames to each other.
 //!
-//! A [`Transport`] does one thing per window: deliver this partition's
-//! outgoing envelopes to their partitions, collect the envelopes addressed
-//! here, and agree with every other partition on the next windows. Folding
-//! the agreement into the exchange keeps it to one round per window: each
-//! partition contributes its [`Horizon`] (its earliest pending event or
-//! envelope in flight, and how soon it could reach each partition), and the
-//! element-wise minimum over all contributions is what they agree on.
+//! A [`Transport`] only carries [`Frame`]s: it sends each to the partition
+//! it is for and hands over, one at a time, those addressed here. Who takes
+//! part in a round, what the frames say and what the partitions agree on is
+//! [`super::rounds`]'s job, the same for every transport.
 //!
 //! [`InMemoryTransport`] connects partitions on threads of one process with
 //! crossbeam channels; the QUIC transport between processes implements the
@@ -17,6 +14,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use dcemu_actors::kernel::Envelope;
 use dcemu_topology::SimTime;
+use serde::{Deserialize, Serialize};
 
 use super::horizon::Horizon;
 
@@ -52,20 +50,67 @@ pub enum TransportError {
     Stopped { reason: String },
 }
 
+/// What a partition tells the others of a round (see [`super::rounds`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    pub round: u64,
+    /// Its contribution to the agreement: its pending events and the
+    /// envelopes it sends in this round.
+    pub horizon: Horizon,
+    /// The part of `horizon` that stays true while it handles nothing and
+    /// receives nothing: its pending events alone.
+    pub standing: Horizon,
+    /// The partitions it sends envelopes to in this round, ascending.
+    pub sends_to: Vec<u32>,
+    /// Present when the frame wakes a partition that sat the last rounds
+    /// out.
+    pub wake: Option<Wake>,
+}
+
+/// What a woken partition needs besides the members' reports to agree as
+/// they do.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Wake {
+    /// The partitions that took part in the round, ascending.
+    pub members: Vec<u32>,
+    /// The standing horizon of every partition that did not (sent by the
+    /// round's lowest member only; empty from the others).
+    pub sleepers: Vec<(u32, Horizon)>,
+}
+
+/// What travels between partitions.
+#[derive(Debug)]
+pub enum Frame<M> {
+    /// A round's report with the envelopes for the receiver.
+    Batch {
+        report: Report,
+        envelopes: Vec<Envelope<M>>,
+    },
+    /// The run is over (sent to the partitions sitting it out).
+    End { round: u64 },
+}
+
+/// A frame and who sent it, or what a transport saw of a peer.
+#[derive(Debug)]
+pub enum Received<M> {
+    Frame {
+        from: usize,
+        frame: Frame<M>,
+    },
+    /// The peer's link ended cleanly: it finished, or it is gone (a
+    /// partition still waiting for it must fail).
+    Closed {
+        peer: usize,
+    },
+}
+
 /// The link between one partition and all the others.
 pub trait Transport<M>: Send {
-    /// Sends `outgoing[p]` to partition `p` (leaving each vector empty), with
-    /// `local`, this partition's contribution to the next windows; appends
-    /// the envelopes addressed here to `incoming` and returns the element-wise
-    /// minimum of every partition's horizon (its `next` is `SimTime::MAX`
-    /// when nothing is pending anywhere). Every partition calls this once per
-    /// window.
-    fn exchange(
-        &mut self,
-        outgoing: &mut [Vec<Envelope<M>>],
-        local: &Horizon,
-        incoming: &mut Vec<Envelope<M>>,
-    ) -> Result<Horizon, TransportError>;
+    /// Sends each `(peer, frame)`, in order.
+    fn send(&mut self, frames: Vec<(usize, Frame<M>)>) -> Result<(), TransportError>;
+
+    /// The next frame addressed here, waiting for it.
+    fn recv(&mut self) -> Result<Received<M>, TransportError>;
 
     /// Tells the peers this partition is stopping early, so none waits forever.
     fn abort(&mut self);
@@ -74,13 +119,12 @@ pub trait Transport<M>: Send {
 /// A borrowed transport, so its owner can still use it after the run (e.g.
 /// to close links gracefully).
 impl<M, T: Transport<M> + ?Sized> Transport<M> for &mut T {
-    fn exchange(
-        &mut self,
-        outgoing: &mut [Vec<Envelope<M>>],
-        local: &Horizon,
-        incoming: &mut Vec<Envelope<M>>,
-    ) -> Result<Horizon, TransportError> {
-        (**self).exchange(outgoing, local, incoming)
+    fn send(&mut self, frames: Vec<(usize, Frame<M>)>) -> Result<(), TransportError> {
+        (**self).send(frames)
+    }
+
+    fn recv(&mut self) -> Result<Received<M>, TransportError> {
+        (**self).recv()
     }
 
     fn abort(&mut self) {
@@ -88,29 +132,17 @@ impl<M, T: Transport<M> + ?Sized> Transport<M> for &mut T {
     }
 }
 
-enum Frame<M> {
-    Batch {
-        window: u64,
-        from: usize,
-        horizon: Horizon,
-        envelopes: Vec<Envelope<M>>,
-    },
-    Abort {
-        from: usize,
-    },
+enum Message<M> {
+    Frame { from: usize, frame: Frame<M> },
+    Abort { from: usize },
 }
 
 /// One partition's end of an all-to-all mesh of crossbeam channels.
 pub struct InMemoryTransport<M> {
     me: usize,
-    window: u64,
-    peers: Vec<Sender<Frame<M>>>,
-    inbox: Receiver<Frame<M>>,
-    /// Batches of the next window from peers that are already ahead (a peer
-    /// can be at most one window ahead: it cannot leave window `w + 1` before
-    /// this partition's batch of window `w + 1` arrives).
-    early: Vec<(usize, Horizon, Vec<Envelope<M>>)>,
-    /// How long to poll for a peer's batch before sleeping on the channel.
+    peers: Vec<Sender<Message<M>>>,
+    inbox: Receiver<Message<M>>,
+    /// How long to poll for a peer's frame before sleeping on the channel.
     spin: Duration,
 }
 
@@ -144,23 +176,21 @@ pub fn in_memory_mesh<M: Send>(n: usize) -> Vec<InMemoryTransport<M>> {
         .enumerate()
         .map(|(me, inbox)| InMemoryTransport {
             me,
-            window: 0,
             peers: senders.clone(),
             inbox,
-            early: Vec::new(),
             spin,
         })
         .collect()
 }
 
 impl<M> InMemoryTransport<M> {
-    /// The next frame: polled for up to `spin`, then waited for.
-    fn next_frame(&self) -> Result<Frame<M>, TransportError> {
+    /// The next message: polled for up to `spin`, then waited for.
+    fn next_message(&self) -> Result<Message<M>, TransportError> {
         if !self.spin.is_zero() {
             let start = Instant::now();
             loop {
                 match self.inbox.try_recv() {
-                    Ok(frame) => return Ok(frame),
+                    Ok(message) => return Ok(message),
                     Err(TryRecvError::Disconnected) => {
                         return Err(TransportError::PeerGone { peer: usize::MAX });
                     }
@@ -181,71 +211,33 @@ impl<M> InMemoryTransport<M> {
 }
 
 impl<M: Send> Transport<M> for InMemoryTransport<M> {
-    fn exchange(
-        &mut self,
-        outgoing: &mut [Vec<Envelope<M>>],
-        local: &Horizon,
-        incoming: &mut Vec<Envelope<M>>,
-    ) -> Result<Horizon, TransportError> {
-        let n = self.peers.len();
-        let window = self.window;
-        self.window += 1;
-        for (peer, sender) in self.peers.iter().enumerate() {
-            if peer == self.me {
-                continue;
-            }
-            let frame = Frame::Batch {
-                window,
-                from: self.me,
-                horizon: local.clone(),
-                envelopes: std::mem::take(&mut outgoing[peer]),
-            };
+    fn send(&mut self, frames: Vec<(usize, Frame<M>)>) -> Result<(), TransportError> {
+        for (peer, frame) in frames {
+            let sender = self
+                .peers
+                .get(peer)
+                .ok_or(TransportError::PeerGone { peer })?;
             sender
-                .send(frame)
+                .send(Message::Frame {
+                    from: self.me,
+                    frame,
+                })
                 .map_err(|_| TransportError::PeerGone { peer })?;
         }
-        let mut agreed = local.clone();
-        let mut received = 0;
-        let mismatch = |peer, reason| TransportError::Link { peer, reason };
-        for (from, horizon, envelopes) in std::mem::take(&mut self.early) {
-            agreed.merge(&horizon).map_err(|r| mismatch(from, r))?;
-            incoming.extend(envelopes);
-            received += 1;
+        Ok(())
+    }
+
+    fn recv(&mut self) -> Result<Received<M>, TransportError> {
+        match self.next_message()? {
+            Message::Frame { from, frame } => Ok(Received::Frame { from, frame }),
+            Message::Abort { from } => Err(TransportError::PeerAborted { peer: from }),
         }
-        while received < n - 1 {
-            match self.next_frame()? {
-                Frame::Batch {
-                    window: w,
-                    from,
-                    horizon,
-                    envelopes,
-                } => {
-                    if w == window {
-                        agreed.merge(&horizon).map_err(|r| mismatch(from, r))?;
-                        incoming.extend(envelopes);
-                        received += 1;
-                    } else if w == window + 1 {
-                        self.early.push((from, horizon, envelopes));
-                    } else {
-                        return Err(TransportError::OutOfStep {
-                            peer: from,
-                            got: w,
-                            expected: window,
-                        });
-                    }
-                }
-                Frame::Abort { from } => {
-                    return Err(TransportError::PeerAborted { peer: from });
-                }
-            }
-        }
-        Ok(agreed)
     }
 
     fn abort(&mut self) {
         for (peer, sender) in self.peers.iter().enumerate() {
             if peer != self.me {
-                let _ = sender.send(Frame::Abort { from: self.me });
+                let _ = sender.send(Message::Abort { from: self.me });
             }
         }
     }
@@ -254,67 +246,40 @@ impl<M: Send> Transport<M> for InMemoryTransport<M> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dcemu_actors::kernel::ActorId;
 
-    fn horizon(next: SimTime, partitions: usize) -> Horizon {
-        Horizon {
-            next,
-            reach: vec![next + 1000; partitions],
-        }
-    }
-
-    fn env(t: SimTime, dst: u32) -> Envelope<()> {
-        Envelope {
-            deliver_at: t,
-            src: ActorId(0),
-            dst: ActorId(dst),
-            src_seq: t,
-            payload: (),
-            causal_hops: 0,
+    fn report(round: u64) -> Report {
+        Report {
+            round,
+            horizon: Horizon::idle(2),
+            standing: Horizon::idle(2),
+            sends_to: Vec::new(),
+            wake: None,
         }
     }
 
     #[test]
-    fn single_partition_exchange_is_the_identity() {
-        let mut t = in_memory_mesh::<()>(1).pop().unwrap();
-        let mut incoming = Vec::new();
-        let h = horizon(42, 3);
-        assert_eq!(t.exchange(&mut [Vec::new()], &h, &mut incoming), Ok(h));
-        assert!(incoming.is_empty());
-    }
-
-    #[test]
-    fn all_partitions_agree_on_the_minimum_and_get_their_envelopes() {
-        let mesh = in_memory_mesh::<()>(3);
-        let results: Vec<_> = std::thread::scope(|s| {
-            let hs: Vec<_> = mesh
-                .into_iter()
-                .enumerate()
-                .map(|(me, mut t)| {
-                    s.spawn(move || {
-                        let mut out: Vec<Vec<Envelope<()>>> = vec![Vec::new(); 3];
-                        out[(me + 1) % 3].push(env(100 + me as u64, 0));
-                        let mut inc = Vec::new();
-                        let mut h = horizon(500 + me as u64, 3);
-                        h.reach[me] = 10 * me as u64;
-                        let next = t.exchange(&mut out, &h, &mut inc).unwrap();
-                        // a second window, so early batches get exercised
-                        let next2 = t
-                            .exchange(&mut vec![Vec::new(); 3], &horizon(900, 3), &mut Vec::new())
-                            .unwrap();
-                        (next, inc, next2)
-                    })
-                })
-                .collect();
-            hs.into_iter().map(|h| h.join().unwrap()).collect()
-        });
-        for (me, (next, inc, next2)) in results.into_iter().enumerate() {
-            assert_eq!(next.next, 500, "partition {me}");
-            assert_eq!(next.reach, vec![0, 10, 20]);
-            assert_eq!(next2, horizon(900, 3));
-            assert_eq!(inc.len(), 1);
-            assert_eq!(inc[0].deliver_at, 100 + ((me + 2) % 3) as u64);
+    fn frames_arrive_in_order_with_their_sender() {
+        let mut mesh = in_memory_mesh::<()>(2);
+        let mut b = mesh.pop().unwrap();
+        let mut a = mesh.pop().unwrap();
+        let batch = |round| Frame::Batch {
+            report: report(round),
+            envelopes: Vec::new(),
+        };
+        a.send(vec![(1, batch(0)), (1, batch(1))]).unwrap();
+        for round in 0..2 {
+            match b.recv().unwrap() {
+                Received::Frame {
+                    from: 0,
+                    frame: Frame::Batch { report, .. },
+                } => assert_eq!(report.round, round),
+                other => panic!("received {other:?}"),
+            }
         }
+        assert_eq!(
+            a.send(vec![(7, Frame::End { round: 0 })]).unwrap_err(),
+            TransportError::PeerGone { peer: 7 }
+        );
     }
 
     #[test]
@@ -323,11 +288,9 @@ mod tests {
         let mut b = mesh.pop().unwrap();
         let mut a = mesh.pop().unwrap();
         a.abort();
-        let err = b.exchange(
-            &mut [Vec::new(), Vec::new()],
-            &horizon(0, 2),
-            &mut Vec::new(),
+        assert_eq!(
+            b.recv().unwrap_err(),
+            TransportError::PeerAborted { peer: 0 }
         );
-        assert_eq!(err, Err(TransportError::PeerAborted { peer: 0 }));
     }
 }
