@@ -169,8 +169,8 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<(), Failure> {
         print_summary(&label, &scenario, &outcome, args.nodes as usize, &out);
         for (name, b) in &report.nodes {
             println!(
-                "  barrier        node {name}: {} windows, mean {:.1} µs, min {:.1} µs per exchange (wall)",
-                b.exchanges,
+                "  rounds         node {name}: in {} windows, mean {:.1} µs, min {:.1} µs per exchange (wall)",
+                b.exchanges.saturating_sub(1),
                 b.mean_us(),
                 b.min_ns as f64 / 1e3
             );

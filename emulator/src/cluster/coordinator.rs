@@ -438,7 +438,8 @@ pub async fn run_coordinator(
                 last_event: f.last_event,
                 pending: f.pending,
                 causal_steps: f.causal_steps,
-                windows_taken: f.barrier.exchanges,
+                // every exchange but the last ends in a window
+                windows_taken: f.barrier.exchanges.saturating_sub(1),
                 exchange: ExchangeStats {
                     count: f.barrier.exchanges,
                     total: Duration::from_nanos(f.barrier.total_ns),

@@ -8,7 +8,7 @@
 //! logs) any connection after.
 //!
 //! The partition's thread runs its own actix system ([`PeerSystem`]): the
-//! links' actors run only while the thread waits in a window's exchange,
+//! links' actors run only while the thread sends or waits for a frame,
 //! so a window costs no hand-off between threads (see ARCHITECTURE.md).
 
 use std::cell::RefCell;
@@ -167,7 +167,7 @@ impl<M: DeserializeOwned + 'static> StreamHandler<Result<PeerFrame<M>, WireError
 
     /// A peer's stream ends after its last window (whose batch came first),
     /// or because the peer is gone: a killed process closes its same-host
-    /// socket cleanly. The exchange tells the two apart.
+    /// socket cleanly. The rounds tell the two apart.
     fn finished(&mut self, ctx: &mut Context<Self>) {
         let _ = self.to_partition.send(Inbound::Closed { peer: self.peer });
         ctx.stop();

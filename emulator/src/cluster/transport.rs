@@ -96,10 +96,10 @@ impl PeerWriter {
 
 /// One node's end of the mesh.
 ///
-/// The partition thread's actix system runs only while the thread waits in
-/// [`Transport::exchange`]: sending, receiving and decoding then all happen
-/// on that one thread, so a window costs no hand-offs between threads,
-/// only the network round itself.
+/// The partition thread's actix system runs only while the thread sends or
+/// waits for a frame: sending, receiving and decoding then all happen on
+/// that one thread, so a window costs no hand-offs between threads, only
+/// the network round itself.
 pub struct QuicTransport<M> {
     sends: Vec<Option<PeerWriter>>,
     conns: Vec<quinn::Connection>,

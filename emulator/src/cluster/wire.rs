@@ -252,8 +252,10 @@ pub struct Finished {
     pub barrier: BarrierStats,
 }
 
-/// Wall-clock cost of the window barrier as one node saw it: the time from
-/// handing its batches to the transport to having every peer's batch.
+/// Wall-clock cost of the rounds as one node saw it: per round it took part
+/// in, the time from handing its batches to the transport to having every
+/// member's batch, and the rounds it then sat out (one exchange per round
+/// taken part in, and one that ends the run).
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct BarrierStats {
     pub exchanges: u64,
@@ -271,17 +273,6 @@ pub struct BarrierStats {
 }
 
 impl BarrierStats {
-    pub fn record(&mut self, ns: u64) {
-        self.min_ns = if self.exchanges == 0 {
-            ns
-        } else {
-            self.min_ns.min(ns)
-        };
-        self.max_ns = self.max_ns.max(ns);
-        self.total_ns = self.total_ns.saturating_add(ns);
-        self.exchanges += 1;
-    }
-
     pub fn mean_us(&self) -> f64 {
         self.total_ns as f64 / self.exchanges.max(1) as f64 / 1e3
     }

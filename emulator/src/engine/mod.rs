@@ -13,8 +13,10 @@
 //!    another partition to the earliest time what it leads to could come
 //!    back (`q`'s own events reach `q` from outside only that way, and an
 //!    event not yet handled is later than every one handled);
-//! 3. hand envelopes for actors elsewhere to the [`Transport`], which delivers
-//!    them and the next agreement in one exchange.
+//! 3. hand envelopes for actors elsewhere to the partitions hosting them in
+//!    the next round, whose reports make the next agreement. A partition with
+//!    nothing to do sits rounds out without changing any agreement (see
+//!    [`rounds`]).
 //!
 //! Why this equals a sequential run in global timestamp order: nothing sent
 //! during a window can be due inside the receiver's window (the distances
