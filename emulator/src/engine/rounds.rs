@@ -148,35 +148,7 @@ impl<M> Rounds<M> {
         reports[self.me] = Some(mine);
         self.collect(transport, &mut reports, incoming)?;
         let settled = self.settle(&reports)?;
-        if !settled.woken.is_empty() {
-            let Some(Some(mine)) = reports.get(self.me).cloned() else {
-                return Err(self.internal("lost its own report"));
-            };
-            let wake = Wake {
-                members: self.member_list(),
-                sleepers: if lead == Some(self.me) {
-                    self.sleepers()
-                } else {
-                    Vec::new()
-                },
-            };
-            let report = Report {
-                wake: Some(wake),
-                ..mine
-            };
-            let frames = settled
-                .woken
-                .iter()
-                .map(|&w| {
-                    let frame = Frame::Batch {
-                        report: report.clone(),
-                        envelopes: std::mem::take(&mut outgoing[w]),
-                    };
-                    (w, frame)
-                })
-                .collect();
-            transport.send(frames)?;
-        }
+        self.wake(transport, &settled, &reports, outgoing)?;
         if settled.done {
             if lead == Some(self.me) {
                 let ends = (0..self.hosts.len())
@@ -196,6 +168,48 @@ impl<M> Rounds<M> {
             round: k,
             horizon: settled.merged,
         })
+    }
+
+    /// Sends each partition the round wakes this member's report, with the
+    /// round's members (and, from the lowest member, the standing horizons)
+    /// and its envelopes.
+    fn wake<T: Transport<M>>(
+        &self,
+        transport: &mut T,
+        settled: &Settled,
+        reports: &[Option<Report>],
+        outgoing: &mut [Vec<Envelope<M>>],
+    ) -> Result<(), TransportError> {
+        if settled.woken.is_empty() {
+            return Ok(());
+        }
+        let Some(Some(mine)) = reports.get(self.me) else {
+            return Err(self.internal("lost its own report"));
+        };
+        let wake = Wake {
+            members: self.member_list(),
+            sleepers: if self.lead() == Some(self.me) {
+                self.sleepers()
+            } else {
+                Vec::new()
+            },
+        };
+        let report = Report {
+            wake: Some(wake),
+            ..mine.clone()
+        };
+        let frames = settled
+            .woken
+            .iter()
+            .map(|&w| {
+                let frame = Frame::Batch {
+                    report: report.clone(),
+                    envelopes: std::mem::take(&mut outgoing[w]),
+                };
+                (w, frame)
+            })
+            .collect();
+        transport.send(frames)
     }
 
     /// Waits until a round wakes this partition, settles that round as its
