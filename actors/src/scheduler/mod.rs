@@ -726,6 +726,9 @@ impl Scheduler {
         if placement.tracks_power() {
             cluster.track_power();
         }
+        if placement.decides_at_idle() {
+            cluster.watch_idle();
+        }
         let sends_orders = placement.tracks_power() || placement.wants_running();
         let pool = vec![0; servers.len()];
         let counted: Vec<(bool, bool)> = servers.iter().map(|s| (false, s.slots > 0)).collect();
@@ -896,7 +899,41 @@ impl Scheduler {
         result?;
         let orders = self.core.placement.take_power();
         let moves = self.core.placement.take_migrations();
-        self.core.send_orders(ctx, orders, moves, 0).map(|_| ())
+        self.core.send_orders(ctx, orders, moves, 0)?;
+        self.idle_point(ctx)
+    }
+
+    /// The end of an event that left servers idle in the scheduler's view
+    /// (their last task ended, was killed or moved away) without a
+    /// placement request showing them idle since: a decision point for a
+    /// placement that decides there ([`Placement::idle`]; an external
+    /// program's `idle` request, protocol v3), whose power orders and
+    /// migrations leave when its decision is done.
+    fn idle_point(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        if !self.core.placement.decides_at_idle() {
+            return Ok(());
+        }
+        let idle = self.core.cluster.went_idle();
+        if idle.is_empty() {
+            return Ok(());
+        }
+        let queued = self.queued();
+        let core = &mut self.core;
+        if core.placement.wants_running() {
+            let running = core.running_tasks();
+            core.placement.set_running(running);
+        }
+        core.placement.idle(&idle, queued, &core.cluster, ctx.rng());
+        for (kind, fields) in core.placement.take_logs() {
+            ctx.log(kind, &fields);
+        }
+        if let Some(e) = core.placement.take_error() {
+            return Err(e);
+        }
+        let latency = core.placement.decision_latency();
+        let orders = core.placement.take_power();
+        let moves = core.placement.take_migrations();
+        core.send_orders(ctx, orders, moves, latency).map(|_| ())
     }
 
     fn handle_event(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
@@ -2217,6 +2254,7 @@ impl Core {
             exclude: None,
         };
         let choice = self.placement.place(&req, &self.cluster, ctx.rng());
+        self.cluster.shown(&|i| req.may_use(i));
         self.decision_us.push(started.elapsed().as_secs_f64() * 1e6);
         for (kind, fields) in self.placement.take_logs() {
             ctx.log(kind, &fields);
@@ -2325,6 +2363,7 @@ impl Core {
                 .placement
                 .place(&req, &self.cluster, ctx.rng())
                 .filter(|c| !scope.strict || self.appropriate(&req, c));
+            self.cluster.shown(&|i| req.may_use(i));
             for (kind, fields) in self.placement.take_logs() {
                 ctx.log(kind, &fields);
             }
