@@ -191,6 +191,11 @@ pub struct ServerState {
     /// v3: its power state as the scheduler knows it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub power: Option<PowerView>,
+    /// v3: the primary tenant that owns it, if one does (public
+    /// configuration, harvesting §3: primary tenants own servers, and
+    /// theirs never sleep).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub primary: Option<String>,
 }
 
 /// A server's power state as the scheduler knows it (v3): from the orders
@@ -605,6 +610,7 @@ mod tests {
                 report: None,
                 running: None,
                 power,
+                primary: None,
             }],
             running,
             rng_word_pos: 0,

@@ -31,8 +31,12 @@ if mode != "v1-power" and (hello["protocol"] != 3 or hello["stages"] != ["placem
 version = {"v2": 2, "v1-power": 1}.get(mode, 3)
 send({"type": "hello", "protocol": version})
 asleep = set()
+owned = hello["servers"][0]["slots"] == 4
 for line in sys.stdin:
     req = json.loads(line)
+    if mode != "v1-power":
+        assert all(s.get("primary") == ("db" if owned and s["index"] == 0 else None)
+                   for s in req["servers"]), req
     if req["type"] == "idle":
         slots = {s["index"]: s["free_slots"] for s in req["servers"]}
         assert req["idle"] == sorted(req["idle"]) and req["idle"], req
@@ -43,13 +47,16 @@ for line in sys.stdin:
         elif mode == "idle-ok":
             with open("idle.jsonl", "a") as f:
                 f.write(line)
-            awake = {s["index"] for s in req["servers"] if s["power"] == "awake"}
+            awake = {s["index"] for s in req["servers"]
+                     if s["power"] == "awake" and "primary" not in s}
             answer["power"] = [{"server": i, "to": "sleep"} for i in req["idle"] if i in awake]
         send(answer)
         continue
     if mode != "v1-power":
         assert all(s["power"] in ("awake", "asleep", "waking") for s in req["servers"]), req
-    fits = [s for s in req["servers"] if s["free_slots"] >= req["task"]["cores"]]
+    cores = req["task"]["cores"]
+    fits = [s for s in req["servers"] if s["free_slots"] >= cores and
+            hello["servers"][s["index"]]["slots"] - s["free_slots"] + cores <= s.get("primary_room", 1 << 30)]
     awake = [s for s in fits if s.get("power", "awake") == "awake"]
     pick = (awake or fits)[:1]
     answer = {"id": req["id"], "task": req["task"]["id"]}
@@ -72,6 +79,10 @@ for line in sys.stdin:
         orders = [{"server": min(asleep), "to": "sleep"}]
     elif mode == "wake-awake" and idle:
         orders = [{"server": idle[0], "to": "wake"}]
+    elif mode == "sleep-primary" and any(s.get("primary") for s in req["servers"]):
+        owned = [s["index"] for s in req["servers"] if s.get("primary")]
+        if not pick or pick[0]["index"] != owned[0]:
+            orders = [{"server": owned[0], "to": "sleep"}]
     elif mode == "ghost":
         orders = [{"server": 99, "to": "sleep"}]
     elif mode == "bad-to":
@@ -378,6 +389,74 @@ fn each_power_misbehaviour_stops_the_run_with_its_error_and_incomplete_results()
         let program = format!("python3 power.py {mode}");
         assert_run_fails(tmp.path(), &path, &out, mode, &program, words);
     }
+    let path = owned(&scenario(
+        tmp.path(),
+        r#"["python3", "power.py", "sleep-primary"]"#,
+        POWER,
+        "",
+    ));
+    assert_run_fails(
+        tmp.path(),
+        &path,
+        "out-sleep-primary",
+        "sleep-primary",
+        "python3 power.py sleep-primary",
+        &[
+            "power order: server 0 cannot sleep: primary tenant \"db\" owns it",
+            "requests show it as \"primary\"",
+        ],
+    );
+}
+
+/// Scenario `path` with four-slot servers, the first owned by primary
+/// tenant `db` (the programs tell the two apart by the slots).
+fn owned(path: &str) -> String {
+    let text = std::fs::read_to_string(path).unwrap().replace(
+        "slots = 2\n",
+        "slots = 4\ncores = 4\n\n[[primary_tenants]]\nname = \"db\"\nservers = 1\n\
+         pattern = \"constant\"\nmean = 0.25\nreserve_cores = 1\n",
+    );
+    let owned = format!("{path}.owned.toml");
+    std::fs::write(&owned, text).unwrap();
+    owned
+}
+
+/// A primary tenant's servers are public configuration: v3 requests show
+/// their owner, and `sleep_idle.py`, which leaves them awake, runs with
+/// no order refused (without a primary tenant no request shows one: the
+/// other tests' programs check that).
+#[test]
+fn requests_show_the_primary_tenants_servers_and_sleep_idle_leaves_them_awake() {
+    if !python() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    with_client(tmp.path());
+    std::fs::write(tmp.path().join("power.py"), PROGRAM).unwrap();
+    let checks = owned(&scenario(
+        tmp.path(),
+        r#"["python3", "power.py", "idle-ok"]"#,
+        POWER,
+        "",
+    ));
+    let o = dcemu(tmp.path(), &["run", &checks, "--quiet", "--out", "checks"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let path = owned(&scenario(
+        tmp.path(),
+        r#"["python3", "py/examples/sleep_idle.py", "0"]"#,
+        POWER,
+        "",
+    ));
+    let o = dcemu(tmp.path(), &["run", &path, "--quiet", "--out", "out"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dir = tmp.path().join("out");
+    assert!(count(&dir, "scheduler", "power_order") > 0);
+    assert_eq!(count(&dir, "server", "sleep_refused"), 0);
+    assert_eq!(
+        count(&dir, "server-0000", "sleep"),
+        0,
+        "the primary tenant's server never slept"
+    );
 }
 
 #[test]

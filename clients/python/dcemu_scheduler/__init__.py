@@ -164,6 +164,10 @@ class ServerState:
     """v3: its power state as the scheduler knows it: ``"awake"``,
     ``"asleep"`` (ordered to sleep; a dispatch or ``Wake`` wakes it, which
     takes ``power.server_wake`` at peak power) or ``"waking"``."""
+    primary: Optional[str] = None
+    """v3: the name of the primary tenant that owns it, if one does (public
+    configuration). Such a server never sleeps: ``Sleep`` on it is an
+    error."""
 
     def idle(self) -> bool:
         """Whether the scheduler has nothing running or on its way there
@@ -270,8 +274,9 @@ class IdleRequest:
 @dataclass(frozen=True)
 class Sleep:
     """v3: put the server of this index to sleep. It must be ``"awake"``
-    with nothing running or on its way there (``ServerState.idle``), and
-    not the server the same decision places on."""
+    with nothing running or on its way there (``ServerState.idle``), not
+    owned by a primary tenant (``ServerState.primary``), and not the server
+    the same decision places on."""
 
     server: int
 
@@ -374,6 +379,7 @@ def _state(cluster: list[Server], s: dict) -> ServerState:
         report=_report(s.get("report")),
         running=[RunningTask(**r) for r in s.get("running") or []],
         power=s.get("power"),
+        primary=s.get("primary"),
     )
 
 

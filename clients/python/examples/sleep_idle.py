@@ -2,7 +2,8 @@
 each task goes to the awake server with the fewest free slots that takes
 it (best fit, so that load gathers on few servers), else to an asleep
 one (its dispatch wakes it); then every idle awake server beyond ``spare``
-(default 1, kept to take the next arrivals at once) is put to sleep, at
+(default 1, kept to take the next arrivals at once; a primary tenant's
+servers never sleep) is put to sleep, at
 each placement and as soon as a server goes idle (``on_idle``). The
 trade is the thesis's SLP against IDL (§6.2.5): a sleeping server draws
 its sleep power instead of its idle power, and a wake-up costs
@@ -72,7 +73,10 @@ class SleepIdle:
         idle = [
             s
             for s in req.servers
-            if s.power == "awake" and s.idle() and (chosen is None or s.index != chosen.index)
+            if s.power == "awake"
+            and s.idle()
+            and s.primary is None
+            and (chosen is None or s.index != chosen.index)
         ]
         idle.sort(key=lambda s: s.index)
         return tuple(Sleep(s.index) for s in idle[self.spare :])

@@ -5,7 +5,7 @@
 
 use dcemu_topology::SimTime;
 
-use crate::config::{ExternalConfig, ExternalStage};
+use crate::config::{ExternalConfig, ExternalStage, PrimaryTenantConfig};
 use crate::external::{
     Decision, Hello, HelloServer, IdleRequest, MigrateOrder, Oracle, PlaceRequest, PlacedView,
     PowerOrder, PowerView, PreemptRequest, ProfileView, Response, RngKey, RunningView, ServerState,
@@ -55,20 +55,37 @@ pub struct External {
     /// The latest response's migrations (v3), checked, until the
     /// scheduler takes them ([`Placement::take_migrations`]).
     migrations: Vec<MigrateOrder>,
+    /// v3: the primary tenant owning each server, by index (public
+    /// configuration); empty under v1 and v2, whose requests do not show it.
+    owners: Vec<Option<String>>,
 }
 
 impl External {
-    /// The policy over `servers`, asking `oracle` (the program's runner;
-    /// `None` when the model was built without one, which every request
-    /// then reports).
+    /// The policy over `servers`, whose first ones the `primaries` own
+    /// in order, asking `oracle` (the program's runner; `None` when the
+    /// model was built without one, which every request then reports).
     pub fn new(
         cfg: &ExternalConfig,
         servers: &[ServerSpec],
+        primaries: &[PrimaryTenantConfig],
         oracle: Option<Box<dyn Oracle>>,
     ) -> Self {
+        let protocol = protocol_for(&cfg.stages);
+        let owners = if protocol >= 3 {
+            let owned = primaries
+                .iter()
+                .flat_map(|p| std::iter::repeat_n(Some(p.name.clone()), p.servers as usize));
+            owned
+                .chain(std::iter::repeat(None))
+                .take(servers.len())
+                .collect()
+        } else {
+            Vec::new()
+        };
         External {
+            owners,
             oracle,
-            protocol: protocol_for(&cfg.stages),
+            protocol,
             cfg: cfg.clone(),
             servers: servers
                 .iter()
@@ -216,7 +233,13 @@ impl External {
                 ));
             }
             let state = cluster.power(i).unwrap_or(PowerView::Awake);
+            let owner = self.owner(i);
             let problem = match (order.sleep, state) {
+                (true, _) if owner.is_some() => Some(format!(
+                    "primary tenant {:?} owns it (its servers never sleep: they serve it \
+                     first, harvesting §3; requests show it as \"primary\")",
+                    owner.unwrap_or_default()
+                )),
                 (true, PowerView::Asleep) => Some("it is already asleep".to_string()),
                 (true, PowerView::Waking) => Some(
                     "it is waking (it may sleep once a request shows it \"awake\")".to_string(),
@@ -361,7 +384,7 @@ impl External {
             .with_free()
             .iter()
             .filter(|&&i| req.may_use(i))
-            .map(|&i| server_state(cluster, i, None))
+            .map(|&i| self.server_state(cluster, i, None))
             .collect();
         self.latency_ns = self.cfg.latency_ns(servers.len());
         let request = PlaceRequest {
@@ -417,6 +440,33 @@ impl External {
         Ok(Some(Choice::clean(server)))
     }
 
+    /// The primary tenant owning server `i` (v3; `None` under v1 and v2).
+    fn owner(&self, i: u32) -> Option<&str> {
+        self.owners.get(i as usize).and_then(Option::as_deref)
+    }
+
+    /// A server of `cluster` as a request shows it (its power state only
+    /// when the view follows power states, its primary tenant only under
+    /// v3).
+    fn server_state(
+        &self,
+        cluster: &ClusterView,
+        i: u32,
+        running: Option<Vec<RunningView>>,
+    ) -> ServerState {
+        let s = &cluster.servers()[i as usize];
+        ServerState {
+            index: i,
+            free_slots: s.free,
+            free_memory_mb: s.memory_free_mb,
+            primary_room: (s.primary_room != u32::MAX).then_some(s.primary_room),
+            report: cluster.report(i).copied(),
+            running,
+            power: cluster.power(i),
+            primary: self.owner(i).map(str::to_string),
+        }
+    }
+
     /// The placed tasks as a request shows them, with the migration stage.
     fn running_view(&self) -> Option<Vec<PlacedView>> {
         self.decides_migration().then(|| {
@@ -447,7 +497,7 @@ impl External {
         let servers: Vec<ServerState> = cluster
             .with_free()
             .iter()
-            .map(|&i| server_state(cluster, i, None))
+            .map(|&i| self.server_state(cluster, i, None))
             .collect();
         self.latency_ns = self.cfg.latency_ns(servers.len());
         let request = IdleRequest {
@@ -510,7 +560,7 @@ impl External {
                         list.push(view);
                     }
                 }
-                _ => servers.push(server_state(cluster, r.server, Some(vec![view]))),
+                _ => servers.push(self.server_state(cluster, r.server, Some(vec![view]))),
             }
         }
         self.latency_ns = self.cfg.latency_ns(servers.len());
@@ -582,21 +632,6 @@ impl External {
         self.check_power(&what, &response.power, Some(server), cluster)?;
         self.check_migrations(&what, &response.migrate, None, cluster)?;
         Ok(Some(k))
-    }
-}
-
-/// A server of `cluster` as a request shows it (its power state only when
-/// the view follows power states: v3).
-fn server_state(cluster: &ClusterView, i: u32, running: Option<Vec<RunningView>>) -> ServerState {
-    let s = &cluster.servers()[i as usize];
-    ServerState {
-        index: i,
-        free_slots: s.free,
-        free_memory_mb: s.memory_free_mb,
-        primary_room: (s.primary_room != u32::MAX).then_some(s.primary_room),
-        report: cluster.report(i).copied(),
-        running,
-        power: cluster.power(i),
     }
 }
 
