@@ -552,6 +552,20 @@ fn a_program_that_migrates_moves_tasks_and_runs_identically_everywhere() {
         "every move done left its server with its progress first: {done} done, {handed} \
          handed over, {started} ordered (a task may end before its order arrives)"
     );
+    let log = std::fs::read_to_string(dir.join("actors/scheduler.jsonl")).unwrap();
+    for line in log
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"migrate_start\""))
+    {
+        let e: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(e["why"], "external");
+        for unknown in ["rate_now", "rate_expected", "left_s"] {
+            assert!(
+                e.get(unknown).is_none(),
+                "without rate monitoring the scheduler does not know {unknown}: {line}"
+            );
+        }
+    }
     assert_eq!(run("again", &[]), digest, "same digest twice");
     assert_eq!(
         run("three", &["--partitions", "3"]),

@@ -597,6 +597,9 @@ struct Placed {
     /// The latest measured rate and work left (from `Rates`).
     rate: f64,
     left_ns: u64,
+    /// Whether `rate` and `left_ns` come from a `Rates` report (else they
+    /// are the placement's assumption: alone, the declared work).
+    measured: bool,
 }
 
 #[derive(Serialize)]
@@ -699,9 +702,16 @@ struct MigrateLog<'a> {
     why: &'static str,
     from: &'a str,
     to: &'a str,
-    left_s: f64,
-    rate_now: f64,
-    rate_expected: f64,
+    /// Work left by the task's latest rate report (at placement, its
+    /// declared work, for the built-in moves); an external program's
+    /// move logs it only when a rate report came, and the rates never:
+    /// the scheduler knows neither without rate monitoring.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    left_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rate_now: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rate_expected: Option<f64>,
 }
 
 impl Scheduler {
@@ -2148,7 +2158,7 @@ impl Core {
                 "external",
                 src,
                 Choice::clean(m.server),
-                (0.0, 0.0),
+                None,
                 None,
                 ctx,
                 Some(leaves),
@@ -2480,6 +2490,7 @@ impl Core {
                 reclassified: 0,
                 rate: 1.0,
                 left_ns: task.service_ns,
+                measured: false,
             },
         );
     }
@@ -2643,6 +2654,7 @@ impl Core {
             };
             p.rate = f64::from(r.rate_ppm) / 1e6;
             p.left_ns = r.left_ns;
+            p.measured = true;
             if self.reclassify_below <= 0.0
                 || p.reclassifying
                 || p.migrating_to.is_some()
@@ -2750,7 +2762,7 @@ impl Core {
         let go = left / rate_new.max(1e-6) + self.migration_time as f64;
         match choice {
             Some(choice) if go < stay => {
-                let rates = (rate_now, rate_new);
+                let rates = Some((rate_now, rate_new));
                 self.start_migration(task, "faster", src, choice, rates, slots, ctx, None)
             }
             // Moving the co-runners away helps only a loss that interference
@@ -2765,7 +2777,8 @@ impl Core {
 
     /// Reserves `choice` for `task` (and, under a slot stage, a slot there)
     /// and asks `src` to hand the task over. `rates`: its rate now and the
-    /// one expected there.
+    /// one expected there, when the mover estimated them (`None`: an
+    /// external program's move, logged without them).
     #[allow(clippy::too_many_arguments)]
     fn start_migration(
         &mut self,
@@ -2773,7 +2786,7 @@ impl Core {
         why: &'static str,
         src: ActorId,
         choice: Choice,
-        (rate_now, rate_expected): (f64, f64),
+        rates: Option<(f64, f64)>,
         slots: Option<&mut SlotStage>,
         ctx: &mut Ctx<'_, Msg>,
         leaves: Option<SimTime>,
@@ -2791,7 +2804,8 @@ impl Core {
             return Ok(());
         };
         p.migrating_to = Some((choice.server, choice.violation));
-        let (cores, memory_mb, left_ns) = (p.cores, p.memory_mb, p.left_ns);
+        let (cores, memory_mb) = (p.cores, p.memory_mb);
+        let left_s = (rates.is_some() || p.measured).then(|| p.left_ns as f64 / 1e9);
         self.cluster.take(choice.server, cores, memory_mb);
         if let Some(pr) = self.profiles.get(&task) {
             self.cluster
@@ -2808,9 +2822,9 @@ impl Core {
                 why,
                 from: world.name(src),
                 to: world.name(to),
-                left_s: left_ns as f64 / 1e9,
-                rate_now,
-                rate_expected,
+                left_s,
+                rate_now: rates.map(|r| r.0),
+                rate_expected: rates.map(|r| r.1),
             },
         );
         let body = Body::Migrate { task };
@@ -2892,7 +2906,7 @@ impl Core {
                 "isolate",
                 src,
                 choice,
-                (rate, speed),
+                Some((rate, speed)),
                 stage,
                 ctx,
                 None,
