@@ -111,6 +111,32 @@ pub struct PlaceRequest {
     pub rng_word_pos: u64,
 }
 
+/// A decision point when servers went idle (v3 with the power or the
+/// migration stage): no task to place, only servers the scheduler has
+/// just seen empty (their last task ended, was killed or moved away, by
+/// its own messages), so that the program may put them to sleep or move
+/// tasks at once rather than at the next arrival (the thesis's SLP
+/// sleeps a server as soon as it is idle, §4.2.4). The answer carries
+/// only `power` and `migrate` orders ([`IdleResponse`]).
+#[derive(Debug, Serialize)]
+pub struct IdleRequest {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub id: u64,
+    pub time_ns: u64,
+    /// The servers that just went idle, by index, ascending.
+    pub idle: Vec<u32>,
+    /// Every server with a free slot, in the scheduler's order, as in a
+    /// `place` request (without its task's pools: there is no task).
+    pub servers: Vec<ServerState>,
+    /// With the migration stage: every placed task, as in `place`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub running: Option<Vec<PlacedView>>,
+    /// Tasks waiting in the scheduler's queue.
+    pub queued: u64,
+    pub rng_word_pos: u64,
+}
+
 /// A placed task as the scheduler knows it (v3's `running`).
 #[derive(Debug, Serialize)]
 pub struct PlacedView {
@@ -165,6 +191,11 @@ pub struct ServerState {
     /// v3: its power state as the scheduler knows it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub power: Option<PowerView>,
+    /// v3: the primary tenant that owns it, if one does (public
+    /// configuration, harvesting §3: primary tenants own servers, and
+    /// theirs never sleep).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub primary: Option<String>,
 }
 
 /// A server's power state as the scheduler knows it (v3): from the orders
@@ -241,6 +272,15 @@ pub struct Response {
     pub migrate: Vec<MigrateOrder>,
 }
 
+/// What the program answers an [`IdleRequest`]: orders only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdleResponse {
+    pub id: u64,
+    pub rng_word_pos: Option<u64>,
+    pub power: Vec<PowerOrder>,
+    pub migrate: Vec<MigrateOrder>,
+}
+
 /// One migration the program decided (v3): move running `task` to
 /// `server` with its progress (Paragon §3.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -287,6 +327,29 @@ struct RawResponse {
     id: u64,
     task: u64,
     decision: String,
+    #[serde(default)]
+    server: Option<u32>,
+    #[serde(default)]
+    evict: Option<Vec<RawEvict>>,
+    #[serde(default)]
+    rng_word_pos: Option<u64>,
+    #[serde(default)]
+    power: Option<Vec<RawPower>>,
+    #[serde(default)]
+    migrate: Option<Vec<RawMigrate>>,
+}
+
+/// An answer to an `idle` request as read: the fields of a placement
+/// decision are read too, so that a program that sends one gets told
+/// why it may not rather than "unknown field".
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIdleResponse {
+    id: u64,
+    #[serde(default)]
+    task: Option<u64>,
+    #[serde(default)]
+    decision: Option<String>,
     #[serde(default)]
     server: Option<u32>,
     #[serde(default)]
@@ -358,9 +421,57 @@ pub fn decode_response(line: &str) -> Result<Response, String> {
     if decision == Decision::Wait && !evict.is_empty() {
         return Err("decision \"wait\" with an \"evict\" (evictions go with \"place\")".into());
     }
-    let power = raw
-        .power
-        .unwrap_or_default()
+    Ok(Response {
+        id: raw.id,
+        task: raw.task,
+        decision,
+        evict,
+        rng_word_pos: raw.rng_word_pos,
+        power: power_orders(raw.power)?,
+        migrate: migrate_orders(raw.migrate),
+    })
+}
+
+/// Decodes the answer to an `idle` request: `power` and `migrate` orders
+/// (and `rng_word_pos`) only. A placement decision in it (`decision`,
+/// `task`, `server`, `evict`) is refused with its own message: at an idle
+/// point there is no task to place or to make room for.
+pub fn decode_idle_response(line: &str) -> Result<IdleResponse, String> {
+    let raw: RawIdleResponse = serde_json::from_str(line).map_err(|e| not_json(line, &e))?;
+    let decided = match (&raw.decision, raw.server, &raw.evict, raw.task) {
+        (_, _, Some(_), _) => Some("evicts".to_string()),
+        (Some(d), _, _, _) => Some(format!("has a decision ({:?})", shorten(d))),
+        (None, Some(server), _, _) => Some(format!("places on server {server}")),
+        (None, None, None, Some(task)) => Some(format!("decides for task {task}")),
+        (None, None, None, None) => None,
+    };
+    if let Some(decided) = decided {
+        return Err(format!(
+            "the response {decided}, but an \"idle\" request has no task to place or evict: \
+             its answer carries only \"power\" and \"migrate\" orders (and \"rng_word_pos\")"
+        ));
+    }
+    Ok(IdleResponse {
+        id: raw.id,
+        rng_word_pos: raw.rng_word_pos,
+        power: power_orders(raw.power)?,
+        migrate: migrate_orders(raw.migrate),
+    })
+}
+
+/// The answer to an `idle` request as a program writes it: what
+/// [`decode_idle_response`] reads back to the same [`IdleResponse`].
+pub fn encode_idle_response(r: &IdleResponse) -> String {
+    let mut v = serde_json::json!({ "id": r.id });
+    if let Some(pos) = r.rng_word_pos {
+        v["rng_word_pos"] = pos.into();
+    }
+    encode_orders(&mut v, &r.power, &r.migrate);
+    v.to_string()
+}
+
+fn power_orders(raw: Option<Vec<RawPower>>) -> Result<Vec<PowerOrder>, String> {
+    raw.unwrap_or_default()
         .into_iter()
         .map(|p| match p.to.as_str() {
             "sleep" => Ok(PowerOrder {
@@ -377,24 +488,38 @@ pub fn decode_response(line: &str) -> Result<Response, String> {
                 shorten(other)
             )),
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Response {
-        id: raw.id,
-        task: raw.task,
-        decision,
-        evict,
-        rng_word_pos: raw.rng_word_pos,
-        power,
-        migrate: raw
-            .migrate
-            .unwrap_or_default()
-            .into_iter()
-            .map(|m| MigrateOrder {
-                task: m.task,
-                server: m.server,
+        .collect()
+}
+
+fn migrate_orders(raw: Option<Vec<RawMigrate>>) -> Vec<MigrateOrder> {
+    raw.unwrap_or_default()
+        .into_iter()
+        .map(|m| MigrateOrder {
+            task: m.task,
+            server: m.server,
+        })
+        .collect()
+}
+
+/// Adds `power` and `migrate` to a response being encoded, when any.
+fn encode_orders(v: &mut serde_json::Value, power: &[PowerOrder], migrate: &[MigrateOrder]) {
+    if !power.is_empty() {
+        let power: Vec<serde_json::Value> = power
+            .iter()
+            .map(|p| {
+                let to = if p.sleep { "sleep" } else { "wake" };
+                serde_json::json!({ "server": p.server, "to": to })
             })
-            .collect(),
-    })
+            .collect();
+        v["power"] = power.into();
+    }
+    if !migrate.is_empty() {
+        let migrate: Vec<serde_json::Value> = migrate
+            .iter()
+            .map(|m| serde_json::json!({ "task": m.task, "server": m.server }))
+            .collect();
+        v["migrate"] = migrate.into();
+    }
 }
 
 /// A response as a program writes it: what [`decode_response`] reads back
@@ -422,25 +547,7 @@ pub fn encode_response(r: &Response) -> String {
     if let Some(pos) = r.rng_word_pos {
         v["rng_word_pos"] = pos.into();
     }
-    if !r.power.is_empty() {
-        let power: Vec<serde_json::Value> = r
-            .power
-            .iter()
-            .map(|p| {
-                let to = if p.sleep { "sleep" } else { "wake" };
-                serde_json::json!({ "server": p.server, "to": to })
-            })
-            .collect();
-        v["power"] = power.into();
-    }
-    if !r.migrate.is_empty() {
-        let migrate: Vec<serde_json::Value> = r
-            .migrate
-            .iter()
-            .map(|m| serde_json::json!({ "task": m.task, "server": m.server }))
-            .collect();
-        v["migrate"] = migrate.into();
-    }
+    encode_orders(&mut v, &r.power, &r.migrate);
     v.to_string()
 }
 
@@ -503,6 +610,7 @@ mod tests {
                 report: None,
                 running: None,
                 power,
+                primary: None,
             }],
             running,
             rng_word_pos: 0,
@@ -630,5 +738,49 @@ mod tests {
                 name: Some("ll".into())
             })
         );
+    }
+
+    #[test]
+    fn an_idle_answer_takes_orders_only_and_names_a_placement_in_it() {
+        let r = decode_idle_response(
+            r#"{"id":7,"power":[{"server":2,"to":"sleep"}],"migrate":[{"task":3,"server":1}],"rng_word_pos":9}"#,
+        );
+        assert_eq!(
+            r,
+            Ok(IdleResponse {
+                id: 7,
+                rng_word_pos: Some(9),
+                power: vec![PowerOrder {
+                    server: 2,
+                    sleep: true
+                }],
+                migrate: vec![MigrateOrder { task: 3, server: 1 }],
+            })
+        );
+        if let Ok(r) = r {
+            assert_eq!(decode_idle_response(&encode_idle_response(&r)), Ok(r));
+        }
+        assert_eq!(
+            decode_idle_response(r#"{"id":8}"#).map(|r| r.power.len() + r.migrate.len()),
+            Ok(0),
+            "no orders"
+        );
+        let e = |l: &str| decode_idle_response(l).unwrap_err();
+        let only = "but an \"idle\" request has no task to place or evict";
+        for (line, says) in [
+            (
+                r#"{"id":1,"task":4,"decision":"place","server":0}"#,
+                "has a decision (\"place\")",
+            ),
+            (r#"{"id":1,"server":0}"#, "places on server 0"),
+            (r#"{"id":1,"evict":[{"task":2}]}"#, "evicts"),
+            (r#"{"id":1,"task":4}"#, "decides for task 4"),
+            (r#"{"id":1,"decision":"wait"}"#, "has a decision (\"wait\")"),
+        ] {
+            let err = e(line);
+            assert!(err.contains(says) && err.contains(only), "{line}: {err}");
+        }
+        assert!(e(r#"{"id":1,"sleep":[0]}"#).contains("unknown field"));
+        assert!(e(r#"{"id":1,"power":[{"server":0,"to":"nap"}]}"#).contains("got \"nap\""));
     }
 }

@@ -2,7 +2,9 @@
 //! v3, `stages = ["placement", "power"]`, docs/external-scheduler.md):
 //! the Python `sleep_idle.py` example saves server energy against the
 //! same placement without sleeping, and runs identically twice, on three
-//! partitions and in replay, with migrations (`"migration"`) too; each way
+//! partitions and in replay, with migrations (`"migration"`) too; servers
+//! that go idle are a decision point of their own (`idle` requests), where
+//! `sleep_idle.py` sleeps them at once and saves more; each way
 //! of misbehaving with a power or migrate order
 //! stops `dcemu run` with exit code 1, an error naming the program, the
 //! request and the problem, and `INCOMPLETE` results, as the placement's
@@ -29,11 +31,32 @@ if mode != "v1-power" and (hello["protocol"] != 3 or hello["stages"] != ["placem
 version = {"v2": 2, "v1-power": 1}.get(mode, 3)
 send({"type": "hello", "protocol": version})
 asleep = set()
+owned = hello["servers"][0]["slots"] == 4
 for line in sys.stdin:
     req = json.loads(line)
     if mode != "v1-power":
+        assert all(s.get("primary") == ("db" if owned and s["index"] == 0 else None)
+                   for s in req["servers"]), req
+    if req["type"] == "idle":
+        slots = {s["index"]: s["free_slots"] for s in req["servers"]}
+        assert req["idle"] == sorted(req["idle"]) and req["idle"], req
+        assert all(slots.get(i) == hello["servers"][i]["slots"] for i in req["idle"]), req
+        answer = {"id": req["id"]}
+        if mode == "idle-place":
+            answer.update(task=0, decision="place", server=req["idle"][0])
+        elif mode == "idle-ok":
+            with open("idle.jsonl", "a") as f:
+                f.write(line)
+            awake = {s["index"] for s in req["servers"]
+                     if s["power"] == "awake" and "primary" not in s}
+            answer["power"] = [{"server": i, "to": "sleep"} for i in req["idle"] if i in awake]
+        send(answer)
+        continue
+    if mode != "v1-power":
         assert all(s["power"] in ("awake", "asleep", "waking") for s in req["servers"]), req
-    fits = [s for s in req["servers"] if s["free_slots"] >= req["task"]["cores"]]
+    cores = req["task"]["cores"]
+    fits = [s for s in req["servers"] if s["free_slots"] >= cores and
+            hello["servers"][s["index"]]["slots"] - s["free_slots"] + cores <= s.get("primary_room", 1 << 30)]
     awake = [s for s in fits if s.get("power", "awake") == "awake"]
     pick = (awake or fits)[:1]
     answer = {"id": req["id"], "task": req["task"]["id"]}
@@ -56,6 +79,10 @@ for line in sys.stdin:
         orders = [{"server": min(asleep), "to": "sleep"}]
     elif mode == "wake-awake" and idle:
         orders = [{"server": idle[0], "to": "wake"}]
+    elif mode == "sleep-primary" and any(s.get("primary") for s in req["servers"]):
+        owned = [s["index"] for s in req["servers"] if s.get("primary")]
+        if not pick or pick[0]["index"] != owned[0]:
+            orders = [{"server": owned[0], "to": "sleep"}]
     elif mode == "ghost":
         orders = [{"server": 99, "to": "sleep"}]
     elif mode == "bad-to":
@@ -93,6 +120,9 @@ hello = json.loads(sys.stdin.readline())
 send({"type": "hello", "protocol": hello["protocol"]})
 for line in sys.stdin:
     req = json.loads(line)
+    if req["type"] == "idle":
+        send({"id": req["id"]})
+        continue
     fits = [s for s in req["servers"] if s["free_slots"] >= req["task"]["cores"]]
     answer = {"id": req["id"], "task": req["task"]["id"]}
     if fits:
@@ -334,6 +364,15 @@ fn each_power_misbehaviour_stops_the_run_with_its_error_and_incomplete_results()
             &["hello", "it speaks protocol v2, dcemu speaks v3"],
         ),
         (
+            "idle-place",
+            POWER,
+            &[
+                "(idle: server",
+                "the response has a decision (\"place\"), but an \"idle\" request has no \
+                 task to place or evict",
+            ],
+        ),
+        (
             "v1-power",
             r#"["placement"]"#,
             &[
@@ -350,6 +389,74 @@ fn each_power_misbehaviour_stops_the_run_with_its_error_and_incomplete_results()
         let program = format!("python3 power.py {mode}");
         assert_run_fails(tmp.path(), &path, &out, mode, &program, words);
     }
+    let path = owned(&scenario(
+        tmp.path(),
+        r#"["python3", "power.py", "sleep-primary"]"#,
+        POWER,
+        "",
+    ));
+    assert_run_fails(
+        tmp.path(),
+        &path,
+        "out-sleep-primary",
+        "sleep-primary",
+        "python3 power.py sleep-primary",
+        &[
+            "power order: server 0 cannot sleep: primary tenant \"db\" owns it",
+            "requests show it as \"primary\"",
+        ],
+    );
+}
+
+/// Scenario `path` with four-slot servers, the first owned by primary
+/// tenant `db` (the programs tell the two apart by the slots).
+fn owned(path: &str) -> String {
+    let text = std::fs::read_to_string(path).unwrap().replace(
+        "slots = 2\n",
+        "slots = 4\ncores = 4\n\n[[primary_tenants]]\nname = \"db\"\nservers = 1\n\
+         pattern = \"constant\"\nmean = 0.25\nreserve_cores = 1\n",
+    );
+    let owned = format!("{path}.owned.toml");
+    std::fs::write(&owned, text).unwrap();
+    owned
+}
+
+/// A primary tenant's servers are public configuration: v3 requests show
+/// their owner, and `sleep_idle.py`, which leaves them awake, runs with
+/// no order refused (without a primary tenant no request shows one: the
+/// other tests' programs check that).
+#[test]
+fn requests_show_the_primary_tenants_servers_and_sleep_idle_leaves_them_awake() {
+    if !python() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    with_client(tmp.path());
+    std::fs::write(tmp.path().join("power.py"), PROGRAM).unwrap();
+    let checks = owned(&scenario(
+        tmp.path(),
+        r#"["python3", "power.py", "idle-ok"]"#,
+        POWER,
+        "",
+    ));
+    let o = dcemu(tmp.path(), &["run", &checks, "--quiet", "--out", "checks"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let path = owned(&scenario(
+        tmp.path(),
+        r#"["python3", "py/examples/sleep_idle.py", "0"]"#,
+        POWER,
+        "",
+    ));
+    let o = dcemu(tmp.path(), &["run", &path, "--quiet", "--out", "out"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dir = tmp.path().join("out");
+    assert!(count(&dir, "scheduler", "power_order") > 0);
+    assert_eq!(count(&dir, "server", "sleep_refused"), 0);
+    assert_eq!(
+        count(&dir, "server-0000", "sleep"),
+        0,
+        "the primary tenant's server never slept"
+    );
 }
 
 #[test]
@@ -445,6 +552,20 @@ fn a_program_that_migrates_moves_tasks_and_runs_identically_everywhere() {
         "every move done left its server with its progress first: {done} done, {handed} \
          handed over, {started} ordered (a task may end before its order arrives)"
     );
+    let log = std::fs::read_to_string(dir.join("actors/scheduler.jsonl")).unwrap();
+    for line in log
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"migrate_start\""))
+    {
+        let e: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(e["why"], "external");
+        for unknown in ["rate_now", "rate_expected", "left_s"] {
+            assert!(
+                e.get(unknown).is_none(),
+                "without rate monitoring the scheduler does not know {unknown}: {line}"
+            );
+        }
+    }
     assert_eq!(run("again", &[]), digest, "same digest twice");
     assert_eq!(
         run("three", &["--partitions", "3"]),
@@ -565,5 +686,171 @@ fn power_orders_and_migrations_take_their_decision_latency_once() {
     assert!(
         waits.iter().all(|&w| w == 1_000_000_000),
         "each task waits its decision's 1 s, once: {waits:?}"
+    );
+}
+
+/// At an idle point the same program sleeps more, sooner: `sleep_idle.py`
+/// sleeps a server as soon as it goes idle, not at the next arrival
+/// (`--no-idle`, what it did before `idle` requests), for less energy and
+/// the same tasks; the run is the same twice, on three partitions and in
+/// replay.
+#[test]
+fn sleeping_servers_at_their_idle_point_saves_energy_and_runs_identically() {
+    if !python() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    with_client(tmp.path());
+    let at_idle = scenario(
+        tmp.path(),
+        r#"["python3", "py/examples/sleep_idle.py"]"#,
+        POWER,
+        "",
+    );
+    let at_arrival = scenario(
+        tmp.path(),
+        r#"["python3", "py/examples/sleep_idle.py", "1", "--no-idle"]"#,
+        POWER,
+        "",
+    );
+    let run = |path: &str, out: &str, more: &[&str]| {
+        let mut args = vec!["run", path, "--quiet", "--out", out];
+        args.extend_from_slice(more);
+        let o = dcemu(tmp.path(), &args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read_to_string(tmp.path().join(out).join("digest")).unwrap()
+    };
+    let digest = run(&at_idle, "idle", &[]);
+    run(&at_arrival, "arrival", &[]);
+    let (i, a) = (
+        metrics(&tmp.path().join("idle")),
+        metrics(&tmp.path().join("arrival")),
+    );
+    let energy = |m: &serde_json::Value| m["energy_j_server"].as_f64().unwrap();
+    assert!(
+        energy(&i) < energy(&a),
+        "sleeping at the idle point saves energy: {} J against {} J",
+        energy(&i),
+        energy(&a)
+    );
+    assert_eq!(i["tasks_dispatched"], a["tasks_dispatched"]);
+    let orders_without_a_task = |dir: &str| {
+        let log =
+            std::fs::read_to_string(tmp.path().join(dir).join("actors/scheduler.jsonl")).unwrap();
+        let entries: Vec<serde_json::Value> = log
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let at = |kind: &str| -> Vec<u64> {
+            entries
+                .iter()
+                .filter(|e| e["kind"] == kind)
+                .map(|e| e["t_ns"].as_u64().unwrap())
+                .collect()
+        };
+        let (dispatched, arrived) = (at("task_dispatch"), at("task_arrive"));
+        at("power_order")
+            .into_iter()
+            .filter(|t| !dispatched.contains(t) && !arrived.contains(t))
+            .count()
+    };
+    assert!(
+        orders_without_a_task("idle") > 0,
+        "some servers were slept at an idle point, with no task placed then"
+    );
+    assert_eq!(orders_without_a_task("arrival"), 0);
+    let dir = tmp.path().join("idle");
+    assert_eq!(
+        count(&dir, "server", "sleep"),
+        count(&dir, "scheduler", "power_order"),
+        "every order to sleep put an idle server to sleep"
+    );
+    assert_eq!(run(&at_idle, "again", &[]), digest, "same digest twice");
+    assert_eq!(
+        run(&at_idle, "three", &["--partitions", "3"]),
+        digest,
+        "same digest on three partitions"
+    );
+    assert_replays_identical(tmp.path(), "idle");
+}
+
+/// An `idle` request names the servers that just went idle (each listed
+/// with every slot free), at the moment the scheduler hears of it (a
+/// release), and its orders leave when its decision latency is done.
+#[test]
+fn an_idle_request_comes_with_the_release_and_its_orders_take_its_latency() {
+    if !python() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("power.py"), PROGRAM).unwrap();
+    let path = scenario(
+        tmp.path(),
+        r#"["python3", "power.py", "idle-ok"]"#,
+        POWER,
+        "",
+    );
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "timeout = \"5s\"",
+        "timeout = \"5s\"\ndecision_latency = \"1s\"",
+    );
+    std::fs::write(tmp.path().join("latency.toml"), text).unwrap();
+    let o = dcemu(
+        tmp.path(),
+        &["run", "latency.toml", "--quiet", "--out", "out"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let requests: Vec<serde_json::Value> = std::fs::read_to_string(tmp.path().join("idle.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(requests.len() > 3, "{} idle requests", requests.len());
+    let log = std::fs::read_to_string(tmp.path().join("out/actors/scheduler.jsonl")).unwrap();
+    let entries: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for r in &requests {
+        let t = r["time_ns"].as_u64().unwrap();
+        assert!(
+            entries
+                .iter()
+                .any(|e| e["kind"] == "slot_release" && e["t_ns"].as_u64() == Some(t)),
+            "an idle request at {t} comes with a release then"
+        );
+        assert!(r["queued"].is_u64() && r["rng_word_pos"].is_u64(), "{r}");
+    }
+    let sleeps: Vec<u64> = std::fs::read_dir(tmp.path().join("out/actors"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("server-"))
+        .flat_map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+                .filter(|e| e["kind"] == "sleep")
+                .map(|e| e["t_ns"].as_u64().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let orders: Vec<u64> = entries
+        .iter()
+        .filter(|e| e["kind"] == "power_order")
+        .map(|e| e["t_ns"].as_u64().unwrap())
+        .collect();
+    assert!(!orders.is_empty() && sleeps.len() == orders.len());
+    for t in &orders {
+        assert!(
+            sleeps.iter().any(|s| *s >= t + 1_000_000_000),
+            "the order decided at {t} leaves after its 1 s: {sleeps:?}"
+        );
+    }
+    let mut first_sleep = sleeps.clone();
+    first_sleep.sort_unstable();
+    assert!(
+        first_sleep[0] >= orders[0] + 1_000_000_000,
+        "no server sleeps before the first order's decision is done"
     );
 }

@@ -7,13 +7,20 @@
 //!   (protocol v2) and `power` and `migrate` orders (v3) included, and never evicts
 //!   with a `wait`;
 //! - a refused line gets a non-empty message, and a refused response one
-//!   that says what is wrong (malformed, a decision, a server).
+//!   that says what is wrong (malformed, a decision, a server);
+//! - the same for the answer to an `idle` request (v3,
+//!   `decode_idle_response`): accepted, it round-trips through
+//!   `encode_idle_response`; refused, it is malformed, holds a bad order,
+//!   or places or evicts where only orders may be.
 #![no_main]
 
 use std::io::BufReader;
 
 use dcemu::external::read_line;
-use dcemu_actors::external::{Decision, decode_hello, decode_response, encode_response};
+use dcemu_actors::external::{
+    Decision, decode_hello, decode_idle_response, decode_response, encode_idle_response,
+    encode_response,
+};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -43,6 +50,18 @@ fuzz_target!(|data: &[u8]| {
                 e.starts_with("malformed response")
                     || e.contains("decision")
                     || e.contains("server"),
+                "{e}"
+            ),
+        }
+        match decode_idle_response(&line) {
+            Ok(r) => {
+                let again = encode_idle_response(&r);
+                assert_eq!(decode_idle_response(&again), Ok(r), "round trip of {again}");
+            }
+            Err(e) => assert!(
+                e.starts_with("malformed response")
+                    || e.contains("no task to place or evict")
+                    || e.contains("power order"),
                 "{e}"
             ),
         }

@@ -36,6 +36,10 @@ pub struct ClusterView {
     /// orders it sent it, when an external program decides power
     /// (protocol v3, [`ClusterView::track_power`]); empty otherwise.
     power: Vec<(PowerView, u64)>,
+    /// When the scheduler asks a program at the moments servers go idle
+    /// ([`ClusterView::watch_idle`]): each server whose slots changed
+    /// since the last decision point, with whether it was idle then.
+    idle_watch: Option<std::collections::BTreeMap<u32, bool>>,
 }
 
 /// What the scheduler knows of a server: its configuration and what it
@@ -134,6 +138,7 @@ impl ClusterView {
                 .collect(),
             primary_aware: false,
             power: Vec::new(),
+            idle_watch: None,
         };
         for i in 0..view.servers.len() {
             if view.servers[i].free > 0 {
@@ -191,6 +196,61 @@ impl ClusterView {
         }
     }
 
+    /// Makes the view note which servers go idle between decision points
+    /// ([`ClusterView::went_idle`]).
+    pub(crate) fn watch_idle(&mut self) {
+        self.idle_watch = Some(Default::default());
+    }
+
+    /// Whether the scheduler has nothing out on server `i`: no task
+    /// running, dispatched or migrating there (every slot free).
+    pub fn idle(&self, i: u32) -> bool {
+        self.servers
+            .get(i as usize)
+            .is_some_and(|s| s.free == s.slots)
+    }
+
+    /// Before server `i`'s slots change: remembers whether it was idle at
+    /// the last decision point, if this is its first change since.
+    fn note(&mut self, i: u32) {
+        let was = self.idle(i);
+        if let Some(watch) = self.idle_watch.as_mut() {
+            watch.entry(i).or_insert(was);
+        }
+    }
+
+    /// A request just showed the program the servers `shown` admits: those
+    /// idle now count as seen idle (a decision point for them).
+    pub(crate) fn shown(&mut self, shown: &dyn Fn(u32) -> bool) {
+        let idle: Vec<u32> = match &self.idle_watch {
+            Some(watch) => watch
+                .keys()
+                .copied()
+                .filter(|&i| shown(i) && self.idle(i))
+                .collect(),
+            None => return,
+        };
+        if let Some(watch) = self.idle_watch.as_mut() {
+            for i in idle {
+                watch.insert(i, true);
+            }
+        }
+    }
+
+    /// The servers that went idle since the last decision point, by index
+    /// (busy then, idle now); starts the next period.
+    pub(crate) fn went_idle(&mut self) -> Vec<u32> {
+        let Some(watch) = self.idle_watch.as_mut() else {
+            return Vec::new();
+        };
+        let changed = std::mem::take(watch);
+        changed
+            .into_iter()
+            .filter(|&(i, was)| !was && self.idle(i))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
     /// The server with actor id `id` says it is awake, having received
     /// `orders` power orders: believed only if it had them all (an order
     /// still on its way makes the message stale). Returns whether the
@@ -243,6 +303,7 @@ impl ClusterView {
 
     /// Takes `k` slots and `memory_mb` on server `i` and returns its actor id.
     pub(crate) fn take(&mut self, i: u32, k: u32, memory_mb: u64) -> ActorId {
+        self.note(i);
         if let Some(p) = self.power.get_mut(i as usize)
             && p.0 == PowerView::Asleep
         {
@@ -263,10 +324,11 @@ impl ClusterView {
     /// slots out.
     pub(crate) fn release(&mut self, id: ActorId, k: u32, memory_mb: u64) -> Option<()> {
         let i = *self.by_actor.get(&id)?;
-        let s = &mut self.servers[i as usize];
-        if s.free + k > s.slots {
+        if self.servers[i as usize].free + k > self.servers[i as usize].slots {
             return None;
         }
+        self.note(i);
+        let s = &mut self.servers[i as usize];
         s.memory_free_mb = (s.memory_free_mb + memory_mb).min(s.memory_mb);
         let was_full = s.free == 0;
         s.free += k;
@@ -379,6 +441,38 @@ mod tests {
         );
         assert!(view.awake(ActorId(6), 2));
         assert!(!view.awake(ActorId(7), 0), "not a server");
+    }
+
+    #[test]
+    fn servers_that_went_idle_are_those_busy_at_the_last_decision_point() {
+        let mut view = ClusterView::new(&specs(&[(5, 2), (6, 1), (7, 1)]), false);
+        view.take(0, 1, 0);
+        assert_eq!(view.went_idle(), Vec::<u32>::new(), "not watched");
+        view.watch_idle();
+        view.take(1, 1, 0);
+        view.take(2, 1, 0);
+        assert_eq!(view.went_idle(), Vec::<u32>::new(), "they went busy");
+        view.release(ActorId(5), 1, 0);
+        view.release(ActorId(6), 1, 0);
+        view.take(1, 1, 0);
+        view.release(ActorId(6), 1, 0);
+        assert_eq!(view.went_idle(), vec![0, 1]);
+        view.take(1, 1, 0);
+        view.release(ActorId(6), 1, 0);
+        assert_eq!(
+            view.went_idle(),
+            Vec::<u32>::new(),
+            "busy then idle again within one period: idle at both ends"
+        );
+        view.take(0, 1, 0);
+        assert_eq!(view.went_idle(), Vec::<u32>::new());
+        view.release(ActorId(5), 1, 0);
+        view.shown(&|i| i == 0);
+        assert_eq!(
+            view.went_idle(),
+            Vec::<u32>::new(),
+            "a request showed it idle already"
+        );
     }
 
     #[test]

@@ -597,6 +597,9 @@ struct Placed {
     /// The latest measured rate and work left (from `Rates`).
     rate: f64,
     left_ns: u64,
+    /// Whether `rate` and `left_ns` come from a `Rates` report (else they
+    /// are the placement's assumption: alone, the declared work).
+    measured: bool,
 }
 
 #[derive(Serialize)]
@@ -699,9 +702,16 @@ struct MigrateLog<'a> {
     why: &'static str,
     from: &'a str,
     to: &'a str,
-    left_s: f64,
-    rate_now: f64,
-    rate_expected: f64,
+    /// Work left by the task's latest rate report (at placement, its
+    /// declared work, for the built-in moves); an external program's
+    /// move logs it only when a rate report came, and the rates never:
+    /// the scheduler knows neither without rate monitoring.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    left_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rate_now: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rate_expected: Option<f64>,
 }
 
 impl Scheduler {
@@ -725,6 +735,9 @@ impl Scheduler {
         }
         if placement.tracks_power() {
             cluster.track_power();
+        }
+        if placement.decides_at_idle() {
+            cluster.watch_idle();
         }
         let sends_orders = placement.tracks_power() || placement.wants_running();
         let pool = vec![0; servers.len()];
@@ -896,7 +909,41 @@ impl Scheduler {
         result?;
         let orders = self.core.placement.take_power();
         let moves = self.core.placement.take_migrations();
-        self.core.send_orders(ctx, orders, moves, 0).map(|_| ())
+        self.core.send_orders(ctx, orders, moves, 0)?;
+        self.idle_point(ctx)
+    }
+
+    /// The end of an event that left servers idle in the scheduler's view
+    /// (their last task ended, was killed or moved away) without a
+    /// placement request showing them idle since: a decision point for a
+    /// placement that decides there ([`Placement::idle`]; an external
+    /// program's `idle` request, protocol v3), whose power orders and
+    /// migrations leave when its decision is done.
+    fn idle_point(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        if !self.core.placement.decides_at_idle() {
+            return Ok(());
+        }
+        let idle = self.core.cluster.went_idle();
+        if idle.is_empty() {
+            return Ok(());
+        }
+        let queued = self.queued();
+        let core = &mut self.core;
+        if core.placement.wants_running() {
+            let running = core.running_tasks();
+            core.placement.set_running(running);
+        }
+        core.placement.idle(&idle, queued, &core.cluster, ctx.rng());
+        for (kind, fields) in core.placement.take_logs() {
+            ctx.log(kind, &fields);
+        }
+        if let Some(e) = core.placement.take_error() {
+            return Err(e);
+        }
+        let latency = core.placement.decision_latency();
+        let orders = core.placement.take_power();
+        let moves = core.placement.take_migrations();
+        core.send_orders(ctx, orders, moves, latency).map(|_| ())
     }
 
     fn handle_event(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
@@ -2111,7 +2158,7 @@ impl Core {
                 "external",
                 src,
                 Choice::clean(m.server),
-                (0.0, 0.0),
+                None,
                 None,
                 ctx,
                 Some(leaves),
@@ -2217,6 +2264,7 @@ impl Core {
             exclude: None,
         };
         let choice = self.placement.place(&req, &self.cluster, ctx.rng());
+        self.cluster.shown(&|i| req.may_use(i));
         self.decision_us.push(started.elapsed().as_secs_f64() * 1e6);
         for (kind, fields) in self.placement.take_logs() {
             ctx.log(kind, &fields);
@@ -2325,6 +2373,7 @@ impl Core {
                 .placement
                 .place(&req, &self.cluster, ctx.rng())
                 .filter(|c| !scope.strict || self.appropriate(&req, c));
+            self.cluster.shown(&|i| req.may_use(i));
             for (kind, fields) in self.placement.take_logs() {
                 ctx.log(kind, &fields);
             }
@@ -2441,6 +2490,7 @@ impl Core {
                 reclassified: 0,
                 rate: 1.0,
                 left_ns: task.service_ns,
+                measured: false,
             },
         );
     }
@@ -2604,6 +2654,7 @@ impl Core {
             };
             p.rate = f64::from(r.rate_ppm) / 1e6;
             p.left_ns = r.left_ns;
+            p.measured = true;
             if self.reclassify_below <= 0.0
                 || p.reclassifying
                 || p.migrating_to.is_some()
@@ -2711,7 +2762,7 @@ impl Core {
         let go = left / rate_new.max(1e-6) + self.migration_time as f64;
         match choice {
             Some(choice) if go < stay => {
-                let rates = (rate_now, rate_new);
+                let rates = Some((rate_now, rate_new));
                 self.start_migration(task, "faster", src, choice, rates, slots, ctx, None)
             }
             // Moving the co-runners away helps only a loss that interference
@@ -2726,7 +2777,8 @@ impl Core {
 
     /// Reserves `choice` for `task` (and, under a slot stage, a slot there)
     /// and asks `src` to hand the task over. `rates`: its rate now and the
-    /// one expected there.
+    /// one expected there, when the mover estimated them (`None`: an
+    /// external program's move, logged without them).
     #[allow(clippy::too_many_arguments)]
     fn start_migration(
         &mut self,
@@ -2734,7 +2786,7 @@ impl Core {
         why: &'static str,
         src: ActorId,
         choice: Choice,
-        (rate_now, rate_expected): (f64, f64),
+        rates: Option<(f64, f64)>,
         slots: Option<&mut SlotStage>,
         ctx: &mut Ctx<'_, Msg>,
         leaves: Option<SimTime>,
@@ -2752,7 +2804,8 @@ impl Core {
             return Ok(());
         };
         p.migrating_to = Some((choice.server, choice.violation));
-        let (cores, memory_mb, left_ns) = (p.cores, p.memory_mb, p.left_ns);
+        let (cores, memory_mb) = (p.cores, p.memory_mb);
+        let left_s = (rates.is_some() || p.measured).then(|| p.left_ns as f64 / 1e9);
         self.cluster.take(choice.server, cores, memory_mb);
         if let Some(pr) = self.profiles.get(&task) {
             self.cluster
@@ -2769,9 +2822,9 @@ impl Core {
                 why,
                 from: world.name(src),
                 to: world.name(to),
-                left_s: left_ns as f64 / 1e9,
-                rate_now,
-                rate_expected,
+                left_s,
+                rate_now: rates.map(|r| r.0),
+                rate_expected: rates.map(|r| r.1),
             },
         );
         let body = Body::Migrate { task };
@@ -2853,7 +2906,7 @@ impl Core {
                 "isolate",
                 src,
                 choice,
-                (rate, speed),
+                Some((rate, speed)),
                 stage,
                 ctx,
                 None,

@@ -6,7 +6,8 @@ it, at every placement decision, where a task should run, with
 found no free slot evicts (``on_preempt``), and with ``stages =
 ["placement", "power"]`` which servers to put to sleep or wake (``Sleep``,
 ``Wake`` in a decision's ``power``), and with ``"migration"`` which running
-tasks move (``Migrate`` in a decision's ``migrate``); this module speaks
+tasks move (``Migrate`` in a decision's ``migrate``), also when servers
+go idle (``on_idle``, answered with ``Orders``); this module speaks
 protocols v1, v2 and v3 (docs/external-scheduler.md) on stdin/stdout for
 you::
 
@@ -41,7 +42,10 @@ __all__ = [
     "ChaCha8",
     "Decision",
     "Evict",
+    "IdleHandler",
+    "IdleRequest",
     "Migrate",
+    "Orders",
     "Place",
     "Placed",
     "PreemptDecision",
@@ -58,6 +62,7 @@ __all__ = [
     "Task",
     "Wait",
     "Wake",
+    "no_orders",
     "run",
     "serve",
 ]
@@ -159,6 +164,10 @@ class ServerState:
     """v3: its power state as the scheduler knows it: ``"awake"``,
     ``"asleep"`` (ordered to sleep; a dispatch or ``Wake`` wakes it, which
     takes ``power.server_wake`` at peak power) or ``"waking"``."""
+    primary: Optional[str] = None
+    """v3: the name of the primary tenant that owns it, if one does (public
+    configuration). Such a server never sleeps: ``Sleep`` on it is an
+    error."""
 
     def idle(self) -> bool:
         """Whether the scheduler has nothing running or on its way there
@@ -241,11 +250,33 @@ class PreemptRequest:
         return [(s, r) for s in self.servers for r in s.running if r.admissible]
 
 
+@dataclass
+class IdleRequest:
+    """v3 with the power or migration stage: servers ``idle`` just went idle
+    in the scheduler's view (their last task ended, was killed or moved
+    away) and no ``place`` request showed them so since. Nothing to place:
+    answer with ``Orders`` (to sleep them, say) or ``Orders()`` for none."""
+
+    id: int
+    time_ns: int
+    idle: list[int]
+    """The servers that just went idle, by index, ascending."""
+    servers: list[ServerState]
+    """Every server with a free slot, in dcemu's order."""
+    queued: int
+    """Tasks waiting in the scheduler's queue."""
+    rng: ChaCha8
+    cluster: list[Server]
+    running: list[Placed] = field(default_factory=list)
+    """With the migration stage: every placed task, by id."""
+
+
 @dataclass(frozen=True)
 class Sleep:
     """v3: put the server of this index to sleep. It must be ``"awake"``
-    with nothing running or on its way there (``ServerState.idle``), and
-    not the server the same decision places on."""
+    with nothing running or on its way there (``ServerState.idle``), not
+    owned by a primary tenant (``ServerState.primary``), and not the server
+    the same decision places on."""
 
     server: int
 
@@ -293,6 +324,15 @@ class Wait:
 
 
 @dataclass(frozen=True)
+class Orders:
+    """The answer to an ``IdleRequest``: power orders and migrations only,
+    checked as a ``Wait``'s are (``Orders()``: none)."""
+
+    power: tuple[PowerOrder, ...] = ()
+    migrate: tuple[Migrate, ...] = ()
+
+
+@dataclass(frozen=True)
 class Evict:
     """Evict running ``task`` from ``server`` and start the task asking in
     its slot. ``reason`` goes into dcemu's error messages, not the results."""
@@ -308,14 +348,22 @@ PreemptDecision = Union[Evict, Wait]
 
 
 class Scheduler(Protocol):
-    """Anything with ``on_request``; ``on_hello(servers)`` and
-    ``on_preempt(request)`` (for the preemption stage) are optional."""
+    """Anything with ``on_request``; ``on_hello(servers)``,
+    ``on_preempt(request)`` (for the preemption stage) and
+    ``on_idle(request)`` (v3: servers went idle; no orders if absent) are
+    optional."""
 
     def on_request(self, request: Request) -> Decision: ...
 
 
 Handler = Union[Scheduler, Callable[[Request], Decision]]
 PreemptHandler = Callable[[PreemptRequest], PreemptDecision]
+IdleHandler = Callable[[IdleRequest], Orders]
+
+
+def no_orders(request: IdleRequest) -> Orders:
+    """The default ``on_idle``: leave every server as it is."""
+    return Orders()
 
 
 def _report(v: Optional[dict]) -> Optional[Report]:
@@ -331,6 +379,7 @@ def _state(cluster: list[Server], s: dict) -> ServerState:
         report=_report(s.get("report")),
         running=[RunningTask(**r) for r in s.get("running") or []],
         power=s.get("power"),
+        primary=s.get("primary"),
     )
 
 
@@ -346,6 +395,35 @@ def _power(orders: tuple[PowerOrder, ...]) -> list[dict]:
     return out
 
 
+def _orders(out: dict, power: tuple[PowerOrder, ...], moves: tuple[Migrate, ...]) -> None:
+    if power:
+        out["power"] = _power(power)
+    if moves:
+        out["migrate"] = [{"task": m.task, "server": m.server} for m in moves]
+
+
+def _idle(handler: IdleHandler, msg: dict, cluster: list[Server], rng: ChaCha8) -> dict:
+    orders = handler(
+        IdleRequest(
+            id=msg["id"],
+            time_ns=msg["time_ns"],
+            idle=list(msg["idle"]),
+            servers=[_state(cluster, s) for s in msg["servers"]],
+            queued=msg["queued"],
+            rng=rng,
+            cluster=cluster,
+            running=[Placed(**r) for r in msg.get("running") or []],
+        )
+    )
+    if not isinstance(orders, Orders):
+        raise TypeError(f"on_idle returned {orders!r}, not Orders")
+    out: dict = {"id": msg["id"]}
+    _orders(out, orders.power, orders.migrate)
+    if rng.word_pos != msg["rng_word_pos"]:
+        out["rng_word_pos"] = rng.word_pos
+    return out
+
+
 def _profile(p: Optional[dict]) -> Optional[Profile]:
     return None if p is None else Profile(p["speed"], p["tolerated"], p["caused"])
 
@@ -355,14 +433,18 @@ def serve(
     stdin: TextIO,
     stdout: TextIO,
     on_preempt: Optional[PreemptHandler] = None,
+    on_idle: Optional[IdleHandler] = None,
 ) -> int:
     """Answers dcemu on ``stdin``/``stdout`` until it closes ``stdin``;
     returns the number of requests answered. ``preempt`` requests go to
-    ``on_preempt``, else to the handler's ``on_preempt`` method."""
+    ``on_preempt``, else to the handler's ``on_preempt`` method; ``idle``
+    requests to ``on_idle``, else to the handler's ``on_idle`` method,
+    else to ``no_orders``."""
     decide: Callable[[Request], Decision] = (
         handler if callable(handler) and not hasattr(handler, "on_request") else handler.on_request  # type: ignore[union-attr]
     )
     preempt: Optional[PreemptHandler] = on_preempt or getattr(handler, "on_preempt", None)
+    idle: IdleHandler = on_idle or getattr(handler, "on_idle", None) or no_orders
     first = stdin.readline()
     if not first:
         return 0
@@ -400,9 +482,14 @@ def serve(
     for line in stdin:
         msg = json.loads(line)
         kind = msg.get("type")
-        if kind not in ("place", "preempt") or (kind == "preempt" and preempt is None):
+        if kind not in ("place", "preempt", "idle") or (kind == "preempt" and preempt is None):
             raise ValueError(f"unknown request type {kind!r}")
         rng.word_pos = msg["rng_word_pos"]
+        if kind == "idle":
+            stdout.write(json.dumps(_idle(idle, msg, cluster, rng)) + "\n")
+            stdout.flush()
+            answered += 1
+            continue
         out: dict = {"id": msg["id"], "task": msg["task"]["id"]}
         servers = [_state(cluster, s) for s in msg["servers"]]
         orders: tuple[PowerOrder, ...] = ()
@@ -453,10 +540,7 @@ def serve(
             else:
                 raise TypeError(f"on_preempt returned {victim!r}, not Evict or Wait")
             orders = victim.power
-        if orders:
-            out["power"] = _power(orders)
-        if moves:
-            out["migrate"] = [{"task": m.task, "server": m.server} for m in moves]
+        _orders(out, orders, moves)
         if rng.word_pos != msg["rng_word_pos"]:
             out["rng_word_pos"] = rng.word_pos
         stdout.write(json.dumps(out) + "\n")
@@ -465,6 +549,10 @@ def serve(
     return answered
 
 
-def run(handler: Handler, on_preempt: Optional[PreemptHandler] = None) -> None:
+def run(
+    handler: Handler,
+    on_preempt: Optional[PreemptHandler] = None,
+    on_idle: Optional[IdleHandler] = None,
+) -> None:
     """Serves dcemu on this process's stdin and stdout."""
-    serve(handler, sys.stdin, sys.stdout, on_preempt)
+    serve(handler, sys.stdin, sys.stdout, on_preempt, on_idle)

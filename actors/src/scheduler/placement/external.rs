@@ -5,11 +5,11 @@
 
 use dcemu_topology::SimTime;
 
-use crate::config::{ExternalConfig, ExternalStage};
+use crate::config::{ExternalConfig, ExternalStage, PrimaryTenantConfig};
 use crate::external::{
-    Decision, Hello, HelloServer, MigrateOrder, Oracle, PlaceRequest, PlacedView, PowerOrder,
-    PowerView, PreemptRequest, ProfileView, Response, RngKey, RunningView, ServerState, TaskView,
-    decode_hello, decode_response, protocol_for,
+    Decision, Hello, HelloServer, IdleRequest, MigrateOrder, Oracle, PlaceRequest, PlacedView,
+    PowerOrder, PowerView, PreemptRequest, ProfileView, Response, RngKey, RunningView, ServerState,
+    TaskView, decode_hello, decode_idle_response, decode_response, protocol_for,
 };
 use crate::kernel::{ActorRng, Metrics, ModelError};
 use crate::scheduler::cluster_view::ServerSpec;
@@ -55,20 +55,37 @@ pub struct External {
     /// The latest response's migrations (v3), checked, until the
     /// scheduler takes them ([`Placement::take_migrations`]).
     migrations: Vec<MigrateOrder>,
+    /// v3: the primary tenant owning each server, by index (public
+    /// configuration); empty under v1 and v2, whose requests do not show it.
+    owners: Vec<Option<String>>,
 }
 
 impl External {
-    /// The policy over `servers`, asking `oracle` (the program's runner;
-    /// `None` when the model was built without one, which every request
-    /// then reports).
+    /// The policy over `servers`, whose first ones the `primaries` own
+    /// in order, asking `oracle` (the program's runner; `None` when the
+    /// model was built without one, which every request then reports).
     pub fn new(
         cfg: &ExternalConfig,
         servers: &[ServerSpec],
+        primaries: &[PrimaryTenantConfig],
         oracle: Option<Box<dyn Oracle>>,
     ) -> Self {
+        let protocol = protocol_for(&cfg.stages);
+        let owners = if protocol >= 3 {
+            let owned = primaries
+                .iter()
+                .flat_map(|p| std::iter::repeat_n(Some(p.name.clone()), p.servers as usize));
+            owned
+                .chain(std::iter::repeat(None))
+                .take(servers.len())
+                .collect()
+        } else {
+            Vec::new()
+        };
         External {
+            owners,
             oracle,
-            protocol: protocol_for(&cfg.stages),
+            protocol,
             cfg: cfg.clone(),
             servers: servers
                 .iter()
@@ -110,11 +127,11 @@ impl External {
     fn check_migrations(
         &mut self,
         what: &str,
-        response: &Response,
+        migrate: &[MigrateOrder],
         placed: Option<(u32, u32)>,
         cluster: &ClusterView,
     ) -> Result<(), String> {
-        if response.migrate.is_empty() {
+        if migrate.is_empty() {
             return Ok(());
         }
         if !self.decides_migration() {
@@ -127,9 +144,9 @@ impl External {
         }
         let all = cluster.servers();
         let mut taken: Vec<(u32, u32)> = placed.into_iter().collect();
-        for (k, order) in response.migrate.iter().enumerate() {
+        for (k, order) in migrate.iter().enumerate() {
             let (t, to) = (order.task, order.server);
-            if response.migrate[..k].iter().any(|o| o.task == t) {
+            if migrate[..k].iter().any(|o| o.task == t) {
                 return Err(format!(
                     "{what}: migrate orders name task {t} twice (one move per task and response)"
                 ));
@@ -167,7 +184,7 @@ impl External {
             }
             taken.push((to, r.cores));
         }
-        self.migrations = response.migrate.clone();
+        self.migrations = migrate.to_vec();
         Ok(())
     }
 
@@ -185,11 +202,11 @@ impl External {
     fn check_power(
         &mut self,
         what: &str,
-        response: &Response,
+        power: &[PowerOrder],
         placed: Option<u32>,
         cluster: &ClusterView,
     ) -> Result<(), String> {
-        if response.power.is_empty() {
+        if power.is_empty() {
             return Ok(());
         }
         if !self.decides_power() {
@@ -201,7 +218,7 @@ impl External {
             ));
         }
         let all = cluster.servers();
-        for (k, order) in response.power.iter().enumerate() {
+        for (k, order) in power.iter().enumerate() {
             let i = order.server;
             let Some(s) = all.get(i as usize) else {
                 return Err(format!(
@@ -209,14 +226,20 @@ impl External {
                     all.len().saturating_sub(1)
                 ));
             };
-            if response.power[..k].iter().any(|o| o.server == i) {
+            if power[..k].iter().any(|o| o.server == i) {
                 return Err(format!(
                     "{what}: power orders name server {i} twice (one order per server and \
                      response)"
                 ));
             }
             let state = cluster.power(i).unwrap_or(PowerView::Awake);
+            let owner = self.owner(i);
             let problem = match (order.sleep, state) {
+                (true, _) if owner.is_some() => Some(format!(
+                    "primary tenant {:?} owns it (its servers never sleep: they serve it \
+                     first, harvesting §3; requests show it as \"primary\")",
+                    owner.unwrap_or_default()
+                )),
                 (true, PowerView::Asleep) => Some("it is already asleep".to_string()),
                 (true, PowerView::Waking) => Some(
                     "it is waking (it may sleep once a request shows it \"awake\")".to_string(),
@@ -242,7 +265,7 @@ impl External {
                 ));
             }
         }
-        self.orders = response.power.clone();
+        self.orders = power.to_vec();
         Ok(())
     }
 
@@ -295,8 +318,7 @@ impl External {
     /// its id, how errors name it, and the random stream's position.
     fn open(
         &mut self,
-        kind: &str,
-        task: u64,
+        about: &str,
         cluster: &ClusterView,
         rng: &ActorRng,
     ) -> Result<(u64, String, u64), String> {
@@ -306,7 +328,7 @@ impl External {
         }
         let id = self.next_id;
         self.next_id += 1;
-        let what = format!("request {id} ({kind} task {task})");
+        let what = format!("request {id} ({about})");
         let word_pos = u64::try_from(rng.get_word_pos())
             .map_err(|_| format!("{what}: the random stream is past 2^64 words"))?;
         Ok((id, what, word_pos))
@@ -356,13 +378,13 @@ impl External {
         rng: &mut ActorRng,
     ) -> Result<Option<Choice>, String> {
         let t = req.task;
-        let (id, what, word_pos) = self.open("place", t.id, cluster, rng)?;
+        let (id, what, word_pos) = self.open(&format!("place task {}", t.id), cluster, rng)?;
         let all = cluster.servers();
         let servers: Vec<ServerState> = cluster
             .with_free()
             .iter()
             .filter(|&&i| req.may_use(i))
-            .map(|&i| server_state(cluster, i, None))
+            .map(|&i| self.server_state(cluster, i, None))
             .collect();
         self.latency_ns = self.cfg.latency_ns(servers.len());
         let request = PlaceRequest {
@@ -372,19 +394,7 @@ impl External {
             task: task_view(t),
             profile: profile_view(req),
             servers,
-            running: self.decides_migration().then(|| {
-                self.running
-                    .iter()
-                    .map(|r| PlacedView {
-                        id: r.task,
-                        server: r.server,
-                        since_ns: r.since,
-                        cores: r.cores,
-                        memory_mb: r.memory_mb,
-                        migrating: r.migrating,
-                    })
-                    .collect()
-            }),
+            running: self.running_view(),
             rng_word_pos: word_pos,
         };
         let line = serde_json::to_string(&request).map_err(|e| format!("{what}: {e}"))?;
@@ -398,8 +408,8 @@ impl External {
         }
         let server = match response.decision {
             Decision::Wait => {
-                self.check_power(&what, &response, None, cluster)?;
-                self.check_migrations(&what, &response, None, cluster)?;
+                self.check_power(&what, &response.power, None, cluster)?;
+                self.check_migrations(&what, &response.migrate, None, cluster)?;
                 return Ok(None);
             }
             Decision::Place { server } => server,
@@ -425,9 +435,102 @@ impl External {
                 }
             ));
         }
-        self.check_power(&what, &response, Some(server), cluster)?;
-        self.check_migrations(&what, &response, Some((server, t.cores)), cluster)?;
+        self.check_power(&what, &response.power, Some(server), cluster)?;
+        self.check_migrations(&what, &response.migrate, Some((server, t.cores)), cluster)?;
         Ok(Some(Choice::clean(server)))
+    }
+
+    /// The primary tenant owning server `i` (v3; `None` under v1 and v2).
+    fn owner(&self, i: u32) -> Option<&str> {
+        self.owners.get(i as usize).and_then(Option::as_deref)
+    }
+
+    /// A server of `cluster` as a request shows it (its power state only
+    /// when the view follows power states, its primary tenant only under
+    /// v3).
+    fn server_state(
+        &self,
+        cluster: &ClusterView,
+        i: u32,
+        running: Option<Vec<RunningView>>,
+    ) -> ServerState {
+        let s = &cluster.servers()[i as usize];
+        ServerState {
+            index: i,
+            free_slots: s.free,
+            free_memory_mb: s.memory_free_mb,
+            primary_room: (s.primary_room != u32::MAX).then_some(s.primary_room),
+            report: cluster.report(i).copied(),
+            running,
+            power: cluster.power(i),
+            primary: self.owner(i).map(str::to_string),
+        }
+    }
+
+    /// The placed tasks as a request shows them, with the migration stage.
+    fn running_view(&self) -> Option<Vec<PlacedView>> {
+        self.decides_migration().then(|| {
+            self.running
+                .iter()
+                .map(|r| PlacedView {
+                    id: r.task,
+                    server: r.server,
+                    since_ns: r.since,
+                    cores: r.cores,
+                    memory_mb: r.memory_mb,
+                    migrating: r.migrating,
+                })
+                .collect()
+        })
+    }
+
+    /// One `idle` request (v3) and its checked answer: orders only,
+    /// checked as a `wait`'s are.
+    fn ask_idle(
+        &mut self,
+        idle: &[u32],
+        queued: usize,
+        cluster: &ClusterView,
+        rng: &mut ActorRng,
+    ) -> Result<(), String> {
+        let (id, what, word_pos) = self.open(&idle_label(idle), cluster, rng)?;
+        let servers: Vec<ServerState> = cluster
+            .with_free()
+            .iter()
+            .map(|&i| self.server_state(cluster, i, None))
+            .collect();
+        self.latency_ns = self.cfg.latency_ns(servers.len());
+        let request = IdleRequest {
+            kind: "idle",
+            id,
+            time_ns: self.now,
+            idle: idle.to_vec(),
+            servers,
+            running: self.running_view(),
+            queued: queued as u64,
+            rng_word_pos: word_pos,
+        };
+        let line = serde_json::to_string(&request).map_err(|e| format!("{what}: {e}"))?;
+        let answer = self.exchange(&line).map_err(|e| format!("{what}: {e}"))?;
+        let response = decode_idle_response(&answer).map_err(|e| format!("{what}: {e}"))?;
+        if response.id != id {
+            return Err(format!(
+                "{what}: the response answers request {} (stale or out of order: \
+                 each request gets exactly one response, with its id)",
+                response.id
+            ));
+        }
+        if let Some(pos) = response.rng_word_pos {
+            if pos < word_pos {
+                return Err(format!(
+                    "{what}: rng_word_pos {pos} is behind the stream's position {word_pos} \
+                     (a stream only moves forward)"
+                ));
+            }
+            rng.set_word_pos(u128::from(pos));
+        }
+        self.check_power(&what, &response.power, None, cluster)?;
+        self.check_migrations(&what, &response.migrate, None, cluster)
     }
 
     /// One preemption request (v2) and its checked answer: an index into
@@ -440,7 +543,7 @@ impl External {
         rng: &mut ActorRng,
     ) -> Result<Option<usize>, String> {
         let t = req.task;
-        let (id, what, word_pos) = self.open("preempt", t.id, cluster, rng)?;
+        let (id, what, word_pos) = self.open(&format!("preempt task {}", t.id), cluster, rng)?;
         let mut servers: Vec<ServerState> = Vec::new();
         for r in running {
             let view = RunningView {
@@ -457,7 +560,7 @@ impl External {
                         list.push(view);
                     }
                 }
-                _ => servers.push(server_state(cluster, r.server, Some(vec![view]))),
+                _ => servers.push(self.server_state(cluster, r.server, Some(vec![view]))),
             }
         }
         self.latency_ns = self.cfg.latency_ns(servers.len());
@@ -474,8 +577,8 @@ impl External {
         let response = self.answer(&line, (id, &what, word_pos), t.id, rng)?;
         let server = match response.decision {
             Decision::Wait => {
-                self.check_power(&what, &response, None, cluster)?;
-                self.check_migrations(&what, &response, None, cluster)?;
+                self.check_power(&what, &response.power, None, cluster)?;
+                self.check_migrations(&what, &response.migrate, None, cluster)?;
                 return Ok(None);
             }
             Decision::Place { server } => server,
@@ -526,25 +629,22 @@ impl External {
                 r.task, r.priority, t.id, t.priority
             ));
         }
-        self.check_power(&what, &response, Some(server), cluster)?;
-        self.check_migrations(&what, &response, None, cluster)?;
+        self.check_power(&what, &response.power, Some(server), cluster)?;
+        self.check_migrations(&what, &response.migrate, None, cluster)?;
         Ok(Some(k))
     }
 }
 
-/// A server of `cluster` as a request shows it (its power state only when
-/// the view follows power states: v3).
-fn server_state(cluster: &ClusterView, i: u32, running: Option<Vec<RunningView>>) -> ServerState {
-    let s = &cluster.servers()[i as usize];
-    ServerState {
-        index: i,
-        free_slots: s.free,
-        free_memory_mb: s.memory_free_mb,
-        primary_room: (s.primary_room != u32::MAX).then_some(s.primary_room),
-        report: cluster.report(i).copied(),
-        running,
-        power: cluster.power(i),
-    }
+/// How errors name an `idle` request: `idle: server 3`, `idle: servers
+/// 2, 5` (the first eight, then how many more).
+fn idle_label(idle: &[u32]) -> String {
+    let shown: Vec<String> = idle.iter().take(8).map(u32::to_string).collect();
+    let more = match idle.len().saturating_sub(8) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    let noun = if idle.len() == 1 { "server" } else { "servers" };
+    format!("idle: {noun} {}{more}", shown.join(", "))
 }
 
 fn task_view(t: &crate::task::Task) -> TaskView {
@@ -629,6 +729,21 @@ impl Placement for External {
                 self.failed = Some(e);
                 None
             }
+        }
+    }
+
+    /// With the power or the migration stage (v3), servers going idle are
+    /// a decision point of their own (an `idle` request).
+    fn decides_at_idle(&self) -> bool {
+        self.decides_power() || self.decides_migration()
+    }
+
+    fn idle(&mut self, idle: &[u32], queued: usize, cluster: &ClusterView, rng: &mut ActorRng) {
+        if self.failed.is_some() {
+            return;
+        }
+        if let Err(e) = self.ask_idle(idle, queued, cluster, rng) {
+            self.failed = Some(e);
         }
     }
 

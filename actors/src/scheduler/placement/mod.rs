@@ -239,6 +239,22 @@ pub trait Placement: Send {
         Vec::new()
     }
 
+    /// Whether the policy decides at the moments servers go idle
+    /// ([`Placement::idle`]): the scheduler then notes which servers go
+    /// idle and asks it at the end of the event, unless a placement
+    /// request showed them idle already.
+    fn decides_at_idle(&self) -> bool {
+        false
+    }
+
+    /// Servers `idle` (indices, ascending) just went idle in the
+    /// scheduler's view, with `queued` tasks waiting: the policy may
+    /// decide power orders and migrations ([`Placement::take_power`],
+    /// [`Placement::take_migrations`]), which take its
+    /// [`Placement::decision_latency`] as after [`Placement::place`].
+    fn idle(&mut self, _idle: &[u32], _queued: usize, _cluster: &ClusterView, _rng: &mut ActorRng) {
+    }
+
     /// Log entries (`kind`, fields) the policy made since the last call;
     /// the scheduler writes them to its log.
     fn take_logs(&mut self) -> Vec<(&'static str, serde_json::Value)> {

@@ -38,7 +38,7 @@ pub fn build(
         PlacementKind::ParagonNh => paragon(Awareness::InterferenceOnly),
         PlacementKind::ParagonNi => paragon(Awareness::HeterogeneityOnly),
         PlacementKind::External => match &cfg.external {
-            Some(e) => Box::new(External::new(e, servers, oracle)),
+            Some(e) => Box::new(External::new(e, servers, primaries, oracle)),
             None => Box::new(RandomPlacement),
         },
         // The energy-aware and annealing stages place by themselves (the
