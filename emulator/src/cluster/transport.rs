@@ -45,7 +45,7 @@ pub const CLOSE_ABORT: u32 = 3;
 pub enum Inbound<M> {
     Batch {
         from: usize,
-        report: Report,
+        report: Arc<Report>,
         last: bool,
         envelopes: Vec<Envelope<M>>,
     },
@@ -278,7 +278,7 @@ async fn write_all(
 /// Encodes `chunk` as one or more non-final frames under `max_frame`.
 fn encode_chunks<M: Serialize>(
     chunk: Vec<Envelope<M>>,
-    report: &Report,
+    report: &Arc<Report>,
     max_frame: usize,
     out: &mut Vec<(Vec<Envelope<M>>, Vec<u8>)>,
 ) -> Result<(), wire::WireError> {
@@ -495,13 +495,13 @@ mod tests {
 
     fn batch(src: u32, dst: u32) -> Vec<u8> {
         let frame = PeerFrame::Batch {
-            report: Report {
+            report: Arc::new(Report {
                 round: 0,
                 horizon: Horizon::idle(2),
                 standing: Horizon::idle(2),
                 sends_to: vec![0],
                 wake: None,
-            },
+            }),
             last: true,
             envelopes: vec![env(src, dst)],
         };

@@ -289,7 +289,7 @@ pub enum PeerFrame<M> {
     /// A round's report and envelopes (see `engine::rounds`), split over
     /// several frames when large: the report is repeated, the last is marked.
     Batch {
-        report: Report,
+        report: std::sync::Arc<Report>,
         last: bool,
         envelopes: Vec<Envelope<M>>,
     },

@@ -292,6 +292,14 @@ impl Horizon {
         }
     }
 
+    /// A horizon that speaks of no partition, for a field nobody reads.
+    pub fn unused() -> Self {
+        Horizon {
+            next: SimTime::MAX,
+            reach: Vec::new(),
+        }
+    }
+
     /// Takes the element-wise minimum with `other`, which must speak of as
     /// many partitions.
     pub fn merge(&mut self, other: &Horizon) -> Result<(), String> {

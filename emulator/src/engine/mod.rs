@@ -243,6 +243,20 @@ pub fn run_threads<A: Actor>(
 where
     A::Msg: Send,
 {
+    run_threads_with(config, actors, partitions, progress, false)
+}
+
+/// [`run_threads`], with partitions sitting rounds out when `sit_out`.
+pub(crate) fn run_threads_with<A: Actor>(
+    config: &EngineConfig,
+    actors: Vec<(String, A)>,
+    partitions: usize,
+    progress: Option<Arc<Progress>>,
+    sit_out: bool,
+) -> Result<EngineOutput, EngineError>
+where
+    A::Msg: Send,
+{
     if partitions == 0 || partitions > MAX_PARTITIONS {
         return Err(EngineError::Setup(format!(
             "partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}"
@@ -256,7 +270,9 @@ where
         ));
     }
     let mut parts = partition::split(config, actors, &assignment, partitions)?;
-    let transports = in_memory_mesh::<A::Msg>(partitions);
+    let transports = in_memory_mesh::<A::Msg>(partitions)
+        .into_iter()
+        .map(|t| t.sitting_out(sit_out));
 
     let results: Vec<Result<partition::PartitionOutput, EngineError>> = std::thread::scope(|s| {
         let handles: Vec<_> = parts

@@ -224,9 +224,10 @@ impl<A: Actor> Partition<A> {
         for &(p, _) in self.location.iter() {
             hosts[p as usize] = true;
         }
-        let mut rounds = Rounds::new(self.index, hosts, self.config.end);
+        let sit_out = transport.lets_partitions_sit_out();
+        let mut rounds = Rounds::new(self.index, hosts, self.config.end, sit_out);
         loop {
-            let (local, standing) = self.horizon();
+            let (local, standing) = self.horizon(sit_out);
             let waiting = std::time::Instant::now();
             let agreed = rounds
                 .exchange(transport, &mut self.remote, local, standing, &mut incoming)
@@ -297,10 +298,11 @@ impl<A: Actor> Partition<A> {
     /// back cannot cut in before it; an envelope in flight is pending at its
     /// receiver's partition when that partition's window opens.
     ///
-    /// Returns the horizon and its standing part: the pending events alone,
-    /// what stays true while the partition handles and receives nothing
-    /// (see [`super::rounds`]).
-    fn horizon(&mut self) -> (Horizon, Horizon) {
+    /// Returns the horizon and, when partitions may sit rounds out, its
+    /// standing part: the pending events alone, what stays true while the
+    /// partition handles and receives nothing (see [`super::rounds`]);
+    /// otherwise nobody reads it and it is left empty.
+    fn horizon(&mut self, standing_too: bool) -> (Horizon, Horizon) {
         let mut standing = Horizon::idle(self.partitions);
         let distances = &self.distances;
         if let Some(local_next) = self.heap.peek().map(Queued::deliver_at) {
@@ -316,7 +318,11 @@ impl<A: Actor> Partition<A> {
                 }
             }
         }
-        let mut h = standing.clone();
+        let (mut h, standing) = if standing_too {
+            (standing.clone(), standing)
+        } else {
+            (standing, Horizon::unused())
+        };
         for (p, (first, envelopes)) in self.sent.iter_mut().zip(&self.remote).enumerate() {
             if *first == SimTime::MAX {
                 continue;

@@ -37,6 +37,8 @@
 //! earliest pending event is bound at least a lookahead later (its own
 //! events do not bound it), and an envelope's receiver is woken by it.
 
+use std::sync::Arc;
+
 use dcemu_actors::kernel::Envelope;
 use dcemu_topology::SimTime;
 
@@ -64,11 +66,14 @@ pub(crate) struct Rounds<M> {
     /// The standing horizon of every partition sitting the round out.
     standing: Vec<Option<Horizon>>,
     /// Frames of later rounds that came before this round ended.
-    early: Vec<(usize, Report, Vec<Envelope<M>>)>,
+    early: Vec<(usize, Arc<Report>, Vec<Envelope<M>>)>,
     /// Peers whose links ended.
     closed: Vec<bool>,
     /// Rounds this partition took part in (engine bookkeeping).
     taken: u64,
+    /// Whether partitions may sit rounds out (the same in every partition
+    /// of a run: [`Transport::lets_partitions_sit_out`]).
+    sit_out: bool,
 }
 
 /// The outcome of a round, the same at every member and woken partition.
@@ -81,8 +86,8 @@ struct Settled {
 
 impl<M> Rounds<M> {
     /// `hosts[p]`: whether partition `p` hosts any actor; all of those take
-    /// part in round 0.
-    pub(crate) fn new(me: usize, hosts: Vec<bool>, end: SimTime) -> Self {
+    /// part in round 0, and without `sit_out` in every round.
+    pub(crate) fn new(me: usize, hosts: Vec<bool>, end: SimTime, sit_out: bool) -> Self {
         let n = hosts.len();
         Rounds {
             me,
@@ -97,6 +102,7 @@ impl<M> Rounds<M> {
             early: Vec::new(),
             closed: vec![false; n],
             taken: 0,
+            sit_out,
         }
     }
 
@@ -122,7 +128,7 @@ impl<M> Rounds<M> {
             return Ok(Agreed::Done { rounds: 0 });
         }
         let k = self.round;
-        let mine = Report {
+        let mine = Arc::new(Report {
             round: k,
             horizon,
             standing,
@@ -131,7 +137,7 @@ impl<M> Rounds<M> {
                 .map(|p| p as u32)
                 .collect(),
             wake: None,
-        };
+        });
         let frames = self
             .others()
             .map(|m| {
@@ -143,7 +149,7 @@ impl<M> Rounds<M> {
             })
             .collect();
         transport.send(frames)?;
-        let mut reports: Vec<Option<Report>> = vec![None; self.hosts.len()];
+        let mut reports: Vec<Option<Arc<Report>>> = vec![None; self.hosts.len()];
         let lead = self.lead();
         reports[self.me] = Some(mine);
         self.collect(transport, &mut reports, incoming)?;
@@ -177,7 +183,7 @@ impl<M> Rounds<M> {
         &self,
         transport: &mut T,
         settled: &Settled,
-        reports: &[Option<Report>],
+        reports: &[Option<Arc<Report>>],
         outgoing: &mut [Vec<Envelope<M>>],
     ) -> Result<(), TransportError> {
         if settled.woken.is_empty() {
@@ -194,10 +200,10 @@ impl<M> Rounds<M> {
                 Vec::new()
             },
         };
-        let report = Report {
+        let report = Arc::new(Report {
             wake: Some(wake),
-            ..mine.clone()
-        };
+            ..Report::clone(mine)
+        });
         let frames = settled
             .woken
             .iter()
@@ -294,7 +300,7 @@ impl<M> Rounds<M> {
                 });
             }
             self.early.push((from, report, envelopes));
-            let mut reports: Vec<Option<Report>> = vec![None; n];
+            let mut reports: Vec<Option<Arc<Report>>> = vec![None; n];
             self.collect(transport, &mut reports, incoming)?;
             self.adopt_sleepers(&reports)?;
             let settled = self.settle(&reports)?;
@@ -315,7 +321,7 @@ impl<M> Rounds<M> {
 
     /// Takes the standing horizons of the partitions sitting out from the
     /// lowest member's wake report.
-    fn adopt_sleepers(&mut self, reports: &[Option<Report>]) -> Result<(), TransportError> {
+    fn adopt_sleepers(&mut self, reports: &[Option<Arc<Report>>]) -> Result<(), TransportError> {
         let lead = self
             .lead()
             .ok_or_else(|| self.internal("woken by a round without members"))?;
@@ -351,7 +357,7 @@ impl<M> Rounds<M> {
     fn collect<T: Transport<M>>(
         &mut self,
         transport: &mut T,
-        reports: &mut [Option<Report>],
+        reports: &mut [Option<Arc<Report>>],
         incoming: &mut Vec<Envelope<M>>,
     ) -> Result<(), TransportError> {
         let k = self.round;
@@ -392,9 +398,9 @@ impl<M> Rounds<M> {
     fn take_report(
         &mut self,
         from: usize,
-        report: Report,
+        report: Arc<Report>,
         envelopes: Vec<Envelope<M>>,
-        reports: &mut [Option<Report>],
+        reports: &mut [Option<Arc<Report>>],
         incoming: &mut Vec<Envelope<M>>,
     ) -> Result<(), TransportError> {
         let k = self.round;
@@ -417,7 +423,7 @@ impl<M> Rounds<M> {
     }
 
     /// The agreement, who wakes and who sits out (see the module docs).
-    fn settle(&self, reports: &[Option<Report>]) -> Result<Settled, TransportError> {
+    fn settle(&self, reports: &[Option<Arc<Report>>]) -> Result<Settled, TransportError> {
         let n = self.hosts.len();
         let mut merged = Horizon::idle(n);
         let mut receives = vec![false; n];
@@ -466,9 +472,10 @@ impl<M> Rounds<M> {
             .collect();
         let sitting_out: Vec<usize> = (0..n)
             .filter(|&m| {
-                reports[m]
-                    .as_ref()
-                    .is_some_and(|r| !receives[m] && r.standing.next >= due(m))
+                self.sit_out
+                    && reports[m]
+                        .as_ref()
+                        .is_some_and(|r| !receives[m] && r.standing.next >= due(m))
             })
             .collect();
         if woken.is_empty() && sitting_out.len() == reports.iter().flatten().count() {
@@ -483,7 +490,7 @@ impl<M> Rounds<M> {
     }
 
     /// Moves to the next round's members.
-    fn apply(&mut self, settled: &Settled, reports: &[Option<Report>]) {
+    fn apply(&mut self, settled: &Settled, reports: &[Option<Arc<Report>>]) {
         for &p in &settled.sitting_out {
             self.members[p] = false;
             self.standing[p] = reports[p].as_ref().map(|r| r.standing.clone());

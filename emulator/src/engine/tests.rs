@@ -137,16 +137,20 @@ fn windows_equal_the_sequential_run_under_any_partitioning() {
             "events remain at the end"
         );
         for partitions in [1, 2, 3, 4, 37] {
-            let out = run_threads(&config(seed), chatty(37), partitions, None).unwrap();
-            assert_eq!(
-                out.events, reference.events,
-                "seed {seed}, {partitions} partitions"
-            );
-            assert_eq!(out.virtual_end, reference.virtual_end);
-            assert!(
-                fingerprint(&out) == fingerprint(&reference),
-                "seed {seed}: {partitions} partitions differ from the sequential run"
-            );
+            for sit_out in [false, true] {
+                let out =
+                    run_threads_with(&config(seed), chatty(37), partitions, None, sit_out).unwrap();
+                assert_eq!(
+                    out.events, reference.events,
+                    "seed {seed}, {partitions} partitions"
+                );
+                assert_eq!(out.virtual_end, reference.virtual_end);
+                assert!(
+                    fingerprint(&out) == fingerprint(&reference),
+                    "seed {seed}: {partitions} partitions (sitting out: {sit_out}) differ from \
+                     the sequential run"
+                );
+            }
         }
     }
 }
@@ -432,11 +436,17 @@ fn partitions_sit_out_windows_without_work_and_change_nothing() {
     };
     let reference = run_sequential(&config, actors).unwrap();
     for partitions in [2, 4, 6] {
-        let out = run_threads(&config, ring(24).0, partitions, None).unwrap();
+        let out = run_threads_with(&config, ring(24).0, partitions, None, true).unwrap();
         assert!(
             fingerprint(&out) == fingerprint(&reference),
             "{partitions} partitions differ from the sequential run"
         );
+        let meeting = run_threads(&config, ring(24).0, partitions, None).unwrap();
+        assert!(
+            meeting.loads.iter().all(|l| l.windows == meeting.windows),
+            "threads meet every round by default"
+        );
+        assert_eq!(meeting.windows, out.windows, "the same windows either way");
         let taken: Vec<u64> = out.loads.iter().map(|l| l.windows).collect();
         assert!(
             taken.iter().all(|&t| t <= out.windows),
