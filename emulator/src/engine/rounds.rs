@@ -14,7 +14,10 @@
 //! windows are the same and so is every event's order (MODEL.md §2); what
 //! changes is how many partitions must meet per round. In a datacenter most
 //! windows hold work in one or two partitions (a scheduler's and a
-//! server's), and a round with one member costs no message at all.
+//! server's), and a round with one member costs no message at all. Whether
+//! partitions sit out is the transport's choice
+//! ([`Transport::lets_partitions_sit_out`]): without it every partition
+//! takes part in every round.
 //!
 //! A round, for each member (the partitions taking part):
 //!
