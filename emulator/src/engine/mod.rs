@@ -31,7 +31,7 @@ pub mod horizon;
 pub(crate) mod partition;
 pub(crate) mod queue;
 pub mod reference;
-pub(crate) mod rounds;
+pub mod rounds;
 pub mod transport;
 
 use std::path::PathBuf;
