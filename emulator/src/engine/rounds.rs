@@ -25,7 +25,7 @@
 //!    horizon, whom it sends envelopes to) with their envelopes;
 //! 2. with every member's report, each member computes the same agreement,
 //!    the same set of partitions to wake and the same set to sit out
-//!    ([`settle`]);
+//!    (`Rounds::settle`);
 //! 3. every member sends each woken partition its report (with the round's
 //!    members, and from the lowest member the standing horizons) and its
 //!    envelopes; the woken partition settles the round exactly as the members
