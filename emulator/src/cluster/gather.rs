@@ -94,9 +94,12 @@ impl Gather {
         if self.aborting.is_some() {
             return;
         }
+        // a node sitting rounds out (or hosting no actor) keeps an older
+        // time; the latest any node reported is how far the run got
+        let reached = self.gathered.vtime.iter().copied().max().unwrap_or(0);
         let reason = format!(
             "{reason} (virtual time reached: {})",
-            format_sim_time(self.gathered.vtime.iter().copied().min().unwrap_or(0))
+            format_sim_time(reached)
         );
         for link in &self.links {
             link.do_send(Tell {
