@@ -239,6 +239,27 @@ fn with_client(tmp: &Path) {
     std::os::unix::fs::symlink(client, tmp.join("py")).unwrap();
 }
 
+/// Runs scenario `path` into `dir/out` (with `more` flags), which must
+/// succeed, and returns its digest.
+fn run_ok(dir: &Path, path: &str, out: &str, more: &[&str]) -> String {
+    let mut args = vec!["run", path, "--quiet", "--out", out];
+    args.extend_from_slice(more);
+    let o = dcemu(dir, &args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::read_to_string(dir.join(out).join("digest")).unwrap()
+}
+
+/// Scenario `path`, which gave `digest`, gives it again, and on three
+/// partitions.
+fn assert_same_twice_and_on_three_partitions(dir: &Path, path: &str, digest: &str) {
+    assert_eq!(run_ok(dir, path, "again", &[]), digest, "same digest twice");
+    assert_eq!(
+        run_ok(dir, path, "three", &["--partitions", "3"]),
+        digest,
+        "same digest on three partitions"
+    );
+}
+
 #[test]
 fn sleeping_idle_servers_saves_energy_and_runs_identically_everywhere() {
     if !python() {
@@ -258,15 +279,8 @@ fn sleeping_idle_servers_saves_energy_and_runs_identically_everywhere() {
         POWER,
         "",
     );
-    let run = |path: &str, out: &str, more: &[&str]| {
-        let mut args = vec!["run", path, "--quiet", "--out", out];
-        args.extend_from_slice(more);
-        let o = dcemu(tmp.path(), &args);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        std::fs::read_to_string(tmp.path().join(out).join("digest")).unwrap()
-    };
-    let digest = run(&sleeps, "sleeps", &[]);
-    run(&awake, "awake", &[]);
+    let digest = run_ok(tmp.path(), &sleeps, "sleeps", &[]);
+    run_ok(tmp.path(), &awake, "awake", &[]);
     let (s, a) = (
         metrics(&tmp.path().join("sleeps")),
         metrics(&tmp.path().join("awake")),
@@ -297,12 +311,7 @@ fn sleeping_idle_servers_saves_energy_and_runs_identically_everywhere() {
         count(&tmp.path().join("awake"), "scheduler", "power_order"),
         0
     );
-    assert_eq!(run(&sleeps, "again", &[]), digest, "same digest twice");
-    assert_eq!(
-        run(&sleeps, "three", &["--partitions", "3"]),
-        digest,
-        "same digest on three partitions"
-    );
+    assert_same_twice_and_on_three_partitions(tmp.path(), &sleeps, &digest);
     assert_replays_identical(tmp.path(), "sleeps");
 }
 
@@ -531,14 +540,7 @@ fn a_program_that_migrates_moves_tasks_and_runs_identically_everywhere() {
         MIGRATION,
         "",
     );
-    let run = |out: &str, more: &[&str]| {
-        let mut args = vec!["run", path.as_str(), "--quiet", "--out", out];
-        args.extend_from_slice(more);
-        let o = dcemu(tmp.path(), &args);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        std::fs::read_to_string(tmp.path().join(out).join("digest")).unwrap()
-    };
-    let digest = run("one", &[]);
+    let digest = run_ok(tmp.path(), &path, "one", &[]);
     let dir = tmp.path().join("one");
     let m = metrics(&dir);
     let started = count(&dir, "scheduler", "migrate_start");
@@ -566,12 +568,7 @@ fn a_program_that_migrates_moves_tasks_and_runs_identically_everywhere() {
             );
         }
     }
-    assert_eq!(run("again", &[]), digest, "same digest twice");
-    assert_eq!(
-        run("three", &["--partitions", "3"]),
-        digest,
-        "same digest on three partitions"
-    );
+    assert_same_twice_and_on_three_partitions(tmp.path(), &path, &digest);
 }
 
 #[test]
@@ -713,15 +710,8 @@ fn sleeping_servers_at_their_idle_point_saves_energy_and_runs_identically() {
         POWER,
         "",
     );
-    let run = |path: &str, out: &str, more: &[&str]| {
-        let mut args = vec!["run", path, "--quiet", "--out", out];
-        args.extend_from_slice(more);
-        let o = dcemu(tmp.path(), &args);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        std::fs::read_to_string(tmp.path().join(out).join("digest")).unwrap()
-    };
-    let digest = run(&at_idle, "idle", &[]);
-    run(&at_arrival, "arrival", &[]);
+    let digest = run_ok(tmp.path(), &at_idle, "idle", &[]);
+    run_ok(tmp.path(), &at_arrival, "arrival", &[]);
     let (i, a) = (
         metrics(&tmp.path().join("idle")),
         metrics(&tmp.path().join("arrival")),
@@ -765,12 +755,7 @@ fn sleeping_servers_at_their_idle_point_saves_energy_and_runs_identically() {
         count(&dir, "scheduler", "power_order"),
         "every order to sleep put an idle server to sleep"
     );
-    assert_eq!(run(&at_idle, "again", &[]), digest, "same digest twice");
-    assert_eq!(
-        run(&at_idle, "three", &["--partitions", "3"]),
-        digest,
-        "same digest on three partitions"
-    );
+    assert_same_twice_and_on_three_partitions(tmp.path(), &at_idle, &digest);
     assert_replays_identical(tmp.path(), "idle");
 }
 
