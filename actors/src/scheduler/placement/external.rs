@@ -345,28 +345,14 @@ impl External {
     ) -> Result<Response, String> {
         let answer = self.exchange(line).map_err(|e| format!("{what}: {e}"))?;
         let response = decode_response(&answer).map_err(|e| format!("{what}: {e}"))?;
-        if response.id != id {
-            return Err(format!(
-                "{what}: the response answers request {} (stale or out of order: \
-                 each request gets exactly one response, with its id)",
-                response.id
-            ));
-        }
+        answers_request(what, id, response.id)?;
         if response.task != task {
             return Err(format!(
                 "{what}: the response decides for task {}, which is not the task asked about",
                 response.task
             ));
         }
-        if let Some(pos) = response.rng_word_pos {
-            if pos < word_pos {
-                return Err(format!(
-                    "{what}: rng_word_pos {pos} is behind the stream's position {word_pos} \
-                     (a stream only moves forward)"
-                ));
-            }
-            rng.set_word_pos(u128::from(pos));
-        }
+        follow_stream(what, word_pos, response.rng_word_pos, rng)?;
         Ok(response)
     }
 
@@ -513,22 +499,8 @@ impl External {
         let line = serde_json::to_string(&request).map_err(|e| format!("{what}: {e}"))?;
         let answer = self.exchange(&line).map_err(|e| format!("{what}: {e}"))?;
         let response = decode_idle_response(&answer).map_err(|e| format!("{what}: {e}"))?;
-        if response.id != id {
-            return Err(format!(
-                "{what}: the response answers request {} (stale or out of order: \
-                 each request gets exactly one response, with its id)",
-                response.id
-            ));
-        }
-        if let Some(pos) = response.rng_word_pos {
-            if pos < word_pos {
-                return Err(format!(
-                    "{what}: rng_word_pos {pos} is behind the stream's position {word_pos} \
-                     (a stream only moves forward)"
-                ));
-            }
-            rng.set_word_pos(u128::from(pos));
-        }
+        answers_request(&what, id, response.id)?;
+        follow_stream(&what, word_pos, response.rng_word_pos, rng)?;
         self.check_power(&what, &response.power, None, cluster)?;
         self.check_migrations(&what, &response.migrate, None, cluster)
     }
@@ -801,4 +773,36 @@ impl Placement for External {
             out.append_wall_samples("external_round_trip_us", self.round_trip_us.clone());
         }
     }
+}
+
+/// A response must answer the request just sent (`id`), not a stale one.
+fn answers_request(what: &str, id: u64, answered: u64) -> Result<(), String> {
+    if answered == id {
+        return Ok(());
+    }
+    Err(format!(
+        "{what}: the response answers request {answered} (stale or out of order: \
+         each request gets exactly one response, with its id)"
+    ))
+}
+
+/// Moves the scheduler's random stream to where the program says it drew
+/// to (`to`), which may not be behind the stream's position `word_pos`.
+fn follow_stream(
+    what: &str,
+    word_pos: u64,
+    to: Option<u64>,
+    rng: &mut ActorRng,
+) -> Result<(), String> {
+    let Some(pos) = to else {
+        return Ok(());
+    };
+    if pos < word_pos {
+        return Err(format!(
+            "{what}: rng_word_pos {pos} is behind the stream's position {word_pos} \
+             (a stream only moves forward)"
+        ));
+    }
+    rng.set_word_pos(u128::from(pos));
+    Ok(())
 }
