@@ -1105,28 +1105,16 @@ impl SchedulerConfig {
                         );
                     }
                 }
-                if e.stages.contains(&ExternalStage::Power) {
-                    if !e.stages.contains(&ExternalStage::Placement) {
-                        push(
-                            "external.stages",
-                            "names \"power\" without \"placement\": the program decides power \
-                             in its answers to placement requests, so it decides both: \
-                             [\"placement\", \"power\"]"
-                                .into(),
-                        );
-                    }
-                    if self.slots != SlotPolicy::None {
-                        push(
-                            "external.stages",
-                            format!(
-                                "names \"power\" with scheduler.slots = {:?}: power decisions \
-                                 under a slot stage are not supported yet (its passes send \
-                                 their dispatches after the pass, which would reorder them \
-                                 with the program's sleep orders); use slots = \"none\"",
-                                self.slots.name()
-                            ),
-                        );
-                    }
+                if e.stages.contains(&ExternalStage::Power)
+                    && !e.stages.contains(&ExternalStage::Placement)
+                {
+                    push(
+                        "external.stages",
+                        "names \"power\" without \"placement\": the program decides power \
+                         in its answers to placement requests, so it decides both: \
+                         [\"placement\", \"power\"]"
+                            .into(),
+                    );
                 }
                 if e.stages.contains(&ExternalStage::Migration) {
                     if !e.stages.contains(&ExternalStage::Placement) {
@@ -1143,7 +1131,9 @@ impl SchedulerConfig {
                             "external.stages",
                             format!(
                                 "names \"migration\" with scheduler.slots = {:?}: migration \
-                                 orders under a slot stage are not supported yet; use \
+                                 orders under a slot stage are not supported yet (the stage \
+                                 holds every task's slot: a move decided inside its pass \
+                                 would have to take the target's slot in the stage itself); use \
                                  slots = \"none\"",
                                 self.slots.name()
                             ),

@@ -503,8 +503,8 @@ fn a_power_stage_that_cannot_be_handed_out_is_refused_at_load() {
         );
     }
     for (stage, stages) in [
-        ("power", POWER),
         ("migration", r#"["placement", "migration"]"#),
+        ("migration", MIGRATION),
     ] {
         let slotted = std::fs::read_to_string(scenario(tmp.path(), command, stages, ""))
             .unwrap()

@@ -45,6 +45,7 @@ pub mod energy;
 mod energy_gang;
 mod flows;
 pub mod gang;
+mod orders;
 pub mod placement;
 pub mod preemption;
 mod run_ledger;
@@ -224,14 +225,15 @@ impl SlotPlacer for CorePlacer<'_> {
             allowed: Some(&with_path),
             exclude: None,
         };
+        let strict = self.strict;
         let choice = core
             .placement
             .place(&req, &core.cluster, rng)
-            .filter(|c| with_path(c.server))?;
-        if self.strict && !core.appropriate(&req, &choice) {
-            return None;
-        }
-        self.latency = core.placement.decision_latency();
+            .filter(|c| with_path(c.server) && (!strict || core.appropriate(&req, c)));
+        let latency = core.placement.decision_latency();
+        let held = core.hold_orders(task.id, latency);
+        let choice = choice?;
+        self.latency = if held { 0 } else { latency };
         self.violation = choice.violation;
         Some(choice.server)
     }
@@ -440,11 +442,12 @@ impl SlotPlacer for CorePlacer<'_> {
             allowed: None,
             exclude: None,
         };
-        let k = core
-            .placement
-            .pick_victim(&req, &core.cluster, &views, rng)?;
-        self.latency = core.placement.decision_latency();
-        views.get(k).map(|v| v.task)
+        let k = core.placement.pick_victim(&req, &core.cluster, &views, rng);
+        let latency = core.placement.decision_latency();
+        let held = core.hold_orders(task.id, latency);
+        let victim = views.get(k?)?.task;
+        self.latency = if held { 0 } else { latency };
+        Some(victim)
     }
 
     /// With a flow, a victim's eviction must leave the evictor's bandwidth
@@ -552,6 +555,9 @@ struct Core {
     /// took, until the pass sends its dispatch or preemption (only tasks
     /// whose decision took some: an external program's with a latency).
     slot_latency: BTreeMap<TaskId, u64>,
+    /// Power orders and migrations decided inside a slot pass, until the
+    /// pass sends them (`orders.rs`).
+    held: orders::Held,
     /// Tasks handed back for a migration and not yet resumed (their
     /// `migration_time`), for a placement that moves running tasks.
     moving: std::collections::BTreeSet<TaskId>,
@@ -853,6 +859,7 @@ impl Scheduler {
                 sends_orders,
                 busy_until: 0,
                 slot_latency: BTreeMap::new(),
+                held: Default::default(),
                 moving: Default::default(),
                 world,
             },
@@ -1527,6 +1534,9 @@ impl Scheduler {
                     (task.id, task.submitted_at, server, Body::Dispatch(task))
                 }
                 SlotAction::Gang { units } => {
+                    for (unit, _) in &units {
+                        self.core.release_held(ctx, unit.id)?;
+                    }
                     self.core.launch_run(ctx, units)?;
                     continue;
                 }
@@ -1550,11 +1560,12 @@ impl Scheduler {
                     (id, submitted_at, server, Body::Preempt { victim, task })
                 }
             };
+            self.core.release_held(ctx, id)?;
             let latency = self.core.slot_latency.remove(&id).unwrap_or(0);
             self.core
                 .send_dispatch(ctx, id, submitted_at, server, body, latency)?;
         }
-        Ok(())
+        self.core.release_all_held(ctx)
     }
 
     /// One time slot of an energy-aware placement behind ARQ (no slot
@@ -2060,64 +2071,6 @@ impl Core {
         self.send(ctx, server, body)
     }
 
-    /// Carries out the power orders and migrations of a decision that took
-    /// `latency`: they leave when it is done, in decision order, power
-    /// orders first, before the decision's own dispatch (which then takes
-    /// no more time). Returns whether there were any.
-    fn send_orders(
-        &mut self,
-        ctx: &mut Ctx<'_, Msg>,
-        orders: Vec<crate::external::PowerOrder>,
-        moves: Vec<crate::external::MigrateOrder>,
-        latency: u64,
-    ) -> Result<bool, ModelError> {
-        if orders.is_empty() && moves.is_empty() {
-            return Ok(false);
-        }
-        let leaves = self.leaves(ctx.now(), latency);
-        self.send_power(ctx, orders, leaves)?;
-        self.send_migrations(ctx, moves, leaves)?;
-        Ok(true)
-    }
-
-    /// Books power orders in the view and sends them to their servers at
-    /// `leaves`, in order with the dispatches.
-    fn send_power(
-        &mut self,
-        ctx: &mut Ctx<'_, Msg>,
-        orders: Vec<crate::external::PowerOrder>,
-        leaves: SimTime,
-    ) -> Result<(), ModelError> {
-        let now = ctx.now();
-        let world = Arc::clone(&self.world);
-        for order in orders {
-            self.cluster.order_power(order.server, order.sleep);
-            self.version += 1;
-            let Some(server) = self
-                .cluster
-                .servers()
-                .get(order.server as usize)
-                .map(|s| s.id)
-            else {
-                continue;
-            };
-            let body = Body::Power { sleep: order.sleep };
-            ctx.log(
-                "power_order",
-                &PowerOrderLog {
-                    server: world.name(server),
-                    to: if order.sleep { "sleep" } else { "wake" },
-                },
-            );
-            if leaves > now {
-                ctx.timer(leaves - now, Msg::Deferred { server, body })?;
-            } else {
-                self.send(ctx, server, body)?;
-            }
-        }
-        Ok(())
-    }
-
     /// Every task placed and not heard the end of, by id, for a placement
     /// that moves running tasks.
     fn running_tasks(&self) -> Vec<placement::PlacedTask> {
@@ -2132,39 +2085,6 @@ impl Core {
                 migrating: p.migrating_to.is_some() || self.moving.contains(&task),
             })
             .collect()
-    }
-
-    /// Starts migrations: each reserves its target's slots at once and its
-    /// order to hand the task over leaves at `leaves`, in order with the
-    /// task's dispatch (Paragon §3.4's mechanism, `migration_time`
-    /// included).
-    fn send_migrations(
-        &mut self,
-        ctx: &mut Ctx<'_, Msg>,
-        moves: Vec<crate::external::MigrateOrder>,
-        leaves: SimTime,
-    ) -> Result<(), ModelError> {
-        for m in moves {
-            let Some(src) = self
-                .placed
-                .get(&m.task)
-                .and_then(|p| self.cluster.servers().get(p.server as usize))
-                .map(|s| s.id)
-            else {
-                continue;
-            };
-            self.start_migration(
-                m.task,
-                "external",
-                src,
-                Choice::clean(m.server),
-                None,
-                None,
-                ctx,
-                Some(leaves),
-            )?;
-        }
-        Ok(())
     }
 
     /// When a decision taken at `now` that took `latency` is done: decisions

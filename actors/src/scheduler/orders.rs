@@ -1,0 +1,202 @@
+//! The power orders and migrations a placement decides (an external
+//! program under protocol v3), and when they leave the scheduler.
+//!
+//! An order leaves when its decision is done (the decision's latency,
+//! after every earlier decision's), before the decision's own dispatch,
+//! and in decision order with every other message the scheduler sends:
+//! nothing overtakes what was decided before it. Outside a slot stage a
+//! decision's orders leave as it is taken. A slot pass takes all its
+//! decisions before it sends anything (`Scheduler::slot_pass`), so the
+//! orders decided in it are booked in the scheduler's view at once (the
+//! pass's later decisions see a server ordered to sleep as asleep) and
+//! held, in decision order, until the pass sends the start of their own
+//! decision or of a later one ([`Core::release_held`]).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use dcemu_topology::SimTime;
+
+use super::{Choice, Core, PowerOrderLog};
+use crate::external::{MigrateOrder, PowerOrder};
+use crate::kernel::{Ctx, ModelError};
+use crate::net::{Body, Msg};
+use crate::task::TaskId;
+
+/// The orders of one decision a slot pass took, until the pass sends
+/// them.
+pub(super) struct HeldOrders {
+    /// The task the decision was about, started by it or told to wait.
+    task: TaskId,
+    /// The virtual time the decision took.
+    latency: u64,
+    power: Vec<PowerOrder>,
+    moves: Vec<MigrateOrder>,
+}
+
+/// Held orders in decision order.
+pub(super) type Held = VecDeque<HeldOrders>;
+
+impl Core {
+    /// Carries out the power orders and migrations of a decision that took
+    /// `latency`: they leave when it is done, in decision order, power
+    /// orders first, before the decision's own dispatch (which then takes
+    /// no more time). Returns whether there were any.
+    pub(super) fn send_orders(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        orders: Vec<PowerOrder>,
+        moves: Vec<MigrateOrder>,
+        latency: u64,
+    ) -> Result<bool, ModelError> {
+        if orders.is_empty() && moves.is_empty() {
+            return Ok(false);
+        }
+        self.book_power(&orders);
+        self.send_decided(ctx, orders, moves, latency)?;
+        Ok(true)
+    }
+
+    /// Inside a slot pass: takes from the placement the orders of its
+    /// decision about `task`, which took `latency`, books the power orders
+    /// in the view and holds them until the pass sends them. Returns
+    /// whether there were any (the decision's latency then goes with
+    /// them, and its start takes no more).
+    pub(super) fn hold_orders(&mut self, task: TaskId, latency: u64) -> bool {
+        let power = self.placement.take_power();
+        let moves = self.placement.take_migrations();
+        if power.is_empty() && moves.is_empty() {
+            return false;
+        }
+        self.book_power(&power);
+        self.held.push_back(HeldOrders {
+            task,
+            latency,
+            power,
+            moves,
+        });
+        true
+    }
+
+    /// Before the slot pass sends its start of `task`: sends the orders
+    /// held from decisions up to and including the latest one about
+    /// `task` (the one that started it; a task told to wait may be asked
+    /// again in the same pass), if it had any. Otherwise they wait for
+    /// the next start whose decision had orders, or the end of the pass:
+    /// decisions that started nothing come before it in decision order.
+    pub(super) fn release_held(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        task: TaskId,
+    ) -> Result<(), ModelError> {
+        let Some(k) = self.held.iter().rposition(|h| h.task == task) else {
+            return Ok(());
+        };
+        for h in self.held.drain(..=k).collect::<Vec<_>>() {
+            self.send_decided(ctx, h.power, h.moves, h.latency)?;
+        }
+        Ok(())
+    }
+
+    /// At the end of a slot pass: sends the orders of the decisions after
+    /// its last start.
+    pub(super) fn release_all_held(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
+        while let Some(h) = self.held.pop_front() {
+            self.send_decided(ctx, h.power, h.moves, h.latency)?;
+        }
+        Ok(())
+    }
+
+    /// Sends orders already booked, when their decision, which took
+    /// `latency`, is done.
+    fn send_decided(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        orders: Vec<PowerOrder>,
+        moves: Vec<MigrateOrder>,
+        latency: u64,
+    ) -> Result<(), ModelError> {
+        let leaves = self.leaves(ctx.now(), latency);
+        self.send_power(ctx, orders, leaves)?;
+        self.send_migrations(ctx, moves, leaves)
+    }
+
+    /// Notes power orders in the scheduler's view: a server ordered to
+    /// sleep counts as asleep, one ordered to wake as waking, from the
+    /// decision on.
+    fn book_power(&mut self, orders: &[PowerOrder]) {
+        for order in orders {
+            self.cluster.order_power(order.server, order.sleep);
+            self.version += 1;
+        }
+    }
+
+    /// Sends power orders to their servers at `leaves`, in order with the
+    /// dispatches.
+    fn send_power(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        orders: Vec<PowerOrder>,
+        leaves: SimTime,
+    ) -> Result<(), ModelError> {
+        let now = ctx.now();
+        let world = Arc::clone(&self.world);
+        for order in orders {
+            let Some(server) = self
+                .cluster
+                .servers()
+                .get(order.server as usize)
+                .map(|s| s.id)
+            else {
+                continue;
+            };
+            let body = Body::Power { sleep: order.sleep };
+            ctx.log(
+                "power_order",
+                &PowerOrderLog {
+                    server: world.name(server),
+                    to: if order.sleep { "sleep" } else { "wake" },
+                },
+            );
+            if leaves > now {
+                ctx.timer(leaves - now, Msg::Deferred { server, body })?;
+            } else {
+                self.send(ctx, server, body)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts migrations: each reserves its target's slots at once and its
+    /// order to hand the task over leaves at `leaves`, in order with the
+    /// task's dispatch (Paragon §3.4's mechanism, `migration_time`
+    /// included).
+    fn send_migrations(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        moves: Vec<MigrateOrder>,
+        leaves: SimTime,
+    ) -> Result<(), ModelError> {
+        for m in moves {
+            let Some(src) = self
+                .placed
+                .get(&m.task)
+                .and_then(|p| self.cluster.servers().get(p.server as usize))
+                .map(|s| s.id)
+            else {
+                continue;
+            };
+            self.start_migration(
+                m.task,
+                "external",
+                src,
+                Choice::clean(m.server),
+                None,
+                None,
+                ctx,
+                Some(leaves),
+            )?;
+        }
+        Ok(())
+    }
+}
