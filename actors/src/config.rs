@@ -826,6 +826,12 @@ pub enum ExternalStage {
     /// mechanism and `migration_time`); with `placement`, without a slot
     /// stage.
     Migration,
+    /// The network: the program chooses the path each task's flow
+    /// reserves from a core switch down to its server (thesis §4.2.2,
+    /// GEMS's joint choice of server and path, §4.3), among every
+    /// shortest path (protocol v3's `paths` and `path`); with `placement`,
+    /// on a three-tier topology.
+    Network,
 }
 
 impl ExternalStage {
@@ -836,6 +842,7 @@ impl ExternalStage {
             ExternalStage::Preemption => "preemption",
             ExternalStage::Power => "power",
             ExternalStage::Migration => "migration",
+            ExternalStage::Network => "network",
         }
     }
 }
@@ -1139,6 +1146,17 @@ impl SchedulerConfig {
                             ),
                         );
                     }
+                }
+                if e.stages.contains(&ExternalStage::Network)
+                    && !e.stages.contains(&ExternalStage::Placement)
+                {
+                    push(
+                        "external.stages",
+                        "names \"network\" without \"placement\": the program names a task's \
+                         path with its server, in its answers to placement requests, so it \
+                         decides both: [\"placement\", \"network\"]"
+                            .into(),
+                    );
                 }
                 if e.timeout.as_nanos() == 0 {
                     push("external.timeout", "must be above 0s".into());

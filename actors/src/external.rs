@@ -15,14 +15,19 @@ use crate::net::ServerReport;
 /// stage (`place` requests); v2 adds the preemption stage (`preempt`
 /// requests, answered with an `evict`); v3 the servers' power (each
 /// server's `power` state in requests, `power` orders in responses) and
-/// migrations (the running tasks in requests, `migrate` orders).
+/// migrations (the running tasks in requests, `migrate` orders), and the
+/// paths of the tasks' flows (each candidate path in requests, a `path`
+/// with a placement).
 pub const PROTOCOL: u32 = 3;
 
 /// The version dcemu offers in its `hello` for `stages`: the lowest that
 /// carries them, so that a v1 program keeps running unchanged wherever v1
 /// suffices. The program must answer with the version offered.
 pub fn protocol_for(stages: &[ExternalStage]) -> u32 {
-    if stages.contains(&ExternalStage::Power) || stages.contains(&ExternalStage::Migration) {
+    if stages.contains(&ExternalStage::Power)
+        || stages.contains(&ExternalStage::Migration)
+        || stages.contains(&ExternalStage::Network)
+    {
         3
     } else if stages.contains(&ExternalStage::Preemption) {
         2
@@ -196,6 +201,22 @@ pub struct ServerState {
     /// theirs never sleep).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub primary: Option<String>,
+    /// v3 with the network stage, for a task with a flow: every path its
+    /// flow could take from a core switch down to this server (thesis
+    /// §4.2.2), in dcemu's order; a placement may name one by its index.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paths: Option<Vec<PathView>>,
+}
+
+/// A path a task's flow could take to a server, as a request shows it.
+#[derive(Debug, Serialize)]
+pub struct PathView {
+    /// The switches it crosses, from the core switch down to the server's
+    /// access switch.
+    pub switches: Vec<String>,
+    /// The bandwidth free on its busiest link, bits per second, after the
+    /// reservations the scheduler holds.
+    pub free_bps: u64,
 }
 
 /// A server's power state as the scheduler knows it (v3): from the orders
@@ -270,6 +291,9 @@ pub struct Response {
     pub power: Vec<PowerOrder>,
     /// v3: running tasks to move to other servers, in the order given.
     pub migrate: Vec<MigrateOrder>,
+    /// v3 with the network stage: with `place`, the index (in the chosen
+    /// server's `paths`) of the path the task's flow reserves.
+    pub path: Option<u32>,
 }
 
 /// What the program answers an [`IdleRequest`]: orders only.
@@ -337,6 +361,8 @@ struct RawResponse {
     power: Option<Vec<RawPower>>,
     #[serde(default)]
     migrate: Option<Vec<RawMigrate>>,
+    #[serde(default)]
+    path: Option<u32>,
 }
 
 /// An answer to an `idle` request as read: the fields of a placement
@@ -421,6 +447,9 @@ pub fn decode_response(line: &str) -> Result<Response, String> {
     if decision == Decision::Wait && !evict.is_empty() {
         return Err("decision \"wait\" with an \"evict\" (evictions go with \"place\")".into());
     }
+    if decision == Decision::Wait && raw.path.is_some() {
+        return Err("decision \"wait\" with a \"path\" (a path goes with \"place\")".into());
+    }
     Ok(Response {
         id: raw.id,
         task: raw.task,
@@ -429,6 +458,7 @@ pub fn decode_response(line: &str) -> Result<Response, String> {
         rng_word_pos: raw.rng_word_pos,
         power: power_orders(raw.power)?,
         migrate: migrate_orders(raw.migrate),
+        path: raw.path,
     })
 }
 
@@ -530,6 +560,9 @@ pub fn encode_response(r: &Response) -> String {
         Decision::Place { server } => {
             v["decision"] = "place".into();
             v["server"] = server.into();
+            if let Some(path) = r.path {
+                v["path"] = path.into();
+            }
         }
         Decision::Wait => v["decision"] = "wait".into(),
     }
@@ -611,6 +644,7 @@ mod tests {
                 running: None,
                 power,
                 primary: None,
+                paths: None,
             }],
             running,
             rng_word_pos: 0,
@@ -650,8 +684,14 @@ mod tests {
                 rng_word_pos: None,
                 power: Vec::new(),
                 migrate: Vec::new(),
+                path: None,
             })
         );
+        let r = decode_response(r#"{"id":5,"task":9,"decision":"place","server":1,"path":3}"#);
+        assert_eq!(r.as_ref().map(|r| r.path), Ok(Some(3)));
+        if let Ok(r) = r {
+            assert_eq!(decode_response(&encode_response(&r)), Ok(r));
+        }
         let r = decode_response(
             r#"{"id":4,"task":9,"decision":"place","server":1,"evict":[{"task":7,"reason":"mrs"}]}"#,
         );

@@ -52,6 +52,48 @@ impl FlowTable {
         None
     }
 
+    /// Reserves `bandwidth` for `task` on `route`, a path a placement
+    /// chose among [`FlowTable::options`]. `None` if a link of it lacks
+    /// the bandwidth.
+    pub fn reserve_on(
+        &mut self,
+        net: &Network,
+        task: TaskId,
+        route: Route,
+        bandwidth: Bandwidth,
+    ) -> Option<Route> {
+        if self.ledger.reserve(net, &route, bandwidth).is_err() {
+            self.refused += 1;
+            return None;
+        }
+        self.active.insert(task, (route, bandwidth));
+        self.reserved += 1;
+        Some(route)
+    }
+
+    /// Every shortest path from a core switch down to `server`, core
+    /// switches in id order, each with the bandwidth free on its busiest
+    /// link after the reservations held.
+    pub fn options(&self, net: &Network, server: ActorId) -> Vec<(Route, u64)> {
+        core_paths(net, server)
+            .into_iter()
+            .map(|route| {
+                let free = route
+                    .nodes()
+                    .windows(2)
+                    .map(|link| {
+                        net.port_to(link[0], link[1]).map_or(0, |(_, port)| {
+                            let used = self.ledger.on_link(net, link[0], link[1]);
+                            port.bandwidth.bps().saturating_sub(used)
+                        })
+                    })
+                    .min()
+                    .unwrap_or(0);
+                (route, free)
+            })
+            .collect()
+    }
+
     /// Whether `bandwidth` is free on some path from a core switch down to
     /// `server`, counting the bandwidth of `freeing`'s flow as free (a task
     /// a slot stage would evict to start this one there). Reserves nothing.

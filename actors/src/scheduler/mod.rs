@@ -82,7 +82,7 @@ use admission::{Admission, Attempt, PoolState, Scope};
 use classification::Classifier;
 use classification::cf::CfParams;
 use energy::{EnergyServer, EnergyStage, Flow};
-use placement::expected_rate;
+use placement::{PathOption, expected_rate};
 use preemption::{
     EvictionStats, Returned, RunningSlot, SlotAction, SlotPlacer, SlotServer, SlotStage,
 };
@@ -158,6 +158,9 @@ struct CorePlacer<'a> {
     /// `annealing` under a slot stage: it chooses the hosts of each run
     /// the slot stage starts ([`AnnealingStage::choose_hosts`]).
     anneal: Option<&'a mut annealing::AnnealingStage>,
+    /// The path the latest choice named for its task's flow (an external
+    /// program's network stage): task, server and path.
+    path: Option<(TaskId, u32, Route)>,
 }
 
 impl<'a> CorePlacer<'a> {
@@ -173,6 +176,7 @@ impl<'a> CorePlacer<'a> {
             pool: 0,
             latency: 0,
             anneal: None,
+            path: None,
         }
     }
 
@@ -204,6 +208,7 @@ impl SlotPlacer for CorePlacer<'_> {
             return Some(server);
         }
         let core = &mut *self.core;
+        core.offer_paths(task);
         // A task with a flow may only take a slot on a server some path to
         // which has its bandwidth free, as outside the slot stages (the
         // flow is reserved when it starts, `started`).
@@ -232,9 +237,11 @@ impl SlotPlacer for CorePlacer<'_> {
             .filter(|c| with_path(c.server) && (!strict || core.appropriate(&req, c)));
         let latency = core.placement.decision_latency();
         let held = core.hold_orders(task.id, latency);
+        let path = core.placement.take_path();
         let choice = choice?;
         self.latency = if held { 0 } else { latency };
         self.violation = choice.violation;
+        self.path = path.map(|route| (task.id, choice.server, route));
         Some(choice.server)
     }
 
@@ -272,7 +279,13 @@ impl SlotPlacer for CorePlacer<'_> {
         };
         core.occupy(task, Choice { server, violation }, now);
         let Some(energy) = self.energy.as_deref_mut() else {
-            core.reserve_flow_later(task, server);
+            let path = match self.path.take() {
+                Some((t, i, route)) if t == task.id && i == server && victim.is_none() => {
+                    Some(route)
+                }
+                _ => None,
+            };
+            core.reserve_flow_later(task, server, path);
             return;
         };
         let route = match self.chosen.take() {
@@ -2173,6 +2186,7 @@ impl Core {
             let running = self.running_tasks();
             self.placement.set_running(running);
         }
+        self.offer_paths(task);
         let started = Instant::now();
         let pool = &self.pool;
         let allowed = scope.pools;
@@ -2192,6 +2206,7 @@ impl Core {
         let mut latency = self.placement.decision_latency();
         let orders = self.placement.take_power();
         let moves = self.placement.take_migrations();
+        let path = self.placement.take_path();
         let Some(choice) = choice.filter(|c| !scope.strict || self.appropriate(&req, c)) else {
             self.no_room.insert(task.id, attempt);
             self.send_orders(ctx, orders, moves, latency)?;
@@ -2207,10 +2222,15 @@ impl Core {
             0 => None,
             bps => {
                 let bandwidth = Bandwidth::from_bps(bps);
-                match self
-                    .flows
-                    .reserve(&world.network, task.id, server, bandwidth)
-                {
+                let reserved = match path {
+                    Some(route) => self
+                        .flows
+                        .reserve_on(&world.network, task.id, route, bandwidth),
+                    None => self
+                        .flows
+                        .reserve(&world.network, task.id, server, bandwidth),
+                };
+                match reserved {
                     Some(route) => Some((route, bandwidth)),
                     None => {
                         ctx.log(
@@ -2478,16 +2498,18 @@ impl Core {
     /// the switches hear of it when the pass is over ([`Core::tell`]).
     /// The stage only offered servers with such a path, so a refusal here
     /// is logged and counted but cannot happen.
-    fn reserve_flow_later(&mut self, task: &Task, i: u32) {
+    fn reserve_flow_later(&mut self, task: &Task, i: u32, path: Option<Route>) {
         if task.flow_bps == 0 {
             return;
         }
         let server = self.cluster.servers()[i as usize].id;
         let bandwidth = Bandwidth::from_bps(task.flow_bps);
-        let notice = match self
-            .flows
-            .reserve(&self.world.network, task.id, server, bandwidth)
-        {
+        let net = &self.world.network;
+        let reserved = match path {
+            Some(route) => self.flows.reserve_on(net, task.id, route, bandwidth),
+            None => self.flows.reserve(net, task.id, server, bandwidth),
+        };
+        let notice = match reserved {
             Some(route) => Notice::Flow(
                 Flow {
                     task: task.id,
@@ -2503,6 +2525,42 @@ impl Core {
             },
         };
         self.notices.push(notice);
+    }
+
+    /// Offers a placement that chooses paths every path `task`'s flow could
+    /// take to each server with a free slot, with the bandwidth free on
+    /// it (thesis §4.2.2), before it places the task.
+    fn offer_paths(&mut self, task: &Task) {
+        if task.flow_bps == 0 || !self.placement.chooses_paths() {
+            return;
+        }
+        let net = &self.world.network;
+        let paths = self
+            .cluster
+            .with_free()
+            .iter()
+            .map(|&i| {
+                let server = self.cluster.servers()[i as usize].id;
+                let options = self
+                    .flows
+                    .options(net, server)
+                    .into_iter()
+                    .map(|(route, free_bps)| {
+                        let (_, switches) = route.nodes().split_last().unwrap_or((&0, &[]));
+                        PathOption {
+                            switches: switches
+                                .iter()
+                                .map(|&n| self.world.name(ActorId(n)).to_string())
+                                .collect(),
+                            route,
+                            free_bps,
+                        }
+                    })
+                    .collect();
+                (i, options)
+            })
+            .collect();
+        self.placement.set_paths(paths);
     }
 
     /// Under a slot stage: releases the flow of a preempted `task` now (its

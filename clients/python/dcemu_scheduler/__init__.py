@@ -5,8 +5,10 @@ it, at every placement decision, where a task should run, with
 ``stages = ["placement", "preemption"]`` which running task a task that
 found no free slot evicts (``on_preempt``), and with ``stages =
 ["placement", "power"]`` which servers to put to sleep or wake (``Sleep``,
-``Wake`` in a decision's ``power``), and with ``"migration"`` which running
-tasks move (``Migrate`` in a decision's ``migrate``), also when servers
+``Wake`` in a decision's ``power``), with ``"migration"`` which running
+tasks move (``Migrate`` in a decision's ``migrate``), and with
+``"network"`` which path each task's flow takes (``Place(i, path=k)``
+among ``ServerState.paths``), also when servers
 go idle (``on_idle``, answered with ``Orders``); this module speaks
 protocols v1, v2 and v3 (docs/external-scheduler.md) on stdin/stdout for
 you::
@@ -46,6 +48,7 @@ __all__ = [
     "IdleRequest",
     "Migrate",
     "Orders",
+    "Path",
     "Place",
     "Placed",
     "PreemptDecision",
@@ -147,6 +150,16 @@ class RunningTask:
 
 
 @dataclass(frozen=True)
+class Path:
+    """v3 with the network stage: a path a task's flow could take from a
+    core switch down to a server, with the bandwidth free on its busiest
+    link after the scheduler's reservations (thesis §4.2.2)."""
+
+    switches: list[str]
+    free_bps: int
+
+
+@dataclass(frozen=True)
 class ServerState:
     """A server as the scheduler sees it: in a ``place`` request one the
     task may use now; in a ``preempt`` request one with tasks running."""
@@ -168,6 +181,10 @@ class ServerState:
     """v3: the name of the primary tenant that owns it, if one does (public
     configuration). Such a server never sleeps: ``Sleep`` on it is an
     error."""
+    paths: Optional[list[Path]] = None
+    """v3 with the network stage, for a task with a flow: every path its
+    flow could take here, in dcemu's order; ``Place(i, path=k)`` names
+    one by its index (it must have ``task.flow_bps`` free)."""
 
     def idle(self) -> bool:
         """Whether the scheduler has nothing running or on its way there
@@ -312,6 +329,9 @@ class Place:
     power: tuple[PowerOrder, ...] = ()
     migrate: tuple[Migrate, ...] = ()
     """v3: running tasks to move, after the power orders."""
+    path: Optional[int] = None
+    """v3 with the network stage: the index, in the server's ``paths``, of
+    the path the task's flow reserves (``None``: dcemu chooses)."""
 
 
 @dataclass(frozen=True)
@@ -380,6 +400,7 @@ def _state(cluster: list[Server], s: dict) -> ServerState:
         running=[RunningTask(**r) for r in s.get("running") or []],
         power=s.get("power"),
         primary=s.get("primary"),
+        paths=None if s.get("paths") is None else [Path(**p) for p in s["paths"]],
     )
 
 
@@ -510,6 +531,8 @@ def serve(
             if isinstance(decision, Place):
                 out["decision"] = "place"
                 out["server"] = decision.server
+                if decision.path is not None:
+                    out["path"] = decision.path
             elif isinstance(decision, Wait):
                 out["decision"] = "wait"
             else:

@@ -85,6 +85,21 @@ pub const REFUSALS: &[Refusal] = &[
             )
         },
     },
+    Refusal {
+        combination: "`scheduler.external.stages` with `\"network\"` on `topology.kind = \"flat\"`",
+        reason: "the network stage chooses the path of each task's flow through the switches, and a flat network has none: use topology.kind = \"three-tier\", or remove \"network\"",
+        fields: |s| {
+            let paths = s
+                .scheduler
+                .external
+                .as_ref()
+                .is_some_and(|e| e.stages.contains(&ExternalStage::Network));
+            field_if(
+                paths && s.topology.kind == TopologyKind::Flat,
+                "scheduler.external.stages",
+            )
+        },
+    },
 ];
 
 fn field_if(refused: bool, field: &str) -> Vec<String> {

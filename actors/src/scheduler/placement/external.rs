@@ -3,18 +3,20 @@
 //! sleep and wakes them (`[scheduler.external]`,
 //! docs/external-scheduler.md).
 
-use dcemu_topology::SimTime;
+use std::collections::BTreeMap;
+
+use dcemu_topology::{Route, SimTime};
 
 use crate::config::{ExternalConfig, ExternalStage, PrimaryTenantConfig};
 use crate::external::{
-    Decision, Hello, HelloServer, IdleRequest, MigrateOrder, Oracle, PlaceRequest, PlacedView,
-    PowerOrder, PowerView, PreemptRequest, ProfileView, Response, RngKey, RunningView, ServerState,
-    TaskView, decode_hello, decode_idle_response, decode_response, protocol_for,
+    Decision, Hello, HelloServer, IdleRequest, MigrateOrder, Oracle, PathView, PlaceRequest,
+    PlacedView, PowerOrder, PowerView, PreemptRequest, ProfileView, Response, RngKey, RunningView,
+    ServerState, TaskView, decode_hello, decode_idle_response, decode_response, protocol_for,
 };
 use crate::kernel::{ActorRng, Metrics, ModelError};
 use crate::scheduler::cluster_view::ServerSpec;
 
-use super::{Choice, ClusterView, PlacedTask, Placement, Request, RunningTask};
+use super::{Choice, ClusterView, PathOption, PlacedTask, Placement, Request, RunningTask};
 
 /// `external`: asks the program at every placement decision where the task
 /// should run (protocol v1's `place`), and, when it decides the preemption
@@ -58,6 +60,12 @@ pub struct External {
     /// v3: the primary tenant owning each server, by index (public
     /// configuration); empty under v1 and v2, whose requests do not show it.
     owners: Vec<Option<String>>,
+    /// v3's network stage: the paths offered for the task of the next
+    /// request, by server ([`Placement::set_paths`]).
+    paths: BTreeMap<u32, Vec<PathOption>>,
+    /// The path the latest response named, checked, until the scheduler
+    /// takes it ([`Placement::take_path`]).
+    path: Option<Route>,
 }
 
 impl External {
@@ -112,6 +120,8 @@ impl External {
             orders: Vec::new(),
             running: Vec::new(),
             migrations: Vec::new(),
+            paths: BTreeMap::new(),
+            path: None,
         }
     }
 
@@ -269,6 +279,76 @@ impl External {
         Ok(())
     }
 
+    fn decides_network(&self) -> bool {
+        self.cfg.stages.contains(&ExternalStage::Network)
+    }
+
+    /// The paths a `place` request shows for server `i`: with the network
+    /// stage, for a task with a flow.
+    fn path_views(&self, i: u32, task: &crate::task::Task) -> Option<Vec<PathView>> {
+        (self.decides_network() && task.flow_bps > 0).then(|| {
+            self.paths.get(&i).map_or_else(Vec::new, |options| {
+                options
+                    .iter()
+                    .map(|o| PathView {
+                        switches: o.switches.clone(),
+                        free_bps: o.free_bps,
+                    })
+                    .collect()
+            })
+        })
+    }
+
+    /// Checks the path `k` a response names for `task` on `server` and
+    /// keeps it for the scheduler: the network stage is handed out, the
+    /// task has a flow, the request listed the path, and the path has the
+    /// flow's bandwidth free.
+    fn check_path(
+        &mut self,
+        what: &str,
+        task: &crate::task::Task,
+        server: u32,
+        k: u32,
+    ) -> Result<(), String> {
+        if !self.decides_network() {
+            return Err(format!(
+                "{what}: the response names a \"path\", but paths are the network stage's, \
+                 which this session does not hand out (scheduler.external.stages = \
+                 [\"placement\", \"network\"], protocol v3)"
+            ));
+        }
+        if task.flow_bps == 0 {
+            return Err(format!(
+                "{what}: the response names path {k}, but task {} has no flow (flow_bps 0): \
+                 only a task with a flow reserves a path",
+                task.id
+            ));
+        }
+        let options = self.paths.get(&server).map_or(&[][..], Vec::as_slice);
+        let Some(option) = options.get(k as usize) else {
+            return Err(format!(
+                "{what}: path {k} to server {server} does not exist (the request lists {} \
+                 path(s) to it{})",
+                options.len(),
+                match options.len() {
+                    0 => String::new(),
+                    n => format!(", 0 to {}", n - 1),
+                }
+            ));
+        };
+        if option.free_bps < task.flow_bps {
+            return Err(format!(
+                "{what}: path {k} to server {server} ({}) has {} bps free, but the task's flow \
+                 needs {} bps",
+                option.switches.join(" > "),
+                option.free_bps,
+                task.flow_bps
+            ));
+        }
+        self.path = Some(option.route);
+        Ok(())
+    }
+
     fn decides_preemption(&self) -> bool {
         self.cfg.stages.contains(&ExternalStage::Preemption)
     }
@@ -364,13 +444,17 @@ impl External {
         rng: &mut ActorRng,
     ) -> Result<Option<Choice>, String> {
         let t = req.task;
+        self.path = None;
         let (id, what, word_pos) = self.open(&format!("place task {}", t.id), cluster, rng)?;
         let all = cluster.servers();
         let servers: Vec<ServerState> = cluster
             .with_free()
             .iter()
             .filter(|&&i| req.may_use(i))
-            .map(|&i| self.server_state(cluster, i, None))
+            .map(|&i| ServerState {
+                paths: self.path_views(i, t),
+                ..self.server_state(cluster, i, None)
+            })
             .collect();
         self.latency_ns = self.cfg.latency_ns(servers.len());
         let request = PlaceRequest {
@@ -421,6 +505,9 @@ impl External {
                 }
             ));
         }
+        if let Some(k) = response.path {
+            self.check_path(&what, t, server, k)?;
+        }
         self.check_power(&what, &response.power, Some(server), cluster)?;
         self.check_migrations(&what, &response.migrate, Some((server, t.cores)), cluster)?;
         Ok(Some(Choice::clean(server)))
@@ -450,6 +537,7 @@ impl External {
             running,
             power: cluster.power(i),
             primary: self.owner(i).map(str::to_string),
+            paths: None,
         }
     }
 
@@ -547,6 +635,13 @@ impl External {
         };
         let line = serde_json::to_string(&request).map_err(|e| format!("{what}: {e}"))?;
         let response = self.answer(&line, (id, &what, word_pos), t.id, rng)?;
+        if response.path.is_some() {
+            return Err(format!(
+                "{what}: the response names a \"path\", but a \"preempt\" answer does not \
+                 choose one: the task takes its victim's slot and its flow dcemu's path (paths \
+                 go with the answers to \"place\" requests)"
+            ));
+        }
         let server = match response.decision {
             Decision::Wait => {
                 self.check_power(&what, &response.power, None, cluster)?;
@@ -666,7 +761,9 @@ impl Placement for External {
         if self.failed.is_some() {
             return None;
         }
-        match self.ask(req, cluster, rng) {
+        let asked = self.ask(req, cluster, rng);
+        self.paths.clear();
+        match asked {
             Ok(choice) => choice,
             Err(e) => {
                 self.failed = Some(e);
@@ -737,6 +834,18 @@ impl Placement for External {
 
     fn take_migrations(&mut self) -> Vec<MigrateOrder> {
         std::mem::take(&mut self.migrations)
+    }
+
+    fn chooses_paths(&self) -> bool {
+        self.decides_network()
+    }
+
+    fn set_paths(&mut self, paths: BTreeMap<u32, Vec<PathOption>>) {
+        self.paths = paths;
+    }
+
+    fn take_path(&mut self) -> Option<Route> {
+        self.path.take()
     }
 
     /// The program may read the servers' reports.

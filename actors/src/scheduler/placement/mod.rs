@@ -20,6 +20,10 @@ pub use paragon::{Awareness, ParagonPlacement, expected_rate};
 pub use random::RandomPlacement;
 pub use registry::build;
 
+use std::collections::BTreeMap;
+
+use dcemu_topology::Route;
+
 use crate::kernel::ActorRng;
 use crate::profiling::Profile;
 use crate::task::{Task, TaskId};
@@ -27,6 +31,17 @@ use crate::task::{Task, TaskId};
 pub use super::cluster_view::ClusterView;
 
 /// What the scheduler asks the placement stage.
+/// A path a task's flow could take from a core switch down to a server
+/// (thesis §4.2.2), offered to a placement that chooses paths.
+#[derive(Clone, Debug)]
+pub struct PathOption {
+    pub route: Route,
+    /// The switches it crosses, by name, core first.
+    pub switches: Vec<String>,
+    /// Bandwidth free on its busiest link, bits per second.
+    pub free_bps: u64,
+}
+
 pub struct Request<'a> {
     pub task: &'a Task,
     /// The task's classification, if it was classified (Paragon §2).
@@ -237,6 +252,25 @@ pub trait Placement: Send {
     /// asks the task's server to hand it over (Paragon §3.4).
     fn take_migrations(&mut self) -> Vec<crate::external::MigrateOrder> {
         Vec::new()
+    }
+
+    /// Whether the policy chooses the path of each task's flow with its
+    /// server: the scheduler then offers it the paths before each `place`
+    /// call for a task with a flow ([`Placement::set_paths`]) and reserves
+    /// the one it names ([`Placement::take_path`]).
+    fn chooses_paths(&self) -> bool {
+        false
+    }
+
+    /// Every path the task's flow could take to each server with a free
+    /// slot, by server index (before a `place` call for a task with a
+    /// flow).
+    fn set_paths(&mut self, _paths: BTreeMap<u32, Vec<PathOption>>) {}
+
+    /// The path the latest `place` call named for the task's flow, if it
+    /// named one (else the scheduler reserves its own choice).
+    fn take_path(&mut self) -> Option<Route> {
+        None
     }
 
     /// Whether the policy decides at the moments servers go idle
