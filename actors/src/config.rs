@@ -787,9 +787,10 @@ pub struct ExternalConfig {
     /// The program and its arguments, run from the scenario file's
     /// directory, e.g. `["python3", "my_scheduler.py"]`.
     pub command: Vec<String>,
-    /// The stages it decides: `placement` (the default), and with it
-    /// `preemption` under a slot stage, and `power` (servers' sleep and
-    /// wake-up).
+    /// The stages it decides: `placement` (the default), `preemption`
+    /// under a slot stage (with `placement`, or alone beside a built-in
+    /// `placement`), and with `placement` `power` (servers' sleep and
+    /// wake-up) and `migration`.
     #[serde(default = "default_external_stages")]
     pub stages: Vec<ExternalStage>,
     /// Virtual time a decision takes: its dispatch leaves the scheduler this
@@ -813,8 +814,8 @@ pub enum ExternalStage {
     /// Where each task runs (the placement stage's `place`).
     Placement,
     /// Which running task a task that found no free slot evicts, among
-    /// those the slot stage admits (protocol v2's `preempt`); with
-    /// `placement`, under a slot stage.
+    /// those the slot stage admits (protocol v2's `preempt`), under a slot
+    /// stage; with `placement`, or alone beside a built-in placement.
     Preemption,
     /// The servers' power: the program puts idle servers to sleep and
     /// wakes them (protocol v3's `power` orders); with `placement`, under
@@ -1092,25 +1093,23 @@ impl SchedulerConfig {
                         ),
                     );
                 }
-                if e.stages.contains(&ExternalStage::Preemption) {
-                    if !e.stages.contains(&ExternalStage::Placement) {
-                        push(
-                            "external.stages",
-                            "names \"preemption\" without \"placement\": the program chooses \
-                             victims as the placement stage does (where the task starts), so it \
-                             decides both: [\"placement\", \"preemption\"]"
-                                .into(),
-                        );
-                    }
-                    if self.slots == SlotPolicy::None {
-                        push(
-                            "external.stages",
-                            "names \"preemption\" but scheduler.slots is \"none\": there is no \
-                             preemption stage to hand out (choose \"priority\", \"wasp\" or \
-                             \"hybrid\")"
-                                .into(),
-                        );
-                    }
+                if !e.stages.contains(&ExternalStage::Placement) && p == PlacementKind::External {
+                    push(
+                        "placement",
+                        "is \"external\" but scheduler.external.stages does not name the \
+                         placement stage: name the built-in placement that places beside the \
+                         program (e.g. \"least-loaded\"), or add \"placement\" to the stages"
+                            .into(),
+                    );
+                }
+                if e.stages.contains(&ExternalStage::Preemption) && self.slots == SlotPolicy::None {
+                    push(
+                        "external.stages",
+                        "names \"preemption\" but scheduler.slots is \"none\": there is no \
+                         preemption stage to hand out (choose \"priority\", \"wasp\" or \
+                         \"hybrid\")"
+                            .into(),
+                    );
                 }
                 if e.stages.contains(&ExternalStage::Power)
                     && !e.stages.contains(&ExternalStage::Placement)

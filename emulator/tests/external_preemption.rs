@@ -1,10 +1,12 @@
-//! An external scheduler that decides the preemption stage too (protocol
-//! v2, `stages = ["placement", "preemption"]`, docs/external-scheduler.md):
-//! one that behaves evicts, runs and replays identically; each way of
-//! misbehaving with an eviction stops `dcemu run` with exit code 1, an
-//! error naming the program, the request and the problem, and `INCOMPLETE`
-//! results, as the placement's misbehaviours do (`external.rs`). A
-//! scenario that hands out a preemption stage it has not is refused at
+//! An external scheduler that decides the preemption stage (protocol v2,
+//! docs/external-scheduler.md), with the placement stage (`stages =
+//! ["placement", "preemption"]`) or alone beside a built-in placement
+//! (`stages = ["preemption"]`): one that behaves evicts, runs and replays
+//! identically; each way of misbehaving with an eviction stops `dcemu run`
+//! with exit code 1, an error naming the program, the request and the
+//! problem, and `INCOMPLETE` results, as the placement's misbehaviours do
+//! (`external.rs`). A scenario that hands out a preemption stage it has
+//! not, or a placement to a program that does not decide it, is refused at
 //! load. Skipped, saying so, where `python3` is absent.
 
 use std::path::Path;
@@ -12,8 +14,9 @@ use std::path::Path;
 mod common;
 use common::{assert_replays_identical, assert_run_fails, dcemu, python};
 
-/// A v2 scheduler: first fit, and the most recently started admissible
-/// victim (`ok`), or one way of misbehaving at its first `preempt`.
+/// A v2 scheduler: first fit (with the placement stage), and the most
+/// recently started admissible victim (`ok`), or one way of misbehaving at
+/// its first `preempt`.
 const PROGRAM: &str = r#"
 import json, sys
 mode = sys.argv[1]
@@ -21,12 +24,14 @@ def send(obj):
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
 hello = json.loads(sys.stdin.readline())
-if hello["protocol"] != 2 or hello["stages"] != ["placement", "preemption"]:
+if hello["protocol"] != 2 or hello["stages"] not in (["placement", "preemption"], ["preemption"]):
     sys.exit("unexpected hello: %r" % hello)
 send({"type": "hello", "protocol": 1 if mode == "v1" else 2})
 for line in sys.stdin:
     req = json.loads(line)
     base = {"id": req["id"], "task": req["task"]["id"]}
+    if req["type"] == "place" and "placement" not in hello["stages"]:
+        sys.exit("a place request, but this program does not decide placement")
     if req["type"] == "place":
         fits = [s["index"] for s in req["servers"] if s["free_slots"] >= req["task"]["cores"]]
         answer = dict(base, decision="place", server=fits[0]) if fits else dict(base, decision="wait")
@@ -54,8 +59,8 @@ for line in sys.stdin:
 "#;
 
 /// Three one-slot servers under the `priority` slot stage: class-0 tasks
-/// fill them, class-5 tasks evict them.
-fn scenario(dir: &Path, mode: &str, slots: &str, stages: &str) -> String {
+/// fill them, class-5 tasks evict them; `placement` places them.
+fn scenario(dir: &Path, mode: &str, (slots, placement): (&str, &str), stages: &str) -> String {
     let text = format!(
         r#"
 [run]
@@ -64,6 +69,7 @@ end = "10m"
 
 [scheduler]
 slots = "{slots}"
+placement = "{placement}"
 
 [scheduler.external]
 command = ["python3", "evict.py", "{mode}"]
@@ -96,6 +102,10 @@ service = {{ distribution = "exponential", mean = "50s" }}
 }
 
 const BOTH: &str = r#"["placement", "preemption"]"#;
+const ALONE: &str = r#"["preemption"]"#;
+const PRIORITY: (&str, &str) = ("priority", "external");
+/// The built-in placement beside a program that decides only preemption.
+const BESIDE: (&str, &str) = ("priority", "least-loaded");
 
 fn metric(dir: &Path, name: &str) -> f64 {
     let text = std::fs::read_to_string(dir.join("metrics.json")).unwrap();
@@ -110,17 +120,22 @@ fn a_program_that_evicts_runs_and_replays_identically() {
     }
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("evict.py"), PROGRAM).unwrap();
-    let path = scenario(tmp.path(), "ok", "priority", BOTH);
-    let o = dcemu(tmp.path(), &["run", &path, "--quiet", "--out", "ok"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let dir = tmp.path().join("ok");
-    assert!(metric(&dir, "preemptions") > 0.0, "the program evicted");
-    assert_eq!(
-        metric(&dir, "preemptions"),
-        metric(&dir, "evictions_priority"),
-        "every eviction it decided reached its server"
-    );
-    assert_replays_identical(tmp.path(), "ok");
+    for (out, stages, at) in [("ok", BOTH, PRIORITY), ("alone", ALONE, BESIDE)] {
+        let path = scenario(tmp.path(), "ok", at, stages);
+        let o = dcemu(tmp.path(), &["run", &path, "--quiet", "--out", out]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let dir = tmp.path().join(out);
+        assert!(
+            metric(&dir, "preemptions") > 0.0,
+            "{out}: the program evicted"
+        );
+        assert_eq!(
+            metric(&dir, "preemptions"),
+            metric(&dir, "evictions_priority"),
+            "{out}: every eviction it decided reached its server"
+        );
+        assert_replays_identical(tmp.path(), out);
+    }
 }
 
 #[test]
@@ -159,8 +174,40 @@ fn each_eviction_misbehaviour_stops_the_run_with_its_error_and_incomplete_result
         ("v1", &["hello", "it speaks protocol v1, dcemu speaks v2"]),
     ];
     for (mode, words) in cases {
-        let path = scenario(tmp.path(), mode, "priority", BOTH);
+        let path = scenario(tmp.path(), mode, PRIORITY, BOTH);
         let out = format!("out-{mode}");
+        let program = format!("python3 evict.py {mode}");
+        assert_run_fails(tmp.path(), &path, &out, mode, &program, words);
+    }
+}
+
+/// Beside a built-in placement the program's first request is a
+/// `preempt`, and its misbehaviours stop the run as with the placement
+/// stage.
+#[test]
+fn a_program_deciding_only_preemption_that_misbehaves_stops_the_run() {
+    if !python() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("evict.py"), PROGRAM).unwrap();
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "evict-ghost",
+            &[
+                "request 1 (preempt task",
+                "it evicts task 99999, which is not running",
+            ],
+        ),
+        (
+            "evict-inadmissible",
+            &["(preempt task", "may not be evicted for task", "admissible"],
+        ),
+        ("v1", &["hello", "it speaks protocol v1, dcemu speaks v2"]),
+    ];
+    for (mode, words) in cases {
+        let path = scenario(tmp.path(), mode, BESIDE, ALONE);
+        let out = format!("alone-{mode}");
         let program = format!("python3 evict.py {mode}");
         assert_run_fails(tmp.path(), &path, &out, mode, &program, words);
     }
@@ -170,21 +217,33 @@ fn each_eviction_misbehaviour_stops_the_run_with_its_error_and_incomplete_result
 fn a_preemption_stage_that_is_not_there_is_refused_at_load() {
     let tmp = tempfile::tempdir().unwrap();
     let cases = [
-        ("none", BOTH, "scheduler.slots is \"none\""),
         (
-            "priority",
-            r#"["preemption"]"#,
-            "names \"preemption\" without \"placement\"",
+            ("none", "external"),
+            BOTH,
+            "external.stages",
+            "scheduler.slots is \"none\"",
+        ),
+        (
+            ("none", "least-loaded"),
+            ALONE,
+            "external.stages",
+            "scheduler.slots is \"none\"",
+        ),
+        (
+            PRIORITY,
+            ALONE,
+            "scheduler.placement",
+            "does not name the placement stage",
         ),
     ];
-    for (slots, stages, says) in cases {
-        let path = scenario(tmp.path(), "ok", slots, stages);
+    for (at, stages, field, says) in cases {
+        let path = scenario(tmp.path(), "ok", at, stages);
         let o = dcemu(tmp.path(), &["run", &path, "--quiet", "--out", "refused"]);
         let err = String::from_utf8_lossy(&o.stderr).into_owned();
-        assert!(!o.status.success(), "{slots} {stages}: refused");
+        assert!(!o.status.success(), "{at:?} {stages}: refused");
         assert!(
-            err.contains("external.stages") && err.contains(says),
-            "{slots} {stages}: {err}"
+            err.contains(field) && err.contains(says),
+            "{at:?} {stages}: {err}"
         );
     }
 }

@@ -170,6 +170,55 @@ fn python_priority_evict_gives_the_builtin_priority_stage_results() {
     }
 }
 
+/// The preemption stage alone (protocol v2, `stages = ["preemption"]`):
+/// the scenario's built-in placement places, the program picks victims.
+/// `evict_only.py` re-implements the `priority` stage's `mrs` and `lrs`
+/// beside `yarn-stock` (no victim criterion of its own), and
+/// `priority_evict.py`'s `on_preempt` least-loaded's criterion beside
+/// `least-loaded` (its `on_request` never asked): each gives the built-in
+/// pipeline's results on the thesis's Google scenario, file for file. The
+/// program was asked (its round trips are in `run.json`'s wall metrics).
+#[test]
+fn python_preemption_beside_a_builtin_placement_gives_the_builtin_results() {
+    if !python() {
+        return;
+    }
+    let path = "scenarios/thesis/google-15h.toml";
+    let label = root().join(path).display().to_string();
+    let text = std::fs::read_to_string(&label).unwrap();
+    let cases = [
+        ("mrs", "yarn-stock", "evict_only.py"),
+        ("lrs", "yarn-stock", "evict_only.py"),
+        ("mrs", "least-loaded", "priority_evict.py"),
+    ];
+    for (rule, placement, program) in cases {
+        let eviction = format!("scheduler.eviction={rule}");
+        let placed = format!("scheduler.placement={placement}");
+        let sets = ["run.end=1h", eviction.as_str(), placed.as_str()];
+        let ours = run_with(&scenario(&label, &text, &sets), 1);
+        let with_program = format!(
+            "{text}\n[scheduler.external]\ncommand = [\"python3\", {:?}, \"{rule}\"]\n\
+             stages = [\"preemption\"]\n",
+            example(program)
+        );
+        let theirs = run_with(&scenario(&label, &with_program, &sets), 1);
+        let case = format!("{program} {rule} beside {placement}");
+        assert_same_results(&ours, &theirs, &case);
+        assert_eq!(ours.metrics, theirs.metrics, "{case}");
+        assert!(
+            dcemu_tests::metric(&ours, "preemptions") > 50.0,
+            "{case}: the built-in evicts here"
+        );
+        assert!(
+            theirs
+                .wall_metrics
+                .get("external_round_trip_us_mean")
+                .is_some_and(|v| v.as_f64().is_some()),
+            "{case}: the program was asked"
+        );
+    }
+}
+
 /// Three one-slot servers under the `priority` slot stage: class-0 tasks
 /// fill them, class-5 tasks evict them; `priority_evict.py` decides
 /// placement and preemption.
@@ -249,6 +298,108 @@ fn decision_latency_under_a_slot_stage_defers_dispatches_and_preemptions_in_orde
     );
     assert_eq!(slow.digest, run_with(&s("5s"), 1).digest, "deterministic");
     assert_eq!(slow.digest, run_with(&s("5s"), 3).digest, "on 3 partitions");
+}
+
+/// [`EVICTIONS`] with fewer low-priority tasks, so that many tasks also
+/// find a free slot.
+const FEWER: &str = r#"
+[run]
+name = "evictions-alone"
+end = "30m"
+
+[scheduler]
+slots = "priority"
+
+[[server_types]]
+name = "a"
+count = 3
+slots = 1
+
+[[tenants]]
+name = "low"
+arrivals = { process = "poisson", rate_per_s = 0.04 }
+service = { distribution = "exponential", mean = "50s" }
+
+[[tenants]]
+name = "high"
+priority = 5
+arrivals = { process = "poisson", rate_per_s = 0.05 }
+service = { distribution = "exponential", mean = "20s" }
+"#;
+
+/// A program deciding only preemption beside `least-loaded`, each of its
+/// `preempt` decisions taking 5 s of virtual time: starts in a free slot
+/// are the built-in's and take none, starts that evict take the 5 s; no
+/// server runs more than its slot, no task is lost, the victims are the
+/// program's (`lrs` differs from `mrs`), and the run is deterministic, on
+/// 1 and on 3 partitions.
+#[test]
+fn preemption_alone_takes_its_decision_latency_and_runs_identically_everywhere() {
+    if !python() {
+        return;
+    }
+    let program = |rule: &str| {
+        format!(
+            "{FEWER}\n[scheduler.external]\ncommand = [\"python3\", {:?}, \"{rule}\"]\n\
+             stages = [\"preemption\"]\ndecision_latency = \"5s\"\n",
+            example("evict_only.py")
+        )
+    };
+    let sets = ["scheduler.placement=least-loaded"];
+    let s = scenario("evictions-alone", &program("mrs"), &sets);
+    let one = run_with(&s, 1);
+    assert_no_task_lost(&one, "preemption alone");
+    assert_within_slots(&one, 1);
+    assert!(
+        dcemu_tests::metric(&one, "preemptions") > 20.0,
+        "it evicts: {}",
+        dcemu_tests::metric(&one, "preemptions")
+    );
+    let log = one.results.read("actors/scheduler.jsonl").unwrap().unwrap();
+    let entries: Vec<serde_json::Value> = String::from_utf8(log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut evicting = std::collections::BTreeSet::new();
+    let (mut fast, mut evicted) = (0, 0);
+    for v in &entries {
+        let task = v["task"].as_u64();
+        if v["kind"] == "preempt" {
+            evicting.insert(task);
+        } else if v["kind"] == "task_dispatch" {
+            let queued = v["queued_ns"].as_u64().unwrap();
+            if evicting.remove(&task) {
+                evicted += 1;
+                assert!(queued >= 5_000_000_000, "an evicting start waits 5 s: {v}");
+            } else if queued < 5_000_000_000 {
+                fast += 1;
+            }
+        }
+    }
+    assert!(evicted > 20, "{evicted} evicting starts");
+    assert!(
+        fast > 20,
+        "{fast} starts in a free slot without the latency"
+    );
+    assert_eq!(one.digest, run_with(&s, 1).digest, "deterministic");
+    assert_eq!(one.digest, run_with(&s, 3).digest, "on 3 partitions");
+    let lrs = run_with(&scenario("evictions-alone", &program("lrs"), &sets), 1);
+    assert_ne!(
+        one.digest, lrs.digest,
+        "the program's victims are the run's"
+    );
+    // beside `random` too (whose slot stage otherwise draws free slots
+    // itself, without asking the placement stage)
+    let random = ["scheduler.placement=random"];
+    let beside_random = run_with(&scenario("evictions-alone", &program("lrs"), &random), 1);
+    assert!(
+        beside_random
+            .wall_metrics
+            .contains_key("external_round_trip_us_mean"),
+        "the program was asked beside random"
+    );
+    assert!(dcemu_tests::metric(&beside_random, "preemptions") > 20.0);
 }
 
 /// No server ever runs more tasks than its `slots` (its `task_start`

@@ -37,7 +37,9 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
     let world = Arc::new(world(spec, &layout, network, catalog, latent, &slots));
 
     let mut nodes = Vec::with_capacity(world.names.len());
-    if spec.scheduler.placement == PlacementKind::External && spec.external.is_none() {
+    let asks_program =
+        spec.scheduler.placement == PlacementKind::External || spec.scheduler.external.is_some();
+    if asks_program && spec.external.is_none() {
         return Err(BuildError::NoExternalRunner);
     }
     nodes.push(scheduler(spec, &world, &layout, &slots));
@@ -265,7 +267,7 @@ fn scheduler(
         spec.primary_tenants,
         spec.tenants.iter().any(|t| t.flow_bandwidth.is_some()),
         spec.external
-            .filter(|_| spec.scheduler.placement == PlacementKind::External)
+            .filter(|_| spec.scheduler.external.is_some())
             .map(|make| make()),
     )))
 }

@@ -806,12 +806,14 @@ impl Scheduler {
             cfg: cfg.clone(),
             admission,
             // flows need a path with their bandwidth: the placement stage
-            // (`random` included) picks among the servers that have one
+            // (`random` included) picks among the servers that have one; a
+            // program picking victims is asked through the placer
             slot_placer: slot_stage.is_some()
                 && (cfg.placement != PlacementKind::Random
                     || cfg.admission != AdmissionKind::Fifo
                     || cluster.primary_aware()
-                    || flows),
+                    || flows
+                    || cfg.external.is_some()),
             slot_admission: slot_stage.is_some() && cfg.admission != AdmissionKind::Fifo,
             energy_queues: energy.is_some()
                 && slot_stage.is_none()

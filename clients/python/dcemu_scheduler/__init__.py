@@ -3,7 +3,8 @@
 dcemu starts your program (``[scheduler.external]`` in a scenario) and asks
 it, at every placement decision, where a task should run, with
 ``stages = ["placement", "preemption"]`` which running task a task that
-found no free slot evicts (``on_preempt``), and with ``stages =
+found no free slot evicts (``on_preempt``; with ``stages = ["preemption"]``
+only that, beside a built-in placement: ``run(on_preempt=...)``), and with ``stages =
 ["placement", "power"]`` which servers to put to sleep or wake (``Sleep``,
 ``Wake`` in a decision's ``power``), with ``"migration"`` which running
 tasks move (``Migrate`` in a decision's ``migrate``), and with
@@ -368,10 +369,10 @@ PreemptDecision = Union[Evict, Wait]
 
 
 class Scheduler(Protocol):
-    """Anything with ``on_request``; ``on_hello(servers)``,
-    ``on_preempt(request)`` (for the preemption stage) and
-    ``on_idle(request)`` (v3: servers went idle; no orders if absent) are
-    optional."""
+    """Anything with ``on_request`` (unless it decides only preemption);
+    ``on_hello(servers)``, ``on_preempt(request)`` (for the preemption
+    stage) and ``on_idle(request)`` (v3: servers went idle; no orders if
+    absent) are optional."""
 
     def on_request(self, request: Request) -> Decision: ...
 
@@ -449,21 +450,33 @@ def _profile(p: Optional[dict]) -> Optional[Profile]:
     return None if p is None else Profile(p["speed"], p["tolerated"], p["caused"])
 
 
+def _placer(handler: Optional[Handler]) -> Optional[Callable[[Request], Decision]]:
+    """The handler's answer to ``place`` requests: the function itself,
+    its ``on_request`` method, or none (a program deciding only
+    preemption)."""
+    if handler is None:
+        return None
+    on_request = getattr(handler, "on_request", None)
+    if on_request is not None:
+        return on_request  # type: ignore[no-any-return]
+    return handler if callable(handler) else None  # type: ignore[return-value]
+
+
 def serve(
-    handler: Handler,
+    handler: Optional[Handler],
     stdin: TextIO,
     stdout: TextIO,
     on_preempt: Optional[PreemptHandler] = None,
     on_idle: Optional[IdleHandler] = None,
 ) -> int:
     """Answers dcemu on ``stdin``/``stdout`` until it closes ``stdin``;
-    returns the number of requests answered. ``preempt`` requests go to
-    ``on_preempt``, else to the handler's ``on_preempt`` method; ``idle``
-    requests to ``on_idle``, else to the handler's ``on_idle`` method,
-    else to ``no_orders``."""
-    decide: Callable[[Request], Decision] = (
-        handler if callable(handler) and not hasattr(handler, "on_request") else handler.on_request  # type: ignore[union-attr]
-    )
+    returns the number of requests answered. ``place`` requests go to the
+    handler (a function, or its ``on_request``; ``None`` or an object
+    without one for a program that decides only preemption, ``stages =
+    ["preemption"]``); ``preempt`` requests to ``on_preempt``, else to the
+    handler's ``on_preempt`` method; ``idle`` requests to ``on_idle``,
+    else to the handler's ``on_idle`` method, else to ``no_orders``."""
+    decide = _placer(handler)
     preempt: Optional[PreemptHandler] = on_preempt or getattr(handler, "on_preempt", None)
     idle: IdleHandler = on_idle or getattr(handler, "on_idle", None) or no_orders
     first = stdin.readline()
@@ -477,6 +490,8 @@ def serve(
         raise ValueError(f"dcemu offers protocol {version}, this module speaks {PROTOCOLS}")
     if "preemption" in hello.get("stages", []) and preempt is None:
         raise ValueError("dcemu hands out the preemption stage, but the scheduler has no on_preempt")
+    if "placement" in hello.get("stages", ["placement"]) and decide is None:
+        raise ValueError("dcemu hands out the placement stage, but the scheduler has no on_request")
     cluster = [
         Server(
             index=s["index"],
@@ -503,8 +518,12 @@ def serve(
     for line in stdin:
         msg = json.loads(line)
         kind = msg.get("type")
-        if kind not in ("place", "preempt", "idle") or (kind == "preempt" and preempt is None):
-            raise ValueError(f"unknown request type {kind!r}")
+        if (
+            kind not in ("place", "preempt", "idle")
+            or (kind == "preempt" and preempt is None)
+            or (kind == "place" and decide is None)
+        ):
+            raise ValueError(f"unexpected request type {kind!r} (stages {hello.get('stages')})")
         rng.word_pos = msg["rng_word_pos"]
         if kind == "idle":
             stdout.write(json.dumps(_idle(idle, msg, cluster, rng)) + "\n")
@@ -515,7 +534,7 @@ def serve(
         servers = [_state(cluster, s) for s in msg["servers"]]
         orders: tuple[PowerOrder, ...] = ()
         moves: tuple[Migrate, ...] = ()
-        if kind == "place":
+        if kind == "place" and decide is not None:
             decision = decide(
                 Request(
                     id=msg["id"],
@@ -573,9 +592,10 @@ def serve(
 
 
 def run(
-    handler: Handler,
+    handler: Optional[Handler] = None,
     on_preempt: Optional[PreemptHandler] = None,
     on_idle: Optional[IdleHandler] = None,
 ) -> None:
-    """Serves dcemu on this process's stdin and stdout."""
+    """Serves dcemu on this process's stdin and stdout; a program that
+    decides only preemption passes no handler: ``run(on_preempt=evict)``."""
     serve(handler, sys.stdin, sys.stdout, on_preempt, on_idle)

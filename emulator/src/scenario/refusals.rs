@@ -100,6 +100,21 @@ pub const REFUSALS: &[Refusal] = &[
             )
         },
     },
+    Refusal {
+        combination: "`scheduler.external.stages` with `\"preemption\"` beside an energy-aware `placement`",
+        reason: "an energy-aware placement keeps the preemption stage's victim choice (it gates victims by the CPU, memory and network path its task needs and reserves that path as the task starts), so a program would never be asked: use another built-in placement beside the program, or leave preemption to the stage",
+        fields: |s| {
+            let picks = s
+                .scheduler
+                .external
+                .as_ref()
+                .is_some_and(|e| e.stages.contains(&ExternalStage::Preemption));
+            field_if(
+                picks && s.scheduler.placement.energy_aware(),
+                "scheduler.external.stages",
+            )
+        },
+    },
 ];
 
 fn field_if(refused: bool, field: &str) -> Vec<String> {

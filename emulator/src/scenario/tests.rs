@@ -830,6 +830,54 @@ fn a_refused_combination_names_its_field_and_the_tables_reason() {
     );
 }
 
+/// `stages = ["preemption"]` alone: the scenario's built-in placement
+/// places beside the program; `placement = "external"` then has no program
+/// to place, and an energy-aware placement would never ask it.
+#[test]
+fn a_program_deciding_only_preemption_keeps_the_builtin_placement() {
+    let text =
+        format!("{MINIMAL}\n[scheduler.external]\ncommand = [\"x\"]\nstages = [\"preemption\"]\n");
+    let priority = set("scheduler.slots=priority");
+    let s = load(
+        "ok.toml",
+        &text,
+        &[priority.clone(), set("scheduler.placement=least-loaded")],
+    )
+    .unwrap();
+    assert_eq!(
+        s.scheduler.placement,
+        dcemu_actors::config::PlacementKind::LeastLoaded
+    );
+    assert_eq!(load("ok.toml", &s.to_toml(), &[]).unwrap(), s);
+    let s = load("ok.toml", &text, std::slice::from_ref(&priority)).unwrap();
+    assert_eq!(
+        s.scheduler.placement,
+        dcemu_actors::config::PlacementKind::Random,
+        "the section selects no placement it does not decide"
+    );
+    let e = errors(
+        &text,
+        &[priority.clone(), set("scheduler.placement=external")],
+    );
+    assert!(
+        e.iter()
+            .any(|e| e.field.as_deref() == Some("scheduler.placement")
+                && e.problem.contains("does not name the placement stage")),
+        "{e:?}"
+    );
+    let e = errors(&text, &[priority, set("scheduler.placement=gems")]);
+    let row = super::refusals::REFUSALS
+        .iter()
+        .find(|r| r.combination.contains("beside an energy-aware"))
+        .unwrap();
+    assert!(
+        e.iter()
+            .any(|e| e.field.as_deref() == Some("scheduler.external.stages")
+                && e.problem.contains(row.reason)),
+        "{e:?}"
+    );
+}
+
 #[test]
 fn an_external_section_selects_the_external_placement_and_is_checked() {
     let with = |extra: &str| format!("{MINIMAL}\n[scheduler.external]\n{extra}\n");

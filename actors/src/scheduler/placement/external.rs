@@ -1,7 +1,7 @@
 //! `external`: a program outside dcemu places the tasks, with protocol v2
-//! picks the victims of the preemption stage, and with v3 puts servers to
-//! sleep and wakes them (`[scheduler.external]`,
-//! docs/external-scheduler.md).
+//! picks the victims of the preemption stage (also beside a built-in
+//! placement, which then places), and with v3 puts servers to sleep and
+//! wakes them (`[scheduler.external]`, docs/external-scheduler.md).
 
 use std::collections::BTreeMap;
 
@@ -33,8 +33,18 @@ use super::{Choice, ClusterView, PathOption, PlacedTask, Placement, Request, Run
 /// or an answer to another request stops the run with an error naming the
 /// program and the request, as does a program that exits, hangs past
 /// `timeout` or writes what is not a response.
+///
+/// With `stages = ["preemption"]` alone the program decides no placement:
+/// a built-in placement (`inner`, the scenario's `placement`) places every
+/// task and keeps its own reading of reports and its own victim criterion,
+/// and the program is asked only `preempt` requests. One [`Placement`]
+/// either way, so the preemption stage composes with every other stage as
+/// a placement that picks victims does.
 pub struct External {
     oracle: Option<Box<dyn Oracle>>,
+    /// The built-in placement beside a program that does not decide
+    /// placement (`None`: the program places).
+    inner: Option<Box<dyn Placement>>,
     cfg: ExternalConfig,
     /// The version offered in `hello` ([`protocol_for`] its stages).
     protocol: u32,
@@ -71,12 +81,14 @@ pub struct External {
 impl External {
     /// The policy over `servers`, whose first ones the `primaries` own
     /// in order, asking `oracle` (the program's runner; `None` when the
-    /// model was built without one, which every request then reports).
+    /// model was built without one, which every request then reports);
+    /// `inner` places when the program does not decide placement.
     pub fn new(
         cfg: &ExternalConfig,
         servers: &[ServerSpec],
         primaries: &[PrimaryTenantConfig],
         oracle: Option<Box<dyn Oracle>>,
+        inner: Option<Box<dyn Placement>>,
     ) -> Self {
         let protocol = protocol_for(&cfg.stages);
         let owners = if protocol >= 3 {
@@ -93,6 +105,7 @@ impl External {
         External {
             owners,
             oracle,
+            inner,
             protocol,
             cfg: cfg.clone(),
             servers: servers
@@ -752,12 +765,20 @@ fn shorten(s: &str) -> String {
 }
 
 impl Placement for External {
+    /// The program's placement, or the built-in's beside a program that
+    /// decides only preemption (its latency then, not the latest
+    /// `preempt`'s).
     fn place(
         &mut self,
         req: &Request<'_>,
         cluster: &ClusterView,
         rng: &mut ActorRng,
     ) -> Option<Choice> {
+        if let Some(inner) = self.inner.as_mut() {
+            let choice = inner.place(req, cluster, rng);
+            self.latency_ns = inner.decision_latency();
+            return choice;
+        }
         if self.failed.is_some() {
             return None;
         }
@@ -773,9 +794,31 @@ impl Placement for External {
     }
 
     /// Under v2 the program scores victims: it picks them
-    /// ([`Placement::pick_victim`]).
+    /// ([`Placement::pick_victim`]); else a built-in placement beside it
+    /// may.
     fn scores_victims(&self) -> bool {
-        self.decides_preemption()
+        self.decides_preemption() || self.inner.as_ref().is_some_and(|p| p.scores_victims())
+    }
+
+    fn choose_victim(
+        &mut self,
+        req: &Request<'_>,
+        cluster: &ClusterView,
+        options: &[super::VictimOption],
+    ) -> Option<usize> {
+        self.inner
+            .as_mut()
+            .and_then(|p| p.choose_victim(req, cluster, options))
+    }
+
+    fn observe(&mut self, server: u32, cluster: &ClusterView, now: SimTime, rng: &mut ActorRng) {
+        if let Some(inner) = self.inner.as_mut() {
+            inner.observe(server, cluster, now, rng);
+        }
+    }
+
+    fn take_logs(&mut self) -> Vec<(&'static str, serde_json::Value)> {
+        self.inner.as_mut().map_or_else(Vec::new, |p| p.take_logs())
     }
 
     fn picks_victims(&self) -> bool {
@@ -848,13 +891,18 @@ impl Placement for External {
         self.path.take()
     }
 
-    /// The program may read the servers' reports.
+    /// The program may read the servers' reports when it places; beside
+    /// a built-in placement, a report is a change only if that one reads
+    /// them (so the built-in's retries, and its results, stay its own).
     fn reads_reports(&self) -> bool {
-        true
+        self.inner.as_ref().is_none_or(|p| p.reads_reports())
     }
 
     fn at(&mut self, now: SimTime) {
         self.now = now;
+        if let Some(inner) = self.inner.as_mut() {
+            inner.at(now);
+        }
     }
 
     fn decision_latency(&self) -> u64 {
@@ -876,8 +924,12 @@ impl Placement for External {
         )))
     }
 
-    /// Wall time of each exchange with the program (`run.json` only).
+    /// Wall time of each exchange with the program (`run.json` only), and
+    /// what a built-in placement beside it counted.
     fn finish(&self, out: &mut Metrics) {
+        if let Some(inner) = self.inner.as_ref() {
+            inner.finish(out);
+        }
         if !self.round_trip_us.is_empty() {
             out.append_wall_samples("external_round_trip_us", self.round_trip_us.clone());
         }

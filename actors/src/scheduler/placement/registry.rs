@@ -2,7 +2,7 @@
 //! a policy is its file in this folder and one line here
 //! (docs/scheduler.md, "Adding a policy").
 
-use crate::config::{PlacementKind, PrimaryTenantConfig, SchedulerConfig};
+use crate::config::{ExternalStage, PlacementKind, PrimaryTenantConfig, SchedulerConfig};
 use crate::scheduler::cluster_view::ServerSpec;
 
 use super::paragon::{Awareness, ParagonPlacement};
@@ -12,8 +12,29 @@ use crate::external::Oracle;
 
 /// The registry: the policy `cfg.placement` names, over `servers` (whose
 /// first ones the `primaries` own, in order); `oracle` runs the program of
-/// `external`.
+/// `[scheduler.external]`. A program that does not decide placement
+/// (`stages = ["preemption"]`) gets the built-in placement beside it
+/// ([`External`] with an inner placement).
 pub fn build(
+    cfg: &SchedulerConfig,
+    servers: &[ServerSpec],
+    primaries: &[PrimaryTenantConfig],
+    oracle: Option<Box<dyn Oracle>>,
+) -> Box<dyn Placement> {
+    match &cfg.external {
+        Some(e)
+            if cfg.placement != PlacementKind::External
+                && !e.stages.contains(&ExternalStage::Placement) =>
+        {
+            let inner = builtin(cfg, servers, primaries, None);
+            Box::new(External::new(e, servers, primaries, oracle, Some(inner)))
+        }
+        _ => builtin(cfg, servers, primaries, oracle),
+    }
+}
+
+/// The policy `cfg.placement` names by itself.
+fn builtin(
     cfg: &SchedulerConfig,
     servers: &[ServerSpec],
     primaries: &[PrimaryTenantConfig],
@@ -38,7 +59,7 @@ pub fn build(
         PlacementKind::ParagonNh => paragon(Awareness::InterferenceOnly),
         PlacementKind::ParagonNi => paragon(Awareness::HeterogeneityOnly),
         PlacementKind::External => match &cfg.external {
-            Some(e) => Box::new(External::new(e, servers, primaries, oracle)),
+            Some(e) => Box::new(External::new(e, servers, primaries, oracle, None)),
             None => Box::new(RandomPlacement),
         },
         // The energy-aware and annealing stages place by themselves (the
