@@ -343,6 +343,21 @@ pub enum Decision {
 pub struct HelloReply {
     pub protocol: u32,
     pub name: Option<String>,
+    /// v2: which running tasks its `preempt` requests list.
+    pub preempt_lists: PreemptLists,
+}
+
+/// Which running tasks a `preempt` request lists (v2), as the program asks
+/// in its `hello`: a program that only ever evicts an admissible task need
+/// not read the others, and a request over a large cluster shrinks to the
+/// servers that hold one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PreemptLists {
+    /// Every running task, the admissible ones marked (the default).
+    #[default]
+    All,
+    /// Only the admissible ones, on the servers that hold one.
+    Admissible,
 }
 
 #[derive(Deserialize)]
@@ -418,6 +433,8 @@ struct RawHello {
     protocol: u32,
     #[serde(default)]
     name: Option<String>,
+    #[serde(default)]
+    preempt_lists: Option<String>,
 }
 
 /// Decodes one response line; the error says what is wrong with it.
@@ -593,9 +610,20 @@ pub fn decode_hello(line: &str) -> Result<HelloReply, String> {
             shorten(&raw.kind)
         ));
     }
+    let preempt_lists = match raw.preempt_lists.as_deref() {
+        None | Some("all") => PreemptLists::All,
+        Some("admissible") => PreemptLists::Admissible,
+        Some(other) => {
+            return Err(format!(
+                "\"preempt_lists\" must be \"all\" or \"admissible\", got {:?}",
+                shorten(other)
+            ));
+        }
+    };
     Ok(HelloReply {
         protocol: raw.protocol,
         name: raw.name,
+        preempt_lists,
     })
 }
 
@@ -775,8 +803,20 @@ mod tests {
             decode_hello(r#"{"type":"hello","protocol":1,"name":"ll"}"#),
             Ok(HelloReply {
                 protocol: 1,
-                name: Some("ll".into())
+                name: Some("ll".into()),
+                preempt_lists: PreemptLists::All,
             })
+        );
+        assert_eq!(
+            decode_hello(r#"{"type":"hello","protocol":2,"preempt_lists":"admissible"}"#)
+                .map(|h| h.preempt_lists),
+            Ok(PreemptLists::Admissible)
+        );
+        let bad = decode_hello(r#"{"type":"hello","protocol":2,"preempt_lists":"some"}"#);
+        assert!(
+            bad.as_ref()
+                .is_err_and(|e| e.contains("\"preempt_lists\" must be \"all\" or \"admissible\"")),
+            "{bad:?}"
         );
     }
 

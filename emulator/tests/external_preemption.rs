@@ -15,8 +15,9 @@ mod common;
 use common::{assert_replays_identical, assert_run_fails, dcemu, python};
 
 /// A v2 scheduler: first fit (with the placement stage), and the most
-/// recently started admissible victim (`ok`), or one way of misbehaving at
-/// its first `preempt`.
+/// recently started admissible victim (`ok`; `admissible`: the same,
+/// asking in its hello for requests that list only admissible tasks, and
+/// asserting they do), or one way of misbehaving at its first `preempt`.
 const PROGRAM: &str = r#"
 import json, sys
 mode = sys.argv[1]
@@ -26,7 +27,10 @@ def send(obj):
 hello = json.loads(sys.stdin.readline())
 if hello["protocol"] != 2 or hello["stages"] not in (["placement", "preemption"], ["preemption"]):
     sys.exit("unexpected hello: %r" % hello)
-send({"type": "hello", "protocol": 1 if mode == "v1" else 2})
+reply = {"type": "hello", "protocol": 1 if mode == "v1" else 2}
+if mode == "admissible":
+    reply["preempt_lists"] = "admissible"
+send(reply)
 for line in sys.stdin:
     req = json.loads(line)
     base = {"id": req["id"], "task": req["task"]["id"]}
@@ -40,6 +44,8 @@ for line in sys.stdin:
         send(answer)
         continue
     running = [(s["index"], r) for s in req["servers"] for r in s["running"]]
+    if mode == "admissible":
+        assert running and all(r["admissible"] for _, r in running), req
     admissible = sorted((r["started_ns"], r["id"], i) for i, r in running if r["admissible"])
     _, victim, server = admissible[-1]
     answer = dict(base, decision="place", server=server, evict=[{"task": victim, "reason": "youngest"}])
@@ -246,4 +252,57 @@ fn a_preemption_stage_that_is_not_there_is_refused_at_load() {
             "{at:?} {stages}: {err}"
         );
     }
+}
+
+/// A program that asks for `preempt` requests listing only the admissible
+/// tasks gets them, evicts the same victims, and the run's metrics and
+/// logs are those of the program reading every running task; asking for
+/// it in a session without `preempt` requests is an error.
+#[test]
+fn preempt_requests_list_only_the_admissible_tasks_when_the_program_asks() {
+    if !python() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("evict.py"), PROGRAM).unwrap();
+    for (mode, out) in [("ok", "every"), ("admissible", "admissible")] {
+        let path = scenario(tmp.path(), mode, BESIDE, ALONE);
+        let o = dcemu(tmp.path(), &["run", &path, "--quiet", "--out", out]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let read = |out: &str, file: &str| std::fs::read(tmp.path().join(out).join(file)).unwrap();
+    assert!(metric(&tmp.path().join("admissible"), "preemptions") > 0.0);
+    for file in [
+        "metrics.json",
+        "actors/scheduler.jsonl",
+        "actors/server-0000.jsonl",
+    ] {
+        assert_eq!(
+            read("every", file),
+            read("admissible", file),
+            "{file}: the same run either way"
+        );
+    }
+    assert_replays_identical(tmp.path(), "admissible");
+    std::fs::write(
+        tmp.path().join("v1.py"),
+        "import json, sys\njson.loads(sys.stdin.readline())\n\
+         print(json.dumps({\"type\": \"hello\", \"protocol\": 1, \"preempt_lists\": \"admissible\"}), flush=True)\n\
+         sys.stdin.read()\n",
+    )
+    .unwrap();
+    let path = scenario(tmp.path(), "v1-lists", PRIORITY, r#"["placement"]"#);
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        r#"["python3", "evict.py", "v1-lists"]"#,
+        r#"["python3", "v1.py"]"#,
+    );
+    std::fs::write(&path, text).unwrap();
+    assert_run_fails(
+        tmp.path(),
+        &path,
+        "v1-lists",
+        "preempt_lists without preemption",
+        "python3 v1.py",
+        &["its hello asks for \"preempt_lists\", but this session sends no \"preempt\" request"],
+    );
 }

@@ -468,6 +468,7 @@ def serve(
     stdout: TextIO,
     on_preempt: Optional[PreemptHandler] = None,
     on_idle: Optional[IdleHandler] = None,
+    admissible_only: bool = False,
 ) -> int:
     """Answers dcemu on ``stdin``/``stdout`` until it closes ``stdin``;
     returns the number of requests answered. ``place`` requests go to the
@@ -475,7 +476,11 @@ def serve(
     without one for a program that decides only preemption, ``stages =
     ["preemption"]``); ``preempt`` requests to ``on_preempt``, else to the
     handler's ``on_preempt`` method; ``idle`` requests to ``on_idle``,
-    else to the handler's ``on_idle`` method, else to ``no_orders``."""
+    else to the handler's ``on_idle`` method, else to ``no_orders``. With
+    ``admissible_only`` (v2 and later, with the preemption stage) the
+    ``preempt`` requests list only the tasks the stage admits as victims,
+    on the servers holding one (``"preempt_lists": "admissible"`` in the
+    hello): smaller requests for a rule that never looks at the others."""
     decide = _placer(handler)
     preempt: Optional[PreemptHandler] = on_preempt or getattr(handler, "on_preempt", None)
     idle: IdleHandler = on_idle or getattr(handler, "on_idle", None) or no_orders
@@ -510,7 +515,10 @@ def serve(
     on_hello = getattr(handler, "on_hello", None)
     if on_hello is not None:
         on_hello(cluster)
-    stdout.write(json.dumps({"type": "hello", "protocol": version}) + "\n")
+    reply: dict = {"type": "hello", "protocol": version}
+    if admissible_only:
+        reply["preempt_lists"] = "admissible"
+    stdout.write(json.dumps(reply) + "\n")
     stdout.flush()
     answered = 0
     # one stream object for the run: its block cache serves the next requests
@@ -595,7 +603,9 @@ def run(
     handler: Optional[Handler] = None,
     on_preempt: Optional[PreemptHandler] = None,
     on_idle: Optional[IdleHandler] = None,
+    admissible_only: bool = False,
 ) -> None:
     """Serves dcemu on this process's stdin and stdout; a program that
-    decides only preemption passes no handler: ``run(on_preempt=evict)``."""
-    serve(handler, sys.stdin, sys.stdout, on_preempt, on_idle)
+    decides only preemption passes no handler: ``run(on_preempt=evict)``;
+    ``admissible_only`` as in ``serve``."""
+    serve(handler, sys.stdin, sys.stdout, on_preempt, on_idle, admissible_only)

@@ -9,7 +9,9 @@ dcemu's preemption stage still decides whether the task may evict at all
 and which tasks it may (``admissible``); the rule here ranks them over the
 whole cluster, by start then task id, as the built-in rule does. Beside a
 placement without a victim criterion of its own (``yarn-stock``) it gives
-the built-in rule's results, file for file but ``scenario.toml``.
+the built-in rule's results, file for file but ``scenario.toml``. It asks
+dcemu to list only the admissible tasks (``admissible_only``): the rule
+never looks at the others, and the requests shrink to them.
 """
 
 import os
@@ -35,4 +37,4 @@ def evict_by(rule: str):
 
 
 if __name__ == "__main__":
-    run(on_preempt=evict_by(sys.argv[1] if len(sys.argv) > 1 else "mrs"))
+    run(on_preempt=evict_by(sys.argv[1] if len(sys.argv) > 1 else "mrs"), admissible_only=True)

@@ -10,8 +10,9 @@ use dcemu_topology::{Route, SimTime};
 use crate::config::{ExternalConfig, ExternalStage, PrimaryTenantConfig};
 use crate::external::{
     Decision, Hello, HelloServer, IdleRequest, MigrateOrder, Oracle, PathView, PlaceRequest,
-    PlacedView, PowerOrder, PowerView, PreemptRequest, ProfileView, Response, RngKey, RunningView,
-    ServerState, TaskView, decode_hello, decode_idle_response, decode_response, protocol_for,
+    PlacedView, PowerOrder, PowerView, PreemptLists, PreemptRequest, ProfileView, Response, RngKey,
+    RunningView, ServerState, TaskView, decode_hello, decode_idle_response, decode_response,
+    protocol_for,
 };
 use crate::kernel::{ActorRng, Metrics, ModelError};
 use crate::scheduler::cluster_view::ServerSpec;
@@ -70,6 +71,9 @@ pub struct External {
     /// v3: the primary tenant owning each server, by index (public
     /// configuration); empty under v1 and v2, whose requests do not show it.
     owners: Vec<Option<String>>,
+    /// Which running tasks `preempt` requests list, as the program's
+    /// `hello` asked.
+    preempt_lists: PreemptLists,
     /// v3's network stage: the paths offered for the task of the next
     /// request, by server ([`Placement::set_paths`]).
     paths: BTreeMap<u32, Vec<PathOption>>,
@@ -104,6 +108,7 @@ impl External {
         };
         External {
             owners,
+            preempt_lists: PreemptLists::All,
             oracle,
             inner,
             protocol,
@@ -403,6 +408,14 @@ impl External {
                 stages.join(", ")
             ));
         }
+        if reply.preempt_lists != PreemptLists::All && !self.decides_preemption() {
+            return Err(format!(
+                "its hello asks for \"preempt_lists\", but this session sends no \"preempt\" \
+                 request (stages {:?}; they come with \"preemption\", protocol v2)",
+                stages.join(", ")
+            ));
+        }
+        self.preempt_lists = reply.preempt_lists;
         self.greeted = true;
         Ok(())
     }
@@ -618,7 +631,10 @@ impl External {
         let t = req.task;
         let (id, what, word_pos) = self.open(&format!("preempt task {}", t.id), cluster, rng)?;
         let mut servers: Vec<ServerState> = Vec::new();
-        for r in running {
+        let listed = running
+            .iter()
+            .filter(|r| self.preempt_lists == PreemptLists::All || r.admissible);
+        for r in listed {
             let view = RunningView {
                 id: r.task,
                 priority: r.priority,
