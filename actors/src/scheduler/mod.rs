@@ -45,7 +45,7 @@ pub mod energy;
 mod energy_gang;
 mod flows;
 pub mod gang;
-mod orders;
+mod outbox;
 pub mod placement;
 pub mod preemption;
 mod run_ledger;
@@ -569,11 +569,22 @@ struct Core {
     /// whose decision took some: an external program's with a latency).
     slot_latency: BTreeMap<TaskId, u64>,
     /// Power orders and migrations decided inside a slot pass, until the
-    /// pass sends them (`orders.rs`).
-    held: orders::Held,
+    /// pass sends them (`outbox.rs`).
+    held: std::collections::VecDeque<HeldOrders>,
     /// Tasks handed back for a migration and not yet resumed (their
     /// `migration_time`), for a placement that moves running tasks.
     moving: std::collections::BTreeSet<TaskId>,
+}
+
+/// The power orders and migrations of one decision a slot pass took,
+/// until the pass sends them (`outbox.rs`).
+struct HeldOrders {
+    /// The task the decision was about, started by it or told to wait.
+    task: TaskId,
+    /// The virtual time the decision took.
+    latency: u64,
+    power: Vec<crate::external::PowerOrder>,
+    moves: Vec<crate::external::MigrateOrder>,
 }
 
 /// Paragon's classification engine and the lab that measures for it.

@@ -1,5 +1,5 @@
-//! The power orders and migrations a placement decides (an external
-//! program under protocol v3), and when they leave the scheduler.
+//! The scheduler's outbox for the power orders and migrations a placement
+//! decides (an external program under protocol v3): when they leave.
 //!
 //! An order leaves when its decision is done (the decision's latency,
 //! after every earlier decision's), before the decision's own dispatch,
@@ -12,30 +12,15 @@
 //! held, in decision order, until the pass sends the start of their own
 //! decision or of a later one ([`Core::release_held`]).
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use dcemu_topology::SimTime;
 
-use super::{Choice, Core, PowerOrderLog};
+use super::{Choice, Core, HeldOrders, PowerOrderLog};
 use crate::external::{MigrateOrder, PowerOrder};
 use crate::kernel::{Ctx, ModelError};
 use crate::net::{Body, Msg};
 use crate::task::TaskId;
-
-/// The orders of one decision a slot pass took, until the pass sends
-/// them.
-pub(super) struct HeldOrders {
-    /// The task the decision was about, started by it or told to wait.
-    task: TaskId,
-    /// The virtual time the decision took.
-    latency: u64,
-    power: Vec<PowerOrder>,
-    moves: Vec<MigrateOrder>,
-}
-
-/// Held orders in decision order.
-pub(super) type Held = VecDeque<HeldOrders>;
 
 impl Core {
     /// Carries out the power orders and migrations of a decision that took
