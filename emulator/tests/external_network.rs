@@ -12,7 +12,9 @@
 use std::path::Path;
 
 mod common;
-use common::{assert_replays_identical, assert_run_fails, dcemu, python};
+use common::{
+    assert_replays_identical, assert_run_fails, dcemu, json_lines, python, run_ok, with_client,
+};
 
 /// A v3 program with the network stage: first fit among the servers with
 /// a path that has the flow's bandwidth, on the path with the most free
@@ -130,22 +132,6 @@ service = {{ distribution = "exponential", mean = "60s" }}
 }
 
 const NETWORK: &str = r#"["placement", "network"]"#;
-
-fn run_ok(dir: &Path, path: &str, out: &str, more: &[&str]) -> String {
-    let mut args = vec!["run", path, "--quiet", "--out", out];
-    args.extend_from_slice(more);
-    let o = dcemu(dir, &args);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    std::fs::read_to_string(dir.join(out).join("digest")).unwrap()
-}
-
-fn json_lines(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
 
 /// Every flow the program placed is reserved on the path it named, and
 /// on no other; some of them are not the path dcemu reserves by itself.
@@ -310,8 +296,7 @@ fn the_widest_path_example_reserves_every_flow_it_places() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let client = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../clients/python");
-    std::os::unix::fs::symlink(client, tmp.path().join("py")).unwrap();
+    with_client(tmp.path());
     let path = scenario(tmp.path(), "ok", NETWORK, "");
     let text = std::fs::read_to_string(tmp.path().join(&path))
         .unwrap()

@@ -12,10 +12,12 @@
 //! they cannot are refused at load. Skipped, saying so, where `python3`
 //! is absent.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 mod common;
-use common::{assert_replays_identical, assert_run_fails, dcemu, python};
+use common::{
+    assert_replays_identical, assert_run_fails, dcemu, metrics, python, run_ok, with_client,
+};
 
 /// A v3 scheduler: first fit on an awake server (else any), or one way of
 /// misbehaving with a power order once the run is under way.
@@ -213,11 +215,6 @@ service = {{ distribution = "exponential", mean = "60s" }}
 
 const POWER: &str = r#"["placement", "power"]"#;
 
-fn metrics(dir: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(dir.join("metrics.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
 fn count(dir: &Path, actor_prefix: &str, kind: &str) -> usize {
     let mut n = 0;
     for entry in std::fs::read_dir(dir.join("actors")).unwrap() {
@@ -232,21 +229,6 @@ fn count(dir: &Path, actor_prefix: &str, kind: &str) -> usize {
         }
     }
     n
-}
-
-fn with_client(tmp: &Path) {
-    let client = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../clients/python");
-    std::os::unix::fs::symlink(client, tmp.join("py")).unwrap();
-}
-
-/// Runs scenario `path` into `dir/out` (with `more` flags), which must
-/// succeed, and returns its digest.
-fn run_ok(dir: &Path, path: &str, out: &str, more: &[&str]) -> String {
-    let mut args = vec!["run", path, "--quiet", "--out", out];
-    args.extend_from_slice(more);
-    let o = dcemu(dir, &args);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    std::fs::read_to_string(dir.join(out).join("digest")).unwrap()
 }
 
 /// Scenario `path`, which gave `digest`, gives it again, and on three

@@ -9,10 +9,10 @@
 //! replay. Skipped, saying so, where `python3` is absent.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 mod common;
-use common::{assert_replays_identical, dcemu, python};
+use common::{assert_replays_identical, json_lines, metrics, python, run_ok, with_client};
 
 /// A v3 program under a slot stage. Best fit on an awake (or waking)
 /// server; when only asleep servers have a free slot, it alternately
@@ -130,26 +130,6 @@ service = {{ distribution = "exponential", mean = "60s" }}
     name
 }
 
-fn run_ok(dir: &Path, path: &str, out: &str, more: &[&str]) -> String {
-    let mut args = vec!["run", path, "--quiet", "--out", out];
-    args.extend_from_slice(more);
-    let o = dcemu(dir, &args);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    std::fs::read_to_string(dir.join(out).join("digest")).unwrap()
-}
-
-fn metrics(dir: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("metrics.json")).unwrap()).unwrap()
-}
-
-fn json_lines(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 /// Each server's log events of `kind`, by server index, in log order.
 fn server_events(out: &Path, kind: &str) -> BTreeMap<u64, Vec<u64>> {
     let mut by_server = BTreeMap::new();
@@ -247,8 +227,7 @@ fn sleep_idle_under_hybrid_saves_energy_and_runs_identically_everywhere() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let client = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../clients/python");
-    std::os::unix::fs::symlink(client, tmp.path().join("py")).unwrap();
+    with_client(tmp.path());
     let sleeps = scenario(
         tmp.path(),
         r#"["python3", "py/examples/sleep_idle.py"]"#,

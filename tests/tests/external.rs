@@ -302,30 +302,11 @@ fn decision_latency_under_a_slot_stage_defers_dispatches_and_preemptions_in_orde
 
 /// [`EVICTIONS`] with fewer low-priority tasks, so that many tasks also
 /// find a free slot.
-const FEWER: &str = r#"
-[run]
-name = "evictions-alone"
-end = "30m"
-
-[scheduler]
-slots = "priority"
-
-[[server_types]]
-name = "a"
-count = 3
-slots = 1
-
-[[tenants]]
-name = "low"
-arrivals = { process = "poisson", rate_per_s = 0.04 }
-service = { distribution = "exponential", mean = "50s" }
-
-[[tenants]]
-name = "high"
-priority = 5
-arrivals = { process = "poisson", rate_per_s = 0.05 }
-service = { distribution = "exponential", mean = "20s" }
-"#;
+fn fewer() -> String {
+    EVICTIONS
+        .replace("name = \"evictions\"", "name = \"evictions-alone\"")
+        .replace("rate_per_s = 0.5 }", "rate_per_s = 0.04 }")
+}
 
 /// A program deciding only preemption beside `least-loaded`, each of its
 /// `preempt` decisions taking 5 s of virtual time: starts in a free slot
@@ -340,8 +321,9 @@ fn preemption_alone_takes_its_decision_latency_and_runs_identically_everywhere()
     }
     let program = |rule: &str| {
         format!(
-            "{FEWER}\n[scheduler.external]\ncommand = [\"python3\", {:?}, \"{rule}\"]\n\
+            "{}\n[scheduler.external]\ncommand = [\"python3\", {:?}, \"{rule}\"]\n\
              stages = [\"preemption\"]\ndecision_latency = \"5s\"\n",
+            fewer(),
             example("evict_only.py")
         )
     };

@@ -82,3 +82,34 @@ pub fn assert_replays_identical(cwd: &Path, dir: &str) {
         String::from_utf8_lossy(&r.stderr)
     );
 }
+
+/// Runs scenario `path` in `dir` into `dir/out` (with `more` flags), which
+/// must succeed, and returns its digest.
+pub fn run_ok(dir: &Path, path: &str, out: &str, more: &[&str]) -> String {
+    let mut args = vec!["run", path, "--quiet", "--out", out];
+    args.extend_from_slice(more);
+    let o = dcemu(dir, &args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::read_to_string(dir.join(out).join("digest")).unwrap()
+}
+
+/// A results directory's `metrics.json`.
+pub fn metrics(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("metrics.json")).unwrap()).unwrap()
+}
+
+/// A JSON Lines file (an actor log, a program's record), one value a line.
+pub fn json_lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Links the Python client into `dir` as `py` (scenarios there run
+/// `py/examples/...`).
+pub fn with_client(dir: &Path) {
+    let client = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../clients/python");
+    std::os::unix::fs::symlink(client, dir.join("py")).unwrap();
+}
