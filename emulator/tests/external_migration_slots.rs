@@ -83,9 +83,10 @@ for line in sys.stdin:
     send(answer)
 "#;
 
-/// Eight two-slot servers under slot stage `slots`, tasks arriving one
-/// every 10 s on average, scheduled every 30 s (several decisions a pass),
-/// each decision taking 1 s.
+/// Eight two-slot servers under slot stage `slots`, class-0 tasks
+/// arriving one every 4 s on average and class-5 ones every 20 s (which
+/// evict when no slot is free), scheduled every 30 s (several decisions a
+/// pass), each decision taking 1 s.
 fn scenario(dir: &Path, mode: &str, slots: &str) -> String {
     let sticky = if slots == "hybrid" {
         "sticky_slots = 4\n"
@@ -120,7 +121,13 @@ slots = 2
 
 [[tenants]]
 name = "t"
-arrivals = {{ process = "poisson", rate_per_s = 0.1 }}
+arrivals = {{ process = "poisson", rate_per_s = 0.25 }}
+service = {{ distribution = "exponential", mean = "60s" }}
+
+[[tenants]]
+name = "high"
+priority = 5
+arrivals = {{ process = "poisson", rate_per_s = 0.05 }}
 service = {{ distribution = "exponential", mean = "60s" }}
 "#
     );
@@ -189,6 +196,26 @@ fn migrations_under_a_slot_stage_keep_slots_leave_in_decision_order_and_run_iden
         let count = |kind: &str| scheduler.iter().filter(|e| e["kind"] == kind).count() as u64;
         assert_eq!(count("migrate_done"), migrations, "{slots}");
         let started = count("migrate_start");
+        assert!(
+            metrics["preemptions"].as_u64().unwrap() > 0,
+            "{slots}: priority evictions happen beside the moves: {metrics}"
+        );
+        let mut moving = std::collections::BTreeSet::new();
+        for e in &scheduler {
+            match e["kind"].as_str() {
+                Some("migrate_start") => {
+                    moving.insert(e["task"].as_u64().unwrap());
+                }
+                Some("migrate_done" | "slot_release") => {
+                    moving.remove(&e["task"].as_u64().unwrap());
+                }
+                Some("preempt") => assert!(
+                    !moving.contains(&e["victim"].as_u64().unwrap()),
+                    "{slots}: a moving task is no victim: {e}"
+                ),
+                _ => {}
+            }
+        }
 
         let logs = server_logs(&out);
         let mut out_at: BTreeMap<(u64, u64), Vec<u64>> = BTreeMap::new();
