@@ -484,21 +484,22 @@ impl SlotPlacer for CorePlacer<'_> {
 
     /// Books a move the stage began in the scheduler's view at once and
     /// holds its order until the pass sends its decision
-    /// ([`Core::hold_move`]); a declined one leaves nothing behind.
-    fn move_begun(&mut self, task: TaskId, to: u32, begun: bool) {
+    /// ([`Core::hold_move`]); a declined one (or one the view cannot book)
+    /// is counted and leaves nothing behind.
+    fn move_begun(&mut self, task: TaskId, to: u32, begun: bool) -> bool {
         let Some(k) = self
             .moves
             .iter()
             .position(|(_, m)| m.task == task && m.server == to)
         else {
-            return;
+            return false;
         };
         let (decision, _) = self.moves.remove(k);
-        if begun {
-            self.core.hold_move(decision, task, to);
-        } else {
+        let booked = begun && self.core.hold_move(decision, task, to);
+        if !booked {
             self.core.migrations_declined += 1;
         }
+        booked
     }
 
     /// With a flow, a victim's eviction must leave the evictor's bandwidth

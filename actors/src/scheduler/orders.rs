@@ -103,17 +103,19 @@ impl Core {
     /// server `to` that the decision about `decision` ordered. Books it in
     /// the view at once (the pass's later requests show the task
     /// migrating and the target's slots taken) and holds its order with
-    /// the decision's other orders.
-    pub(super) fn hold_move(&mut self, decision: TaskId, task: TaskId, to: u32) {
+    /// the decision's other orders. Returns whether it was booked.
+    pub(super) fn hold_move(&mut self, decision: TaskId, task: TaskId, to: u32) -> bool {
         let Some(k) = self.held.iter().rposition(|h| h.task == decision) else {
-            return;
+            return false;
         };
         let Some(src) = self.source_of(task) else {
-            return;
+            return false;
         };
-        if self.book_migration(task, Choice::clean(to), None) {
+        let booked = self.book_migration(task, Choice::clean(to), None);
+        if booked {
             self.held[k].moves.push((task, src));
         }
+        booked
     }
 
     /// The server placed `task` runs on, as the view has it.

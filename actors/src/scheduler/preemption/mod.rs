@@ -259,8 +259,12 @@ pub trait SlotPlacer {
     }
 
     /// The stage began the move of `task` to `to` (`begun`), or declined
-    /// it: then nothing of it may stay booked.
-    fn move_begun(&mut self, _task: TaskId, _to: u32, _begun: bool) {}
+    /// it: then nothing of it may stay booked. Returns whether the
+    /// placement booked a move it was told began; `false` makes the stage
+    /// undo it.
+    fn move_begun(&mut self, _task: TaskId, _to: u32, begun: bool) -> bool {
+        begun
+    }
 }
 
 /// A running task as the slot stage knows it, offered to a placement that
@@ -543,7 +547,8 @@ impl Slots {
     /// server whose free slot the decision's own start is about to take;
     /// `victim`: the task it is about to evict. A move the slots cannot
     /// hold (no free slot left beside the start, the victim, a task not
-    /// running or already moving) is declined.
+    /// running or already moving) is declined; one the placement could
+    /// not book on its side is undone.
     fn begin_moves(
         &mut self,
         placer: &mut (dyn SlotPlacer + '_),
@@ -553,9 +558,27 @@ impl Slots {
         for (task, to) in placer.take_moves() {
             let free = self.free.get(to as usize).copied().unwrap_or(0);
             let room = free > u32::from(keep == Some(to));
+            let evictable = self.running.get(&task).is_some_and(|r| r.evictable);
             let begun = room && victim != Some(task) && self.begin_move(task, to);
-            placer.move_begun(task, to, begun);
+            if !placer.move_begun(task, to, begun) && begun {
+                self.undo_move(task, evictable);
+            }
         }
+    }
+
+    /// Undoes [`Slots::begin_move`] of `id`: its target's slot is free
+    /// again and it is `evictable` as before.
+    fn undo_move(&mut self, id: TaskId, evictable: bool) {
+        let Some(r) = self.running.get_mut(&id) else {
+            return;
+        };
+        let Some(to) = r.moving_to.take() else {
+            return;
+        };
+        r.evictable = evictable;
+        let r = r.clone();
+        self.index(id, &r);
+        self.free_slot(to, 1);
     }
 
     /// Records task `id` running on `server` from `now`, in a free slot
@@ -1404,6 +1427,8 @@ mod tests {
     struct Mover {
         moves: Vec<(TaskId, u32)>,
         told: Vec<(TaskId, u32, bool)>,
+        /// Books no move it is told began.
+        refuse: bool,
     }
 
     impl SlotPlacer for Mover {
@@ -1422,8 +1447,9 @@ mod tests {
             std::mem::take(&mut self.moves)
         }
 
-        fn move_begun(&mut self, task: TaskId, to: u32, begun: bool) {
+        fn move_begun(&mut self, task: TaskId, to: u32, begun: bool) -> bool {
             self.told.push((task, to, begun));
+            begun && !self.refuse
         }
     }
 
@@ -1488,6 +1514,33 @@ mod tests {
         assert!(
             s.begin_move(1, 2),
             "task 1 was left as it was, free to move"
+        );
+    }
+
+    #[test]
+    fn a_move_the_placement_could_not_book_is_undone_in_the_stage() {
+        let mut rng = actor_rng(6, "t");
+        let mut s = one_task_on_three_servers(&mut rng);
+        s.enqueue(task(2, 5, 2));
+        s.enqueue(task(3, 5, 3));
+        let mut mover = Mover {
+            moves: vec![(1, 2)],
+            refuse: true,
+            ..Mover::default()
+        };
+        let actions = s.schedule_placed(4, &mut rng, Some(&mut mover));
+        assert_eq!(mover.told, vec![(1, 2, true)]);
+        assert_eq!(
+            victim_of(&actions),
+            None,
+            "task 3 takes server 2's slot, free again: {actions:?}"
+        );
+        assert_eq!(actions.len(), 2, "{actions:?}");
+        s.enqueue(task(4, 5, 5));
+        assert_eq!(
+            victim_of(&s.schedule(6, &mut rng)),
+            Some(1),
+            "task 1 is a victim again"
         );
     }
 
