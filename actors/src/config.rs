@@ -824,8 +824,9 @@ pub enum ExternalStage {
     Power,
     /// Migrations: the program moves running tasks to other servers with
     /// their progress (protocol v3's `migrate` orders; Paragon §3.4's
-    /// mechanism and `migration_time`); with `placement`, without a slot
-    /// stage.
+    /// mechanism and `migration_time`); with `placement`, with or without
+    /// a slot stage (under one, the stage holds the target's slot from the
+    /// order on).
     Migration,
     /// The network: the program chooses the path each task's flow
     /// reserves from a core switch down to its server (thesis §4.2.2,
@@ -1122,29 +1123,16 @@ impl SchedulerConfig {
                             .into(),
                     );
                 }
-                if e.stages.contains(&ExternalStage::Migration) {
-                    if !e.stages.contains(&ExternalStage::Placement) {
-                        push(
-                            "external.stages",
-                            "names \"migration\" without \"placement\": the program orders \
-                             migrations in its answers to placement requests, so it decides \
-                             both: [\"placement\", \"migration\"]"
-                                .into(),
-                        );
-                    }
-                    if self.slots != SlotPolicy::None {
-                        push(
-                            "external.stages",
-                            format!(
-                                "names \"migration\" with scheduler.slots = {:?}: migration \
-                                 orders under a slot stage are not supported yet (the stage \
-                                 holds every task's slot: a move decided inside its pass \
-                                 would have to take the target's slot in the stage itself); use \
-                                 slots = \"none\"",
-                                self.slots.name()
-                            ),
-                        );
-                    }
+                if e.stages.contains(&ExternalStage::Migration)
+                    && !e.stages.contains(&ExternalStage::Placement)
+                {
+                    push(
+                        "external.stages",
+                        "names \"migration\" without \"placement\": the program orders \
+                         migrations in its answers to placement requests, so it decides both: \
+                         [\"placement\", \"migration\"]"
+                            .into(),
+                    );
                 }
                 if e.stages.contains(&ExternalStage::Network)
                     && !e.stages.contains(&ExternalStage::Placement)

@@ -484,9 +484,14 @@ fn a_power_stage_that_cannot_be_handed_out_is_refused_at_load() {
             "{stages} {extra}: {err}"
         );
     }
-    for (stage, stages) in [
-        ("migration", r#"["placement", "migration"]"#),
-        ("migration", MIGRATION),
+    // Under a slot stage migration is handed out (tests in
+    // external_migration_slots.rs): the scenario passes the checks and
+    // fails only at the program, absent here; without placement it is
+    // still refused.
+    for (stages, refused) in [
+        (r#"["placement", "migration"]"#, false),
+        (MIGRATION, false),
+        (r#"["migration"]"#, true),
     ] {
         let slotted = std::fs::read_to_string(scenario(tmp.path(), command, stages, ""))
             .unwrap()
@@ -494,15 +499,27 @@ fn a_power_stage_that_cannot_be_handed_out_is_refused_at_load() {
         std::fs::write(tmp.path().join("slotted.toml"), slotted).unwrap();
         let o = dcemu(
             tmp.path(),
-            &["run", "slotted.toml", "--quiet", "--out", "refused"],
+            &[
+                "run",
+                "slotted.toml",
+                "--quiet",
+                "--force",
+                "--out",
+                "slotted",
+            ],
         );
         let err = String::from_utf8_lossy(&o.stderr).into_owned();
-        assert!(!o.status.success());
-        assert!(
-            err.contains("scheduler.external.stages")
-                && err.contains(&format!("names \"{stage}\" with scheduler.slots"))
-                && err.contains("not supported yet"),
-            "{err}"
+        assert!(!o.status.success(), "{stages}: {err}");
+        assert!(!err.contains("with scheduler.slots"), "{stages}: {err}");
+        assert_eq!(
+            err.contains("names \"migration\" without \"placement\""),
+            refused,
+            "{stages}: {err}"
+        );
+        assert_eq!(
+            err.contains("external scheduler `python3 power.py ok`"),
+            !refused,
+            "{stages}: {err}"
         );
     }
 }

@@ -68,6 +68,7 @@ use serde::Serialize;
 use crate::config::{
     AdmissionKind, Contention, PlacementKind, PrimaryTenantConfig, SchedulerConfig,
 };
+use crate::external::MigrateOrder;
 use crate::ground_truth::SOURCES;
 use crate::kernel::{ActorId, ActorRng, Ctx, Envelope, Metrics, ModelError};
 use crate::net::{AppRate, Body, EvictionCause, Inbox, Nic};
@@ -161,6 +162,11 @@ struct CorePlacer<'a> {
     /// The path the latest choice named for its task's flow (an external
     /// program's network stage): task, server and path.
     path: Option<(TaskId, u32, Route)>,
+    /// The migrations the latest decisions ordered, with the task each
+    /// decision was about, until the slot stage begins them
+    /// ([`SlotPlacer::take_moves`]) and they are booked and held
+    /// ([`Core::hold_move`]).
+    moves: Vec<(TaskId, MigrateOrder)>,
 }
 
 impl<'a> CorePlacer<'a> {
@@ -177,6 +183,7 @@ impl<'a> CorePlacer<'a> {
             latency: 0,
             anneal: None,
             path: None,
+            moves: Vec::new(),
         }
     }
 
@@ -208,6 +215,7 @@ impl SlotPlacer for CorePlacer<'_> {
             return Some(server);
         }
         let core = &mut *self.core;
+        core.show_running();
         core.offer_paths(task);
         // A task with a flow may only take a slot on a server some path to
         // which has its bandwidth free, as outside the slot stages (the
@@ -238,8 +246,11 @@ impl SlotPlacer for CorePlacer<'_> {
         let latency = core.placement.decision_latency();
         let held = core.hold_orders(task.id, latency);
         let path = core.placement.take_path();
+        if let Some(moves) = &held {
+            self.moves.extend(moves.iter().map(|&m| (task.id, m)));
+        }
         let choice = choice?;
-        self.latency = if held { 0 } else { latency };
+        self.latency = if held.is_some() { 0 } else { latency };
         self.violation = choice.violation;
         self.path = path.map(|route| (task.id, choice.server, route));
         Some(choice.server)
@@ -434,6 +445,7 @@ impl SlotPlacer for CorePlacer<'_> {
         rng: &mut ActorRng,
     ) -> Option<TaskId> {
         let core = &mut *self.core;
+        core.show_running();
         let views: Vec<placement::RunningTask> = running
             .iter()
             .map(|r| {
@@ -458,9 +470,36 @@ impl SlotPlacer for CorePlacer<'_> {
         let k = core.placement.pick_victim(&req, &core.cluster, &views, rng);
         let latency = core.placement.decision_latency();
         let held = core.hold_orders(task.id, latency);
+        if let Some(moves) = &held {
+            self.moves.extend(moves.iter().map(|&m| (task.id, m)));
+        }
         let victim = views.get(k?)?.task;
-        self.latency = if held { 0 } else { latency };
+        self.latency = if held.is_some() { 0 } else { latency };
         Some(victim)
+    }
+
+    fn take_moves(&mut self) -> Vec<(TaskId, u32)> {
+        self.moves.iter().map(|(_, m)| (m.task, m.server)).collect()
+    }
+
+    /// Books a move the stage began in the scheduler's view at once and
+    /// holds its order until the pass sends its decision
+    /// ([`Core::hold_move`]); a declined one (or one the view cannot book)
+    /// is counted and leaves nothing behind.
+    fn move_begun(&mut self, task: TaskId, to: u32, begun: bool) -> bool {
+        let Some(k) = self
+            .moves
+            .iter()
+            .position(|(_, m)| m.task == task && m.server == to)
+        else {
+            return false;
+        };
+        let (decision, _) = self.moves.remove(k);
+        let booked = begun && self.core.hold_move(decision, task, to);
+        if !booked {
+            self.core.migrations_declined += 1;
+        }
+        booked
     }
 
     /// With a flow, a victim's eviction must leave the evictor's bandwidth
@@ -584,7 +623,8 @@ struct HeldOrders {
     /// The virtual time the decision took.
     latency: u64,
     power: Vec<crate::external::PowerOrder>,
-    moves: Vec<crate::external::MigrateOrder>,
+    /// Moves already booked: task and the server it leaves.
+    moves: Vec<(TaskId, ActorId)>,
 }
 
 /// Paragon's classification engine and the lab that measures for it.
@@ -942,7 +982,8 @@ impl Scheduler {
         result?;
         let orders = self.core.placement.take_power();
         let moves = self.core.placement.take_migrations();
-        self.core.send_orders(ctx, orders, moves, 0)?;
+        self.core
+            .send_orders(ctx, orders, moves, 0, self.slots.as_mut())?;
         self.idle_point(ctx)
     }
 
@@ -976,7 +1017,8 @@ impl Scheduler {
         let latency = core.placement.decision_latency();
         let orders = core.placement.take_power();
         let moves = core.placement.take_migrations();
-        core.send_orders(ctx, orders, moves, latency).map(|_| ())
+        core.send_orders(ctx, orders, moves, latency, self.slots.as_mut())
+            .map(|_| ())
     }
 
     fn handle_event(&mut self, msg: Msg, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
@@ -2097,6 +2139,15 @@ impl Core {
         self.send(ctx, server, body)
     }
 
+    /// Shows a placement that moves running tasks every task placed, as
+    /// the scheduler's view has it now (moves booked included).
+    fn show_running(&mut self) {
+        if self.placement.wants_running() {
+            let running = self.running_tasks();
+            self.placement.set_running(running);
+        }
+    }
+
     /// Every task placed and not heard the end of, by id, for a placement
     /// that moves running tasks.
     fn running_tasks(&self) -> Vec<placement::PlacedTask> {
@@ -2195,10 +2246,7 @@ impl Core {
             let rest = rest.to_vec();
             return self.try_place_run(task, rest, arrived, scope, attempt, ctx);
         }
-        if self.placement.wants_running() {
-            let running = self.running_tasks();
-            self.placement.set_running(running);
-        }
+        self.show_running();
         self.offer_paths(task);
         let started = Instant::now();
         let pool = &self.pool;
@@ -2222,10 +2270,10 @@ impl Core {
         let path = self.placement.take_path();
         let Some(choice) = choice.filter(|c| !scope.strict || self.appropriate(&req, c)) else {
             self.no_room.insert(task.id, attempt);
-            self.send_orders(ctx, orders, moves, latency)?;
+            self.send_orders(ctx, orders, moves, latency, None)?;
             return Ok(Attempt::NoRoom);
         };
-        if self.send_orders(ctx, orders, moves, latency)? {
+        if self.send_orders(ctx, orders, moves, latency, None)? {
             latency = 0;
         }
         self.no_room.remove(&task.id);
@@ -2782,21 +2830,36 @@ impl Core {
         ctx: &mut Ctx<'_, Msg>,
         leaves: Option<SimTime>,
     ) -> Result<(), ModelError> {
-        if !self.placed.contains_key(&task) {
+        if !self.book_migration(task, choice, slots) {
             return Ok(());
+        }
+        self.send_migration(task, why, src, rates, ctx, leaves)
+    }
+
+    /// The scheduler's side of a migration of `task` (Paragon §3.4): the
+    /// slot stage, if given, begins it (it may decline: counted, nothing
+    /// booked), then the target's slots, memory and interference are the
+    /// task's from now on. Returns whether it was booked.
+    fn book_migration(
+        &mut self,
+        task: TaskId,
+        choice: Choice,
+        slots: Option<&mut SlotStage>,
+    ) -> bool {
+        if !self.placed.contains_key(&task) {
+            return false;
         }
         if let Some(stage) = slots
             && !stage.begin_move(task, choice.server)
         {
             self.migrations_declined += 1;
-            return Ok(());
+            return false;
         }
         let Some(p) = self.placed.get_mut(&task) else {
-            return Ok(());
+            return false;
         };
         p.migrating_to = Some((choice.server, choice.violation));
         let (cores, memory_mb) = (p.cores, p.memory_mb);
-        let left_s = (rates.is_some() || p.measured).then(|| p.left_ns as f64 / 1e9);
         self.cluster.take(choice.server, cores, memory_mb);
         if let Some(pr) = self.profiles.get(&task) {
             self.cluster
@@ -2804,8 +2867,30 @@ impl Core {
                 .add(task, &pr.tolerated, &pr.caused);
         }
         self.refresh_pool(choice.server);
+        true
+    }
+
+    /// Logs a booked migration of `task` and sends its order to hand the
+    /// task over to `src` (at `leaves`, in order with the dispatches, or
+    /// at once).
+    fn send_migration(
+        &mut self,
+        task: TaskId,
+        why: &'static str,
+        src: ActorId,
+        rates: Option<(f64, f64)>,
+        ctx: &mut Ctx<'_, Msg>,
+        leaves: Option<SimTime>,
+    ) -> Result<(), ModelError> {
+        let Some(p) = self.placed.get(&task) else {
+            return Ok(());
+        };
+        let Some((target, _)) = p.migrating_to else {
+            return Ok(());
+        };
+        let left_s = (rates.is_some() || p.measured).then(|| p.left_ns as f64 / 1e9);
         let world = Arc::clone(&self.world);
-        let to = self.cluster.servers()[choice.server as usize].id;
+        let to = self.cluster.servers()[target as usize].id;
         ctx.log(
             "migrate_start",
             &MigrateLog {

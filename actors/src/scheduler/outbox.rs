@@ -10,15 +10,21 @@
 //! orders decided in it are booked in the scheduler's view at once (the
 //! pass's later decisions see a server ordered to sleep as asleep) and
 //! held, in decision order, until the pass sends the start of their own
-//! decision or of a later one ([`Core::release_held`]).
+//! decision or of a later one ([`Core::release_held`]). A migration
+//! decided in the pass is begun by the slot stage right after its
+//! decision (the target's slot held, the task no victim), then booked in
+//! the view and held the same way ([`Core::hold_move`]); outside a pass
+//! the slot stage, if any, begins it as it is booked
+//! ([`Core::send_orders`]).
 
 use std::sync::Arc;
 
 use dcemu_topology::SimTime;
 
+use super::preemption::SlotStage;
 use super::{Choice, Core, HeldOrders, PowerOrderLog};
 use crate::external::{MigrateOrder, PowerOrder};
-use crate::kernel::{Ctx, ModelError};
+use crate::kernel::{ActorId, Ctx, ModelError};
 use crate::net::{Body, Msg};
 use crate::task::TaskId;
 
@@ -26,41 +32,82 @@ impl Core {
     /// Carries out the power orders and migrations of a decision that took
     /// `latency`: they leave when it is done, in decision order, power
     /// orders first, before the decision's own dispatch (which then takes
-    /// no more time). Returns whether there were any.
+    /// no more time). Each migration is booked first, begun by the slot
+    /// stage `slots` if there is one (a move it declines is counted and
+    /// not sent). Returns whether there were any orders.
     pub(super) fn send_orders(
         &mut self,
         ctx: &mut Ctx<'_, Msg>,
         orders: Vec<PowerOrder>,
         moves: Vec<MigrateOrder>,
         latency: u64,
+        mut slots: Option<&mut SlotStage>,
     ) -> Result<bool, ModelError> {
         if orders.is_empty() && moves.is_empty() {
             return Ok(false);
         }
         self.book_power(&orders);
-        self.send_decided(ctx, orders, moves, latency)?;
+        let mut booked = Vec::with_capacity(moves.len());
+        for m in moves {
+            let Some(src) = self.source_of(m.task) else {
+                continue;
+            };
+            if self.book_migration(m.task, Choice::clean(m.server), slots.as_deref_mut()) {
+                booked.push((m.task, src));
+            }
+        }
+        self.send_decided(ctx, orders, booked, latency)?;
         Ok(true)
     }
 
     /// Inside a slot pass: takes from the placement the orders of its
     /// decision about `task`, which took `latency`, books the power orders
-    /// in the view and holds them until the pass sends them. Returns
-    /// whether there were any (the decision's latency then goes with
-    /// them, and its start takes no more).
-    pub(super) fn hold_orders(&mut self, task: TaskId, latency: u64) -> bool {
+    /// in the view and holds them until the pass sends them. Returns the
+    /// decision's migrations, for the slot stage to begin ([`Core::hold_move`]
+    /// then books and holds each it began), if there were any orders at
+    /// all (the decision's latency then goes with them, and its start
+    /// takes no more).
+    pub(super) fn hold_orders(&mut self, task: TaskId, latency: u64) -> Option<Vec<MigrateOrder>> {
         let power = self.placement.take_power();
         let moves = self.placement.take_migrations();
         if power.is_empty() && moves.is_empty() {
-            return false;
+            return None;
         }
         self.book_power(&power);
         self.held.push_back(HeldOrders {
             task,
             latency,
             power,
-            moves,
+            moves: Vec::new(),
         });
-        true
+        Some(moves)
+    }
+
+    /// Inside a slot pass: the slot stage began the move of `task` to
+    /// server `to` that the decision about `decision` ordered. Books it in
+    /// the view at once (the pass's later requests show the task
+    /// migrating and the target's slots taken) and holds its order with
+    /// the decision's other orders. Returns whether it was booked.
+    pub(super) fn hold_move(&mut self, decision: TaskId, task: TaskId, to: u32) -> bool {
+        let Some(k) = self.held.iter().rposition(|h| h.task == decision) else {
+            return false;
+        };
+        let Some(src) = self.source_of(task) else {
+            return false;
+        };
+        let booked = self.book_migration(task, Choice::clean(to), None);
+        if booked {
+            self.held[k].moves.push((task, src));
+        }
+        booked
+    }
+
+    /// The server placed `task` runs on, as the view has it.
+    fn source_of(&self, task: TaskId) -> Option<ActorId> {
+        self.placed
+            .get(&task)
+            .and_then(|p| self.cluster.servers().get(p.server as usize))
+            .map(|s| s.id)
     }
 
     /// Before the slot pass sends its start of `task`: sends the orders
@@ -98,12 +145,15 @@ impl Core {
         &mut self,
         ctx: &mut Ctx<'_, Msg>,
         orders: Vec<PowerOrder>,
-        moves: Vec<MigrateOrder>,
+        moves: Vec<(TaskId, ActorId)>,
         latency: u64,
     ) -> Result<(), ModelError> {
         let leaves = self.leaves(ctx.now(), latency);
         self.send_power(ctx, orders, leaves)?;
-        self.send_migrations(ctx, moves, leaves)
+        for (task, src) in moves {
+            self.send_migration(task, "external", src, None, ctx, Some(leaves))?;
+        }
+        Ok(())
     }
 
     /// Notes power orders in the scheduler's view: a server ordered to
@@ -148,39 +198,6 @@ impl Core {
             } else {
                 self.send(ctx, server, body)?;
             }
-        }
-        Ok(())
-    }
-
-    /// Starts migrations: each reserves its target's slots at once and its
-    /// order to hand the task over leaves at `leaves`, in order with the
-    /// task's dispatch (Paragon §3.4's mechanism, `migration_time`
-    /// included).
-    fn send_migrations(
-        &mut self,
-        ctx: &mut Ctx<'_, Msg>,
-        moves: Vec<MigrateOrder>,
-        leaves: SimTime,
-    ) -> Result<(), ModelError> {
-        for m in moves {
-            let Some(src) = self
-                .placed
-                .get(&m.task)
-                .and_then(|p| self.cluster.servers().get(p.server as usize))
-                .map(|s| s.id)
-            else {
-                continue;
-            };
-            self.start_migration(
-                m.task,
-                "external",
-                src,
-                Choice::clean(m.server),
-                None,
-                None,
-                ctx,
-                Some(leaves),
-            )?;
         }
         Ok(())
     }

@@ -725,6 +725,13 @@ impl External {
                 r.task, r.priority, t.id, t.priority
             ));
         }
+        if response.migrate.iter().any(|m| m.task == r.task) {
+            return Err(format!(
+                "{what}: it evicts task {} and migrates it: an evicted task stops, it cannot \
+                 also move",
+                r.task
+            ));
+        }
         self.check_power(&what, &response.power, Some(server), cluster)?;
         self.check_migrations(&what, &response.migrate, None, cluster)?;
         Ok(Some(k))

@@ -44,6 +44,8 @@ impl SlotStage {
     /// Starts the run of unit 0 `first` and other units `rest`, which an
     /// admission stage holds in its own queue, if every unit gets a free
     /// slot on its own server `allowed` admits; `None` starts nothing.
+    /// The moves the placer's unit choices ordered are begun once the
+    /// run's decision is over, whatever it was ([`SlotPlacer::take_moves`]).
     pub fn try_start_gang(
         &mut self,
         first: &Task,
@@ -56,25 +58,35 @@ impl SlotStage {
         let units: Vec<Task> = std::iter::once(first.clone())
             .chain(rest.iter().cloned())
             .collect();
-        let servers = self.gang_servers(&units, allowed, Some(placer), now, rng)?;
-        Some(self.start_gang(units, servers, now))
+        let servers = self.gang_servers(&units, allowed, Some(&mut *placer), now, rng);
+        let action = servers.map(|servers| self.start_gang(units, servers, now));
+        self.slots.begin_moves(placer, None, None);
+        action
     }
 
-    /// Starts the queued run whose unit 0 is `id`, if it can start whole.
+    /// Starts the queued run whose unit 0 is `id`, if it can start whole;
+    /// then begins the moves its unit choices ordered, as
+    /// [`SlotStage::try_start_gang`] does.
     pub(super) fn start_queued_gang(
         &mut self,
         id: TaskId,
         now: SimTime,
-        placer: Option<&mut (dyn SlotPlacer + '_)>,
+        mut placer: Option<&mut (dyn SlotPlacer + '_)>,
         rng: &mut ActorRng,
     ) -> Option<SlotAction> {
         let first = self.tasks.get(&id)?.clone();
         let rest = self.gang_rest.get(&id)?;
         let units: Vec<Task> = std::iter::once(first).chain(rest.iter().cloned()).collect();
-        let servers = self.gang_servers(&units, None, placer, now, rng)?;
-        self.take(id);
-        self.gang_rest.remove(&id);
-        Some(self.start_gang(units, servers, now))
+        let servers = self.gang_servers(&units, None, placer.as_deref_mut(), now, rng);
+        let action = servers.map(|servers| {
+            self.take(id);
+            self.gang_rest.remove(&id);
+            self.start_gang(units, servers, now)
+        });
+        if let Some(p) = placer {
+            self.slots.begin_moves(p, None, None);
+        }
+        action
     }
 
     /// A server for each unit, in unit order: a free slot on a server no

@@ -247,6 +247,24 @@ pub trait SlotPlacer {
     ) -> Option<TaskId> {
         None
     }
+
+    /// The migrations the placement's latest decisions ordered (an external
+    /// program's migration stage, protocol v3), as (task, target server),
+    /// in order; the stage takes them right after each decision and begins
+    /// each move in its own slots ([`SlotStage::begin_move`]), so that the
+    /// pass's later decisions see the move: the target's slot held, the
+    /// moving task no victim.
+    fn take_moves(&mut self) -> Vec<(TaskId, u32)> {
+        Vec::new()
+    }
+
+    /// The stage began the move of `task` to `to` (`begun`), or declined
+    /// it: then nothing of it may stay booked. Returns whether the
+    /// placement booked a move it was told began; `false` makes the stage
+    /// undo it.
+    fn move_begun(&mut self, _task: TaskId, _to: u32, begun: bool) -> bool {
+        begun
+    }
 }
 
 /// A running task as the slot stage knows it, offered to a placement that
@@ -503,21 +521,64 @@ impl Slots {
     /// Asks `placer` where `task` goes, among the servers with a free slot
     /// that `admits` holds (of `level`, if given).
     fn place(
-        &self,
+        &mut self,
         placer: &mut dyn SlotPlacer,
         task: &Task,
         admits: Admits<'_>,
         level: Option<u16>,
         rng: &mut ActorRng,
     ) -> Option<u32> {
-        let candidates = |i: u32| {
-            self.has_free(i)
-                && admits.is_none_or(|ok| ok(i))
-                && level.is_none_or(|l| self.level_of[i as usize] == l)
+        let chosen = {
+            let candidates = |i: u32| {
+                self.has_free(i)
+                    && admits.is_none_or(|ok| ok(i))
+                    && level.is_none_or(|l| self.level_of[i as usize] == l)
+            };
+            placer
+                .choose(task, &candidates, rng)
+                .filter(|&i| candidates(i))
         };
-        placer
-            .choose(task, &candidates, rng)
-            .filter(|&i| candidates(i))
+        self.begin_moves(placer, chosen, None);
+        chosen
+    }
+
+    /// Begins the moves `placer`'s latest decision ordered
+    /// ([`SlotPlacer::take_moves`]) and tells it which began. `keep`: the
+    /// server whose free slot the decision's own start is about to take;
+    /// `victim`: the task it is about to evict. A move the slots cannot
+    /// hold (no free slot left beside the start, the victim, a task not
+    /// running or already moving) is declined; one the placement could
+    /// not book on its side is undone.
+    fn begin_moves(
+        &mut self,
+        placer: &mut (dyn SlotPlacer + '_),
+        keep: Option<u32>,
+        victim: Option<TaskId>,
+    ) {
+        for (task, to) in placer.take_moves() {
+            let free = self.free.get(to as usize).copied().unwrap_or(0);
+            let room = free > u32::from(keep == Some(to));
+            let evictable = self.running.get(&task).is_some_and(|r| r.evictable);
+            let begun = room && victim != Some(task) && self.begin_move(task, to);
+            if !placer.move_begun(task, to, begun) && begun {
+                self.undo_move(task, evictable);
+            }
+        }
+    }
+
+    /// Undoes [`Slots::begin_move`] of `id`: its target's slot is free
+    /// again and it is `evictable` as before.
+    fn undo_move(&mut self, id: TaskId, evictable: bool) {
+        let Some(r) = self.running.get_mut(&id) else {
+            return;
+        };
+        let Some(to) = r.moving_to.take() else {
+            return;
+        };
+        r.evictable = evictable;
+        let r = r.clone();
+        self.index(id, &r);
+        self.free_slot(to, 1);
     }
 
     /// Records task `id` running on `server` from `now`, in a free slot
@@ -1112,7 +1173,9 @@ impl SlotStage {
         running.sort_by_key(|r| (r.server, r.started, r.task));
         let chosen = placer
             .pick_victim(task, &running, rng)
-            .filter(|v| ok.contains(v))?;
+            .filter(|v| ok.contains(v));
+        self.slots.begin_moves(placer, None, chosen);
+        let chosen = chosen?;
         self.victims_placed += u64::from(chosen != victim);
         Some(chosen)
     }
@@ -1120,7 +1183,7 @@ impl SlotStage {
     /// Asks `placer` where queued task `id` goes, among the servers with a
     /// free slot (of `level`, if given).
     fn place_queued(
-        &self,
+        &mut self,
         placer: &mut dyn SlotPlacer,
         id: TaskId,
         level: Option<u16>,
@@ -1356,6 +1419,129 @@ mod tests {
             SlotAction::Preempt { victim, .. } => Some(*victim),
             _ => None,
         })
+    }
+
+    /// First fit that orders `moves` with its next decision and records
+    /// what the stage told it of each.
+    #[derive(Default)]
+    struct Mover {
+        moves: Vec<(TaskId, u32)>,
+        told: Vec<(TaskId, u32, bool)>,
+        /// Books no move it is told began.
+        refuse: bool,
+    }
+
+    impl SlotPlacer for Mover {
+        fn choose(
+            &mut self,
+            task: &Task,
+            candidates: &dyn Fn(u32) -> bool,
+            rng: &mut ActorRng,
+        ) -> Option<u32> {
+            First.choose(task, candidates, rng)
+        }
+
+        fn started(&mut self, _: &Task, _: u32, _: Option<TaskId>, _: SimTime, _: &mut ActorRng) {}
+
+        fn take_moves(&mut self) -> Vec<(TaskId, u32)> {
+            std::mem::take(&mut self.moves)
+        }
+
+        fn move_begun(&mut self, task: TaskId, to: u32, begun: bool) -> bool {
+            self.told.push((task, to, begun));
+            begun && !self.refuse
+        }
+    }
+
+    /// Task 1 (class 0) running on server 0 of three one-slot servers.
+    fn one_task_on_three_servers(rng: &mut ActorRng) -> SlotStage {
+        let mut s = stage(
+            SlotPolicy::Priority,
+            EvictionPolicy::Mrs,
+            &[(1, 1.0), (1, 1.0), (1, 1.0)],
+        );
+        s.enqueue(task(1, 0, 0));
+        let started = s.schedule_placed(1, rng, Some(&mut First));
+        assert_eq!(started.len(), 1);
+        s
+    }
+
+    #[test]
+    fn a_move_decided_in_a_pass_holds_its_slot_and_its_task_is_no_victim_for_later_decisions() {
+        let mut rng = actor_rng(6, "t");
+        let mut s = one_task_on_three_servers(&mut rng);
+        s.enqueue(task(2, 5, 2));
+        s.enqueue(task(3, 5, 3));
+        let mut mover = Mover {
+            moves: vec![(1, 2)],
+            ..Mover::default()
+        };
+        let actions = s.schedule_placed(4, &mut rng, Some(&mut mover));
+        assert_eq!(
+            mover.told,
+            vec![(1, 2, true)],
+            "begun after task 2's decision"
+        );
+        assert_eq!(actions.len(), 1, "task 2 starts on server 1: {actions:?}");
+        assert!(!s.has_free(2), "the target's slot is held for task 1");
+        assert!(
+            victim_of(&actions).is_none(),
+            "task 3 finds no free slot and may not evict the moving task 1"
+        );
+    }
+
+    #[test]
+    fn a_move_onto_the_last_slot_its_own_decision_takes_is_declined() {
+        let mut rng = actor_rng(6, "t");
+        let mut s = one_task_on_three_servers(&mut rng);
+        s.enqueue(task(2, 0, 2));
+        let mut mover = Mover {
+            moves: vec![(1, 1)],
+            ..Mover::default()
+        };
+        let actions = s.schedule_placed(4, &mut rng, Some(&mut mover));
+        assert_eq!(mover.told, vec![(1, 1, false)]);
+        assert!(
+            matches!(
+                actions.as_slice(),
+                [SlotAction::Dispatch {
+                    server: ActorId(11),
+                    ..
+                }]
+            ),
+            "task 2 takes server 1's slot: {actions:?}"
+        );
+        assert!(
+            s.begin_move(1, 2),
+            "task 1 was left as it was, free to move"
+        );
+    }
+
+    #[test]
+    fn a_move_the_placement_could_not_book_is_undone_in_the_stage() {
+        let mut rng = actor_rng(6, "t");
+        let mut s = one_task_on_three_servers(&mut rng);
+        s.enqueue(task(2, 5, 2));
+        s.enqueue(task(3, 5, 3));
+        let mut mover = Mover {
+            moves: vec![(1, 2)],
+            refuse: true,
+            ..Mover::default()
+        };
+        let actions = s.schedule_placed(4, &mut rng, Some(&mut mover));
+        assert_eq!(mover.told, vec![(1, 2, true)]);
+        assert_eq!(
+            victim_of(&actions),
+            None,
+            "task 3 takes server 2's slot, free again: {actions:?}"
+        );
+        assert_eq!(actions.len(), 2, "{actions:?}");
+        s.enqueue(task(4, 5, 5));
+        assert_eq!(
+            victim_of(&s.schedule(6, &mut rng)),
+            Some(1),
+            "task 1 is a victim again"
+        );
     }
 
     /// A priority stage over two one-slot servers running task 1: the
