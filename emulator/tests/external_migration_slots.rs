@@ -13,7 +13,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 mod common;
-use common::{assert_replays_identical, assert_run_fails, json_lines, python, run_ok};
+use common::{
+    assert_replays_identical, assert_run_fails, assert_same_twice_and_on_three_partitions,
+    json_lines, python, run_ok, server_logs,
+};
 
 /// A v3 program deciding placement and migration under a slot stage.
 /// First fit; every answer (`idle` ones too) moves the first running task
@@ -134,19 +137,6 @@ service = {{ distribution = "exponential", mean = "60s" }}
     let name = format!("{slots}-{mode}.toml");
     std::fs::write(dir.join(&name), text).unwrap();
     name
-}
-
-/// Every server's log entries, by server index, in log order.
-fn server_logs(out: &Path) -> BTreeMap<u64, Vec<serde_json::Value>> {
-    let mut by_server = BTreeMap::new();
-    for entry in std::fs::read_dir(out.join("actors")).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-        if let Some(index) = name.strip_prefix("server-").and_then(|n| n.parse().ok()) {
-            by_server.insert(index, json_lines(&path));
-        }
-    }
-    by_server
 }
 
 /// Under every slot stage the program's moves happen and end on their
@@ -277,16 +267,7 @@ fn migrations_under_a_slot_stage_keep_slots_leave_in_decision_order_and_run_iden
             "{slots}: later requests of a pass showed a task ordered to move as migrating"
         );
 
-        assert_eq!(
-            run_ok(tmp.path(), &path, "again", &[]),
-            digest,
-            "{slots}: same digest twice"
-        );
-        assert_eq!(
-            run_ok(tmp.path(), &path, "three", &["--partitions", "3"]),
-            digest,
-            "{slots}: same digest on three partitions"
-        );
+        assert_same_twice_and_on_three_partitions(tmp.path(), &path, &digest, slots);
         assert_replays_identical(tmp.path(), "out");
     }
 }

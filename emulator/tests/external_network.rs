@@ -13,7 +13,8 @@ use std::path::Path;
 
 mod common;
 use common::{
-    assert_replays_identical, assert_run_fails, dcemu, json_lines, python, run_ok, with_client,
+    assert_replays_identical, assert_run_fails, assert_same_twice_and_on_three_partitions, dcemu,
+    json_lines, python, run_ok, with_client,
 };
 
 /// A v3 program with the network stage: first fit among the servers with
@@ -191,12 +192,7 @@ fn the_program_chooses_each_flows_path_and_runs_identically_everywhere() {
             own_digest, digest,
             "{slots}: the program's paths are not dcemu's own"
         );
-        assert_eq!(run_ok(tmp.path(), &path, "again", &[]), digest, "{slots}");
-        assert_eq!(
-            run_ok(tmp.path(), &path, "three", &["--partitions", "3"]),
-            digest,
-            "{slots}: the same on three partitions"
-        );
+        assert_same_twice_and_on_three_partitions(tmp.path(), &path, &digest, slots);
         assert_replays_identical(tmp.path(), "out");
     }
 }

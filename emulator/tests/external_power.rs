@@ -16,7 +16,8 @@ use std::path::Path;
 
 mod common;
 use common::{
-    assert_replays_identical, assert_run_fails, dcemu, metrics, python, run_ok, with_client,
+    assert_replays_identical, assert_run_fails, assert_same_twice_and_on_three_partitions, dcemu,
+    metrics, python, run_ok, with_client,
 };
 
 /// A v3 scheduler: first fit on an awake server (else any), or one way of
@@ -231,17 +232,6 @@ fn count(dir: &Path, actor_prefix: &str, kind: &str) -> usize {
     n
 }
 
-/// Scenario `path`, which gave `digest`, gives it again, and on three
-/// partitions.
-fn assert_same_twice_and_on_three_partitions(dir: &Path, path: &str, digest: &str) {
-    assert_eq!(run_ok(dir, path, "again", &[]), digest, "same digest twice");
-    assert_eq!(
-        run_ok(dir, path, "three", &["--partitions", "3"]),
-        digest,
-        "same digest on three partitions"
-    );
-}
-
 #[test]
 fn sleeping_idle_servers_saves_energy_and_runs_identically_everywhere() {
     if !python() {
@@ -293,7 +283,7 @@ fn sleeping_idle_servers_saves_energy_and_runs_identically_everywhere() {
         count(&tmp.path().join("awake"), "scheduler", "power_order"),
         0
     );
-    assert_same_twice_and_on_three_partitions(tmp.path(), &sleeps, &digest);
+    assert_same_twice_and_on_three_partitions(tmp.path(), &sleeps, &digest, "power");
     assert_replays_identical(tmp.path(), "sleeps");
 }
 
@@ -567,7 +557,7 @@ fn a_program_that_migrates_moves_tasks_and_runs_identically_everywhere() {
             );
         }
     }
-    assert_same_twice_and_on_three_partitions(tmp.path(), &path, &digest);
+    assert_same_twice_and_on_three_partitions(tmp.path(), &path, &digest, "power");
 }
 
 #[test]
@@ -754,7 +744,7 @@ fn sleeping_servers_at_their_idle_point_saves_energy_and_runs_identically() {
         count(&dir, "scheduler", "power_order"),
         "every order to sleep put an idle server to sleep"
     );
-    assert_same_twice_and_on_three_partitions(tmp.path(), &at_idle, &digest);
+    assert_same_twice_and_on_three_partitions(tmp.path(), &at_idle, &digest, "power");
     assert_replays_identical(tmp.path(), "idle");
 }
 

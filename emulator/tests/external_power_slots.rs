@@ -12,7 +12,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 mod common;
-use common::{assert_replays_identical, json_lines, metrics, python, run_ok, with_client};
+use common::{
+    assert_replays_identical, assert_same_twice_and_on_three_partitions, json_lines, metrics,
+    python, run_ok, server_logs, with_client,
+};
 
 /// A v3 program under a slot stage. Best fit on an awake (or waking)
 /// server; when only asleep servers have a free slot, it alternately
@@ -130,23 +133,20 @@ service = {{ distribution = "exponential", mean = "60s" }}
     name
 }
 
-/// Each server's log events of `kind`, by server index, in log order.
+/// Each server's log events of `kind`, by server index: their times, in
+/// log order.
 fn server_events(out: &Path, kind: &str) -> BTreeMap<u64, Vec<u64>> {
-    let mut by_server = BTreeMap::new();
-    for entry in std::fs::read_dir(out.join("actors")).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-        let Some(index) = name.strip_prefix("server-").and_then(|n| n.parse().ok()) else {
-            continue;
-        };
-        let times: Vec<u64> = json_lines(&path)
-            .iter()
-            .filter(|e| e["kind"] == kind)
-            .map(|e| e["t_ns"].as_u64().unwrap())
-            .collect();
-        by_server.insert(index, times);
-    }
-    by_server
+    server_logs(out)
+        .into_iter()
+        .map(|(index, log)| {
+            let times = log
+                .iter()
+                .filter(|e| e["kind"] == kind)
+                .map(|e| e["t_ns"].as_u64().unwrap())
+                .collect();
+            (index, times)
+        })
+        .collect()
 }
 
 /// Under every slot stage, each order to sleep reaches its server a fixed
@@ -255,15 +255,6 @@ fn sleep_idle_under_hybrid_saves_energy_and_runs_identically_everywhere() {
     );
     assert_eq!(s["tasks_dispatched"], a["tasks_dispatched"]);
     assert!(s["sticky_starts"].as_f64().unwrap_or(0.0) > 0.0, "{s}");
-    assert_eq!(
-        run_ok(tmp.path(), &sleeps, "again", &[]),
-        digest,
-        "same digest twice"
-    );
-    assert_eq!(
-        run_ok(tmp.path(), &sleeps, "three", &["--partitions", "3"]),
-        digest,
-        "same digest on three partitions"
-    );
+    assert_same_twice_and_on_three_partitions(tmp.path(), &sleeps, &digest, "hybrid");
     assert_replays_identical(tmp.path(), "sleeps");
 }

@@ -113,3 +113,31 @@ pub fn with_client(dir: &Path) {
     let client = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../clients/python");
     std::os::unix::fs::symlink(client, dir.join("py")).unwrap();
 }
+
+/// Scenario `path` in `dir`, which gave `digest`, gives it again, and on
+/// three partitions (`what` labels the assertions).
+pub fn assert_same_twice_and_on_three_partitions(dir: &Path, path: &str, digest: &str, what: &str) {
+    assert_eq!(
+        run_ok(dir, path, "again", &[]),
+        digest,
+        "{what}: same digest twice"
+    );
+    assert_eq!(
+        run_ok(dir, path, "three", &["--partitions", "3"]),
+        digest,
+        "{what}: same digest on three partitions"
+    );
+}
+
+/// Every server's actor log in results directory `out`, by server index.
+pub fn server_logs(out: &Path) -> std::collections::BTreeMap<u64, Vec<serde_json::Value>> {
+    let mut by_server = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(out.join("actors")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if let Some(index) = name.strip_prefix("server-").and_then(|n| n.parse().ok()) {
+            by_server.insert(index, json_lines(&path));
+        }
+    }
+    by_server
+}
