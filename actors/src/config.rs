@@ -646,6 +646,15 @@ pub struct SchedulerConfig {
     /// parallel). Part of its response time.
     #[serde(default = "default_profile_time")]
     pub profile_time: Duration,
+    /// The profiling and classification overhead as a share of the
+    /// application's declared ideal time instead of `profile_time`
+    /// (Paragon §6.1, Fig. 12: training 1.2 % and classification 0.09 % of
+    /// an application's run). Issue 37 decides the conflict between §5's
+    /// 1-6 minute applications and §3's one-minute profiling this way, so
+    /// that ARQ's slack `1.05·CT − P` (§4.2) stays positive. Unset (the
+    /// default): `profile_time`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_share: Option<f64>,
     /// Relative noise of a profiling measurement: the standard deviation of
     /// ln IPS, and of a sensitivity score in units of 100 points.
     #[serde(default = "default_profile_noise")]
@@ -990,6 +999,7 @@ impl Default for SchedulerConfig {
             samples: default_samples(),
             max_steps: default_max_steps(),
             profile_time: default_profile_time(),
+            profile_share: None,
             profile_noise: default_profile_noise(),
             training_apps: default_training_apps(),
             short_job: default_zero(),
@@ -1156,6 +1166,14 @@ impl SchedulerConfig {
         }
         if self.max_steps == 0 {
             push("max_steps", "must be at least 1".into());
+        }
+        if let Some(share) = self.profile_share
+            && !(share.is_finite() && (0.0..=1.0).contains(&share))
+        {
+            push(
+                "profile_share",
+                format!("must be a share between 0 and 1, got {share}"),
+            );
         }
         if !(self.profile_noise.is_finite() && (0.0..=1.0).contains(&self.profile_noise)) {
             push(

@@ -180,6 +180,16 @@ fn bad_scheduler_settings_name_the_field() {
         e.contains("scheduler.cf_rank") && e.contains("between 1 and 20"),
         "{e}"
     );
+    let e = err(&["scheduler.profile_share=1.5"]);
+    assert!(
+        e.contains("scheduler.profile_share") && e.contains("between 0 and 1"),
+        "{e}"
+    );
+    let e = err(&["applications.clock_elasticity.multiprogrammed=-0.1"]);
+    assert!(
+        e.contains("clock_elasticity.multiprogrammed") && e.contains("between 0 and 3"),
+        "{e}"
+    );
     let e = err(&["scheduler.reclassify_below=1.5"]);
     assert!(e.contains("scheduler.reclassify_below"), "{e}");
     let e = err(&["scheduler.placement=paragon-xl"]);
@@ -371,4 +381,43 @@ history = "ideal"
         known + metric(&o, "kind_tasks_waited") > 10.0 * distinct.len() as f64,
         "most stage tasks are not profiled: {known} known"
     );
+}
+
+/// Profiling and classification take Fig. 12's share of each
+/// application's ideal time (`scheduler.profile_share`, issue 37's
+/// decision of §3 against §5 and Fig. 12): the gap between a task's
+/// `profile_start` and its `classify` is the share times its ideal time,
+/// so it scales with the share and stays within the share of §5's 1-6
+/// minute applications.
+#[test]
+fn profiling_takes_a_share_of_each_applications_ideal_time() {
+    let gaps = |share: &str| {
+        let o = run(
+            "local-low.toml",
+            &[&format!("scheduler.profile_share={share}")],
+            1,
+        );
+        let lines = log(&o, "scheduler");
+        let starts = kind(&lines, "profile_start");
+        let done = kind(&lines, "classify");
+        assert_eq!(starts.len(), 178);
+        starts
+            .iter()
+            .map(|s| {
+                let c = done
+                    .iter()
+                    .find(|c| c["task"] == s["task"])
+                    .expect("every profiled task is classified");
+                dcemu_tests::t(c) - dcemu_tests::t(s)
+            })
+            .collect::<Vec<u64>>()
+    };
+    let (fig12, tenth) = (gaps("0.0129"), gaps("0.1"));
+    for (a, b) in fig12.iter().zip(&tenth) {
+        let (lo, hi) = (0.0129 * 60e9, 0.0129 * 360e9);
+        assert!((lo - 1.0..=hi + 1.0).contains(&(*a as f64)), "{a} ns");
+        let ratio = *b as f64 / *a as f64;
+        assert!((ratio - 0.1 / 0.0129).abs() < 1e-6, "{b} / {a}");
+    }
+    assert!(gaps("0").iter().all(|&g| g == 0));
 }

@@ -18,12 +18,19 @@ pub const MAX_RANK: u32 = SOURCES as u32;
 /// ln LLC MB, ln memory GB. Ranks above this add hidden class traits.
 const TRAITS: usize = 4;
 
-/// Index of the `ln cores` trait in a class's trait vector.
+/// Index of the `ln GHz`, `ln cores` and `ln LLC` traits in a class's
+/// trait vector.
+const CLOCK_TRAIT: usize = 0;
 const CORES_TRAIT: usize = 1;
+const CACHE_TRAIT: usize = 2;
+const MEMORY_TRAIT: usize = 3;
 
-/// Standard deviation of a hidden class trait (ranks above [`TRAITS`]):
-/// what the four numbers do not say about a class (microarchitecture,
-/// memory technology), drawn per class; applications load on it N(0, 1).
+/// Default standard deviation of a hidden class trait (ranks above
+/// [`TRAITS`]): what the four numbers do not say about a class
+/// (microarchitecture, memory technology), drawn per host processor;
+/// `hidden_sd` in a scenario. Applications load on it N(0, 1) (before
+/// their family's `het_scale`): only the product of the two spreads
+/// matters, so one is a parameter.
 const HIDDEN_TRAIT_SD: f64 = 0.2;
 
 /// Named interference concepts, in the order `rank` takes them: compute,
@@ -71,8 +78,10 @@ struct Prior {
 }
 
 impl Prior {
-    fn draw(self, rng: &mut impl RngCore) -> f64 {
-        (self.mean + self.sd * normal(rng)).max(self.min)
+    /// A draw with the standard deviation multiplied by `spread` (the
+    /// catalog's calibrated `elasticity_spread` / `intensity_spread`).
+    fn draw_spread(self, spread: f64, rng: &mut impl RngCore) -> f64 {
+        (self.mean + self.sd * spread * normal(rng)).max(self.min)
     }
 }
 
@@ -81,9 +90,10 @@ const fn p(mean: f64, sd: f64) -> Prior {
     Prior { mean, sd, min: 0.0 }
 }
 
-/// How steep heterogeneity is per family (single-threaded, multithreaded,
-/// multiprogrammed, I/O-bound): every elasticity an application draws, hidden
-/// traits included, is multiplied by its family's factor. Scaling ln speed
+/// Default steepness of heterogeneity per family (single-threaded,
+/// multithreaded, multiprogrammed, I/O-bound; `het_scale` in a scenario):
+/// every elasticity an application draws, hidden traits included, is
+/// multiplied by its family's factor. Scaling ln speed
 /// keeps each application's ranking of configurations and sets only how much
 /// the best one gains. Calibrated to Paragon §2.2's validation on its local
 /// cluster (Table V): placing applications on the configuration the
@@ -95,8 +105,6 @@ pub const HET_SCALE: [f64; 4] = [0.53, 0.67, 1.3, 0.94];
 
 /// What distinguishes a family (Paragon §5).
 struct FamilyPrior {
-    /// Multiplier of every drawn elasticity ([`HET_SCALE`]).
-    het_scale: f64,
     /// Elasticity of speed to each named trait (ln GHz, ln cores, ln LLC,
     /// ln memory): alone, speed ∝ GHz^e0 · cores^e1 · LLC^e2 · memory^e3.
     /// Clamped at 0 (more of a resource never hurts) except where noted.
@@ -115,7 +123,6 @@ const fn prior(family: Family) -> FamilyPrior {
         // trait, ln min(cores, 1), is 0 on every class and its elasticity
         // never matters; it is still drawn, to keep the draw order).
         Family::SingleThreaded => FamilyPrior {
-            het_scale: HET_SCALE[0],
             elasticity: [p(0.8, 0.15), p(0.0, 0.0), p(0.08, 0.06), p(0.03, 0.03)],
             intensity: [p(0.45, 0.15), p(0.25, 0.15), p(0.02, 0.02), p(0.30, 0.15)],
             cores: &[1],
@@ -123,7 +130,6 @@ const fn prior(family: Family) -> FamilyPrior {
         },
         // PARSEC / SPLASH-2 / SPECjbb-like: scale with cores, memory heavy.
         Family::Multithreaded => FamilyPrior {
-            het_scale: HET_SCALE[1],
             elasticity: [p(0.5, 0.15), p(0.45, 0.15), p(0.10, 0.06), p(0.10, 0.05)],
             intensity: [p(0.35, 0.15), p(0.55, 0.15), p(0.03, 0.03), p(0.40, 0.15)],
             cores: &[2, 4, 8],
@@ -131,7 +137,6 @@ const fn prior(family: Family) -> FamilyPrior {
         },
         // Mixes of four programs: a bit of everything, on four cores.
         Family::Multiprogrammed => FamilyPrior {
-            het_scale: HET_SCALE[2],
             elasticity: [p(0.6, 0.15), p(0.30, 0.10), p(0.12, 0.06), p(0.06, 0.04)],
             intensity: [p(0.40, 0.15), p(0.40, 0.15), p(0.03, 0.03), p(0.40, 0.15)],
             cores: &[4],
@@ -139,7 +144,6 @@ const fn prior(family: Family) -> FamilyPrior {
         },
         // Single-node data mining: storage and network, page cache.
         Family::IoBound => FamilyPrior {
-            het_scale: HET_SCALE[3],
             elasticity: [p(0.15, 0.08), p(0.08, 0.05), p(0.03, 0.03), p(0.20, 0.08)],
             intensity: [p(0.10, 0.05), p(0.15, 0.10), p(0.60, 0.15), p(0.10, 0.05)],
             cores: &[1, 2],
@@ -222,6 +226,45 @@ impl FamilyMix {
     }
 }
 
+/// A value per family, each optional: `{ multiprogrammed = 0.3 }` sets one
+/// family's and leaves the others at their defaults. The catalog's free
+/// parameters per family (`het_scale`, `clock_elasticity`,
+/// `cache_elasticity`) take this form; `scenarios/reproduce/paragon.toml`
+/// declares which are fitted, to what.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PerFamily {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub single_threaded: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multithreaded: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiprogrammed: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_bound: Option<f64>,
+}
+
+impl PerFamily {
+    /// The value set for `family`, if any.
+    pub fn get(&self, family: Family) -> Option<f64> {
+        match family {
+            Family::SingleThreaded => self.single_threaded,
+            Family::Multithreaded => self.multithreaded,
+            Family::Multiprogrammed => self.multiprogrammed,
+            Family::IoBound => self.io_bound,
+        }
+    }
+
+    /// The value for `family`, else `defaults[family]`.
+    pub fn or(&self, family: Family, defaults: [f64; 4]) -> f64 {
+        self.get(family).unwrap_or(defaults[family as usize])
+    }
+
+    fn is_empty(&self) -> bool {
+        *self == PerFamily::default()
+    }
+}
+
 /// `[workload.catalog]`: how to generate the application catalog. Every
 /// field but `apps` has a default; `docs/ground-truth.md` explains each.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -266,6 +309,40 @@ pub struct CatalogSpec {
     /// server's core speed and neither suffer nor cause interference.
     #[serde(default, skip_serializing_if = "NonCatalog::is_default")]
     pub non_catalog: NonCatalog,
+    /// Heterogeneity scale per family (`h_f`). Default [`HET_SCALE`].
+    #[serde(default, skip_serializing_if = "PerFamily::is_empty")]
+    pub het_scale: PerFamily,
+    /// Mean elasticity of speed to the clock (ln GHz) per family, before
+    /// `het_scale`. Defaults: the family priors (0.8 / 0.5 / 0.6 / 0.15).
+    #[serde(default, skip_serializing_if = "PerFamily::is_empty")]
+    pub clock_elasticity: PerFamily,
+    /// Mean elasticity of speed to the last-level cache (ln LLC MB) per
+    /// family, before `het_scale`. Defaults: the family priors (0.08 /
+    /// 0.10 / 0.12 / 0.03).
+    #[serde(default, skip_serializing_if = "PerFamily::is_empty")]
+    pub cache_elasticity: PerFamily,
+    /// Mean elasticity of speed to memory (ln memory GB) per family, before
+    /// `het_scale`. Defaults: the family priors (0.03 / 0.10 / 0.06 / 0.20).
+    #[serde(default, skip_serializing_if = "PerFamily::is_empty")]
+    pub memory_elasticity: PerFamily,
+    /// Multiplier of the standard deviation of every named elasticity
+    /// prior, 0..=3: how much applications of one family differ in how
+    /// they use clock, cores, cache and memory. Default 1.
+    #[serde(default = "default_one", skip_serializing_if = "is_one")]
+    pub elasticity_spread: f64,
+    /// Standard deviation of each hidden class trait (ranks above 4), per
+    /// host processor, 0..=2. Default 0.2.
+    #[serde(default = "default_hidden_sd", skip_serializing_if = "is_hidden_sd")]
+    pub hidden_sd: f64,
+    /// Multiplier of the standard deviation of every caused-intensity
+    /// prior, 0..=3: how much applications of one family differ in the
+    /// interference they cause and tolerate. Default 1.
+    #[serde(default = "default_one", skip_serializing_if = "is_one")]
+    pub intensity_spread: f64,
+    /// Noise on the interference scores, in units of 100 points, 0..=1.
+    /// Default: `noise`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score_noise: Option<f64>,
 }
 
 /// `[applications] non_catalog`: what tasks without a catalog entry are.
@@ -289,6 +366,20 @@ impl NonCatalog {
 
 fn default_rank() -> u32 {
     4
+}
+fn default_one() -> f64 {
+    1.0
+}
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
+}
+fn default_hidden_sd() -> f64 {
+    HIDDEN_TRAIT_SD
+}
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_hidden_sd(v: &f64) -> bool {
+    *v == HIDDEN_TRAIT_SD
 }
 fn default_noise() -> f64 {
     0.05
@@ -316,7 +407,20 @@ impl CatalogSpec {
             ideal_min: default_ideal_min(),
             ideal_max: default_ideal_max(),
             non_catalog: NonCatalog::default(),
+            het_scale: PerFamily::default(),
+            clock_elasticity: PerFamily::default(),
+            cache_elasticity: PerFamily::default(),
+            memory_elasticity: PerFamily::default(),
+            elasticity_spread: 1.0,
+            hidden_sd: HIDDEN_TRAIT_SD,
+            intensity_spread: 1.0,
+            score_noise: None,
         }
+    }
+
+    /// The noise on interference scores: `score_noise`, else `noise`.
+    pub fn score_noise(&self) -> f64 {
+        self.score_noise.unwrap_or(self.noise)
     }
 
     /// Field-level problems (field, why); empty when the spec is usable.
@@ -354,6 +458,33 @@ impl CatalogSpec {
                 "noise",
                 format!("must be between 0 and 1, got {}", self.noise),
             );
+        }
+        for (field, v, hi) in [
+            ("elasticity_spread", self.elasticity_spread, 3.0),
+            ("hidden_sd", self.hidden_sd, 2.0),
+            ("intensity_spread", self.intensity_spread, 3.0),
+            ("score_noise", self.score_noise.unwrap_or(0.0), 1.0),
+        ] {
+            if !(v.is_finite() && (0.0..=hi).contains(&v)) {
+                push(field, format!("must be between 0 and {hi}, got {v}"));
+            }
+        }
+        for (table, values, hi) in [
+            ("het_scale", &self.het_scale, 5.0),
+            ("clock_elasticity", &self.clock_elasticity, 3.0),
+            ("cache_elasticity", &self.cache_elasticity, 3.0),
+            ("memory_elasticity", &self.memory_elasticity, 3.0),
+        ] {
+            for f in Family::ALL {
+                if let Some(v) = values.get(f)
+                    && !(v.is_finite() && (0.0..=hi).contains(&v))
+                {
+                    push(
+                        &format!("{table}.{}", f.name()),
+                        format!("must be between 0 and {hi}, got {v}"),
+                    );
+                }
+            }
         }
         if !(self.phased.is_finite() && (0.0..=1.0).contains(&self.phased)) {
             push(
@@ -485,7 +616,7 @@ pub fn generate_with_latent(
         let j = index(rng, (i + 1) as u32) as usize;
         families.swap(i, j);
     }
-    let latent = Latent::draw(spec.rank as usize, classes, rng);
+    let latent = Latent::draw(spec.rank as usize, spec.hidden_sd, classes, rng);
     let apps = families
         .iter()
         .enumerate()
@@ -512,7 +643,7 @@ impl Latent {
     /// Draws the hidden class traits (per class, per rank above 4) and the
     /// random concept loadings (per rank above 4, per source), in that
     /// order; with `rank` ≤ 4 nothing is drawn.
-    fn draw(rank: usize, classes: &[ServerClass], rng: &mut impl RngCore) -> Self {
+    fn draw(rank: usize, hidden_sd: f64, classes: &[ServerClass], rng: &mut impl RngCore) -> Self {
         // Class trait vectors f_c (Paragon §2.2: the columns of the utility
         // matrix), truncated to `rank`.
         // Hidden traits belong to the processor (microarchitecture, memory
@@ -535,7 +666,7 @@ impl Latent {
                 Some(j) => f.extend_from_slice(&traits[j][f.len()..]),
                 None => {
                     for _ in TRAITS..rank {
-                        f.push(HIDDEN_TRAIT_SD * normal(rng));
+                        f.push(hidden_sd * normal(rng));
                     }
                 }
             }
@@ -572,15 +703,24 @@ impl Latent {
         let rank = loadings.len();
         let ideal = (spec.ideal_min.as_secs_f64(), spec.ideal_max.as_secs_f64());
         let widest = classes.iter().map(|c| c.cores).max().unwrap_or(1);
-        let fp = prior(family);
+        let mut fp = prior(family);
+        if let Some(m) = spec.clock_elasticity.get(family) {
+            fp.elasticity[CLOCK_TRAIT].mean = m;
+        }
+        if let Some(m) = spec.cache_elasticity.get(family) {
+            fp.elasticity[CACHE_TRAIT].mean = m;
+        }
+        if let Some(m) = spec.memory_elasticity.get(family) {
+            fp.elasticity[MEMORY_TRAIT].mean = m;
+        }
 
         // Heterogeneity: x_ac = u_a · f_ac + noise · ε, speed = exp(x − max),
         // computed once the application's threads are known (below).
         let u: Vec<f64> = (0..rank)
             .map(|k| {
-                fp.het_scale
+                spec.het_scale.or(family, HET_SCALE)
                     * match fp.elasticity.get(k) {
-                        Some(pr) => pr.draw(rng),
+                        Some(pr) => pr.draw_spread(spec.elasticity_spread, rng),
                         None => normal(rng),
                     }
             })
@@ -594,7 +734,7 @@ impl Latent {
                     .get(k)
                     .copied()
                     .unwrap_or(EXTRA_INTENSITY)
-                    .draw(rng)
+                    .draw_spread(spec.intensity_spread, rng)
             })
             .collect();
         let sens: Vec<f64> = z
@@ -603,12 +743,12 @@ impl Latent {
             .collect();
         let mut caused = [0.0; SOURCES];
         for (s, out) in caused.iter_mut().enumerate() {
-            let v = combine(&z, loadings, s) + spec.noise * normal(rng);
+            let v = combine(&z, loadings, s) + spec.score_noise() * normal(rng);
             *out = 100.0 * v.clamp(0.0, 1.0);
         }
         let mut tolerated = [0.0; SOURCES];
         for (s, out) in tolerated.iter_mut().enumerate() {
-            let v = 1.0 - combine(&sens, loadings, s) + spec.noise * normal(rng);
+            let v = 1.0 - combine(&sens, loadings, s) + spec.score_noise() * normal(rng);
             *out = 100.0 * v.clamp(0.0, 1.0);
         }
 

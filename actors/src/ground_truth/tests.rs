@@ -717,6 +717,23 @@ fn problems_name_every_bad_field() {
         ideal_min: dcemu_topology::Duration::ZERO,
         ideal_max: dcemu_topology::Duration::ZERO,
         non_catalog: Default::default(),
+        het_scale: PerFamily {
+            io_bound: Some(-0.5),
+            ..PerFamily::default()
+        },
+        clock_elasticity: PerFamily {
+            multiprogrammed: Some(f64::INFINITY),
+            ..PerFamily::default()
+        },
+        cache_elasticity: PerFamily::default(),
+        memory_elasticity: PerFamily {
+            single_threaded: Some(4.0),
+            ..PerFamily::default()
+        },
+        elasticity_spread: -1.0,
+        hidden_sd: 2.5,
+        intensity_spread: f64::NAN,
+        score_noise: Some(1.5),
     };
     let fields: Vec<String> = bad.problems().into_iter().map(|(f, _)| f).collect();
     assert_eq!(
@@ -727,6 +744,13 @@ fn problems_name_every_bad_field() {
             "mix.multithreaded",
             "rank",
             "noise",
+            "elasticity_spread",
+            "hidden_sd",
+            "intensity_spread",
+            "score_noise",
+            "het_scale.io-bound",
+            "clock_elasticity.multiprogrammed",
+            "memory_elasticity.single-threaded",
             "phased",
             "phase_high",
             "ideal_min"
@@ -861,4 +885,129 @@ fn more_applications_drawn_over_the_catalogs_latent_structure() {
             .chain(&a.caused)
             .all(|v| (0.0..=100.0).contains(v))
     );
+}
+
+// ---------------------------------------------------------------- free parameters
+
+#[test]
+fn free_parameters_at_their_defaults_draw_the_default_catalog() {
+    let classes = paragon_local_cluster();
+    let plain = spec(300, 5, 0.05);
+    let explicit = CatalogSpec {
+        het_scale: PerFamily {
+            single_threaded: Some(0.53),
+            multithreaded: Some(0.67),
+            multiprogrammed: Some(1.3),
+            io_bound: Some(0.94),
+        },
+        clock_elasticity: PerFamily {
+            multiprogrammed: Some(0.6),
+            ..PerFamily::default()
+        },
+        cache_elasticity: PerFamily {
+            single_threaded: Some(0.08),
+            ..PerFamily::default()
+        },
+        memory_elasticity: PerFamily {
+            io_bound: Some(0.20),
+            ..PerFamily::default()
+        },
+        elasticity_spread: 1.0,
+        hidden_sd: 0.2,
+        intensity_spread: 1.0,
+        score_noise: Some(0.05),
+        ..plain.clone()
+    };
+    assert_eq!(
+        catalog(&plain, &classes, 4),
+        catalog(&explicit, &classes, 4)
+    );
+}
+
+/// A per-family elasticity moves that family's speeds only: the draw order
+/// is the same, so every other family's rows stay bit for bit.
+#[test]
+fn a_family_elasticity_moves_only_that_family() {
+    let classes = paragon_local_cluster();
+    let base = spec(400, 4, 0.02);
+    let flat = CatalogSpec {
+        clock_elasticity: PerFamily {
+            multiprogrammed: Some(0.0),
+            ..PerFamily::default()
+        },
+        ..base.clone()
+    };
+    let (a, b) = (catalog(&base, &classes, 2), catalog(&flat, &classes, 2));
+    let within = |app: &AppProfile| app.speed.iter().filter(|&&s| s >= 0.95).count();
+    let (mut moved, mut near_a, mut near_b) = (0, 0, 0);
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x.family, y.family);
+        assert_eq!(x.caused, y.caused);
+        if x.family == Family::Multiprogrammed {
+            moved += usize::from(x.speed != y.speed);
+            near_a += within(x);
+            near_b += within(y);
+        } else {
+            assert_eq!(x.speed, y.speed, "{:?} moved", x.family);
+        }
+    }
+    assert!(moved > 0);
+    assert!(
+        near_b > near_a,
+        "a clock-indifferent mix has more configurations within 5 % of its best: {near_b} vs {near_a}"
+    );
+}
+
+/// `score_noise` is the noise of the interference scores alone: speeds
+/// keep `noise`'s, scores the other's.
+#[test]
+fn score_noise_is_apart_from_speed_noise() {
+    let classes = paragon_local_cluster();
+    let noisy = spec(200, 4, 0.05);
+    let quiet = spec(200, 4, 0.0);
+    let split = CatalogSpec {
+        score_noise: Some(0.0),
+        ..noisy.clone()
+    };
+    let (n, q, s) = (
+        catalog(&noisy, &classes, 3),
+        catalog(&quiet, &classes, 3),
+        catalog(&split, &classes, 3),
+    );
+    for ((n, q), s) in n.iter().zip(&q).zip(&s) {
+        assert_eq!(s.speed, n.speed);
+        assert_eq!(s.tolerated, q.tolerated);
+        assert_eq!(s.caused, q.caused);
+    }
+}
+
+/// Narrower priors make a family's rows more alike: the spread of ln
+/// speed across applications of one family shrinks with
+/// `elasticity_spread`, and the spread of caused scores with
+/// `intensity_spread`.
+#[test]
+fn spreads_narrow_how_applications_of_a_family_differ() {
+    let classes = paragon_local_cluster();
+    let sd = |xs: &[f64]| {
+        let m = xs.iter().sum::<f64>() / xs.len() as f64;
+        (xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / xs.len() as f64).sqrt()
+    };
+    let spread_of = |spec: &CatalogSpec| {
+        let apps = catalog(spec, &classes, 5);
+        let mp: Vec<&AppProfile> = apps
+            .iter()
+            .filter(|a| a.family == Family::Multiprogrammed)
+            .collect();
+        let speed: Vec<f64> = mp.iter().map(|a| libm::log(a.speed[4])).collect();
+        let caused: Vec<f64> = mp.iter().map(|a| a.caused[7]).collect();
+        (sd(&speed), sd(&caused))
+    };
+    let wide = spread_of(&spec(800, 4, 0.0));
+    let narrow = spread_of(&CatalogSpec {
+        elasticity_spread: 0.2,
+        intensity_spread: 0.2,
+        ..spec(800, 4, 0.0)
+    });
+    assert!(narrow.0 < 0.5 * wide.0, "{narrow:?} vs {wide:?}");
+    assert!(narrow.1 < 0.5 * wide.1, "{narrow:?} vs {wide:?}");
 }

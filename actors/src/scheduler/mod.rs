@@ -632,7 +632,20 @@ struct Classification {
     lab: Lab,
     classifier: Classifier,
     profile_time: u64,
+    profile_share: Option<f64>,
     short_job: u64,
+}
+
+impl Classification {
+    /// How long `task`'s profiling and classification take (§2.4): the
+    /// configured share of its declared ideal time (Fig. 12), else
+    /// `profile_time`.
+    fn overhead(&self, task: &Task) -> u64 {
+        match self.profile_share {
+            Some(share) => (share * task.service_ns as f64).round() as u64,
+            None => self.profile_time,
+        }
+    }
 }
 
 /// What happened to tasks without a catalog entry under classification.
@@ -966,6 +979,7 @@ impl Scheduler {
             lab,
             classifier,
             profile_time: cfg.profile_time.as_nanos(),
+            profile_share: cfg.profile_share,
             short_job: cfg.short_job.as_nanos(),
         });
         Ok(())
@@ -1180,7 +1194,7 @@ impl Scheduler {
                         "profile_start",
                         &serde_json::json!({ "task": task.id, "app": task.app }),
                     );
-                    return ctx.timer(c.profile_time, Msg::Profiled(task));
+                    return ctx.timer(c.overhead(&task), Msg::Profiled(task));
                 }
                 if self.core.classification.is_some() && task.app.is_some() {
                     self.core.short_jobs += 1;
@@ -1803,7 +1817,7 @@ impl Scheduler {
             "profile_start",
             &serde_json::json!({ "task": task.id, "workload": core.world.kind_name(kind) }),
         );
-        ctx.timer(c.profile_time, Msg::Profiled(task))
+        ctx.timer(c.overhead(&task), Msg::Profiled(task))
     }
 
     /// The profiling run of a kind's first task (or of a task that is a
@@ -1819,7 +1833,7 @@ impl Scheduler {
         let Some(c) = self.core.classification.as_mut() else {
             return self.admit(task, 0, ctx);
         };
-        let overhead = c.profile_time;
+        let overhead = c.overhead(&task);
         if let Some(measurement) = c.lab.profile_kind(kind, ctx.rng()) {
             let profile = c.classifier.classify(&measurement);
             c.lab.grade_kind(kind, &profile);
@@ -1859,7 +1873,7 @@ impl Scheduler {
         let Some(c) = self.core.classification.as_mut() else {
             return self.admit(task, 0, ctx);
         };
-        let overhead = c.profile_time;
+        let overhead = c.overhead(&task);
         let Some(app) = task.app else {
             return self.admit(task, overhead, ctx);
         };
