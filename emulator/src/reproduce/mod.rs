@@ -16,6 +16,8 @@ pub mod runner;
 pub mod verdict;
 mod write;
 
+pub(crate) use write::write_atomic;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
