@@ -9,6 +9,12 @@
 //! `reproduction.md`, `reproduction.csv` and `report.html` (plots with the
 //! paper's value beside ours) plus every run's results directory under
 //! `runs/`.
+//!
+//! A file's `[[calibration]]` blocks ([`calibration`]) declare its free
+//! parameters and the rows they are fitted to (`dcemu calibrate`): those
+//! rows are *calibrated*, every other row and every ordering *validated*.
+//! Validated rows (with a paper value) and the rows of orderings also run
+//! on `--validation-seeds`, which no fit has seen, and are judged there too.
 
 pub mod calibration;
 pub mod experiments;
