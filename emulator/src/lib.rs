@@ -7,6 +7,7 @@
 //! together; the `dcemu` binary adds flags, progress and a summary.
 
 pub mod bench;
+pub mod calibrate;
 pub mod cluster;
 pub mod commands;
 pub mod engine;

@@ -45,6 +45,8 @@ enum Command {
     Report(commands::ReportArgs),
     /// Run the papers' experiments and write paper vs ours (reproduction.md, .csv, report.html).
     Reproduce(dcemu::reproduce::ReproduceArgs),
+    /// Fit a paper's free parameters ([[calibration]]) to their targets and write the values back.
+    Calibrate(dcemu::calibrate::CalibrateArgs),
     /// Measure the papers' scenarios, partitions and scale into docs/performance.md.
     Bench(dcemu::bench::BenchArgs),
     /// Drive a run whose actors live in `dcemu node` processes (same results as `run`).
@@ -135,6 +137,7 @@ fn main() -> ExitCode {
             dcemu::bench::BenchError::Failed(m) => Failure::run(m),
         }),
         Command::Reproduce(args) => reproduce(&args),
+        Command::Calibrate(args) => calibrate(&args),
         Command::Coordinator(args) => cluster_cli::coordinator(args),
         Command::Node(args) => cluster_cli::node(args),
     };
@@ -196,6 +199,26 @@ fn reproduce(args: &dcemu::reproduce::ReproduceArgs) -> Result<(), Failure> {
             summary.failing.len(),
             summary.failing.join("\n")
         )));
+    }
+    Ok(())
+}
+
+fn calibrate(args: &dcemu::calibrate::CalibrateArgs) -> Result<(), Failure> {
+    use dcemu::calibrate::CalibrateError;
+    let summary = dcemu::calibrate::calibrate(args).map_err(|e| match e {
+        CalibrateError::Input(m) => Failure::input(m),
+        CalibrateError::Failed(m) => Failure::run(m),
+    })?;
+    for w in &summary.warnings {
+        eprintln!("warning: {w}");
+    }
+    print!("{}", summary.table);
+    println!();
+    for path in &summary.written {
+        println!("  wrote {}", path.display());
+    }
+    if args.dry_run {
+        println!("  --dry-run: the scenario and paper files are unchanged");
     }
     Ok(())
 }

@@ -25,55 +25,84 @@ fn text(b: &[u8]) -> String {
 }
 
 /// The quick experiments of every paper with an experiment file: every
-/// verdict either holds or is an explained open gap (so a regression, or a
-/// gap that closed without its explanation being removed, fails CI), and
-/// the CSV is the same for one and two worker threads.
+/// verdict either holds or is an explained open gap, on the calibration
+/// seeds and the unseen validation seeds (so a regression, or a gap that
+/// closed without its explanation being removed, fails CI), and the runs
+/// are the same for one and two worker threads.
+///
+/// CI time: the checked run (two workers) has the default seeds, 1-3 and
+/// the unseen 11-13, which doubles its runs; the one-worker run that
+/// checks `--jobs` takes seed 1 and unseen seed 11 only, and its runs must
+/// be byte-identical (same digests) to the two-worker run's. Both together
+/// take about what the two three-seed runs took before validation seeds.
 #[test]
 fn the_quick_experiments_of_every_paper_pass_check_and_do_not_depend_on_jobs() {
     let dir = tempfile::tempdir().unwrap();
     let out = |n: &str| dir.path().join(n).display().to_string();
-    let one = dcemu(&[
+    let two = dcemu(&[
         "reproduce",
         "--quick",
         "--check",
         "--jobs",
+        "2",
+        "--out",
+        &out("j2"),
+    ]);
+    assert!(
+        two.status.success(),
+        "stdout:\n{}\nstderr:\n{}",
+        text(&two.stdout),
+        text(&two.stderr)
+    );
+    let one = dcemu(&[
+        "reproduce",
+        "--quick",
+        "--jobs",
         "1",
+        "--seeds",
+        "1",
+        "--validation-seeds",
+        "11",
         "--out",
         &out("j1"),
     ]);
-    assert!(
-        one.status.success(),
-        "stdout:\n{}\nstderr:\n{}",
-        text(&one.stdout),
-        text(&one.stderr)
-    );
-    let two = dcemu(&["reproduce", "--quick", "--jobs", "2", "--out", &out("j2")]);
-    assert!(two.status.success(), "{}", text(&two.stderr));
-    let csv1 = std::fs::read_to_string(dir.path().join("j1/reproduction.csv")).unwrap();
-    let csv2 = std::fs::read_to_string(dir.path().join("j2/reproduction.csv")).unwrap();
-    assert_eq!(csv1, csv2, "--jobs must not change the numbers");
-    assert!(csv1.contains("paragon,local-medium,output,value,P,qos_met_fraction,0.79,"));
-    assert!(csv1.contains(",ordering,P > LL,"));
+    assert!(one.status.success(), "{}", text(&one.stderr));
+    let mut compared = 0;
+    for entry in std::fs::read_dir(dir.path().join("j1/runs")).unwrap() {
+        let run = entry.unwrap().file_name();
+        let digest = |j: &str| {
+            std::fs::read_to_string(dir.path().join(j).join("runs").join(&run).join("digest"))
+                .unwrap_or_else(|e| panic!("{j}/runs/{run:?}: {e}"))
+        };
+        assert_eq!(digest("j1"), digest("j2"), "--jobs must not change {run:?}");
+        compared += 1;
+    }
+    assert!(compared > 20, "{compared} runs compared");
+    let csv1 = std::fs::read_to_string(dir.path().join("j2/reproduction.csv")).unwrap();
+    assert!(csv1.contains("paragon,local-medium,output,value,validated,P,qos_met_fraction,0.79,"));
+    assert!(csv1.contains(",ordering,validated,P > LL,"));
     assert!(
         csv1.contains("\nthesis,table-9-1-ne,"),
         "every paper's file runs"
     );
     // harvesting §6.1: 13 of DC-9's 21 tenants are periodic, by construction
     assert!(csv1.contains(
-        "harvest,testbed-tenants,input,value,periodic,primary_tenants_periodic_fraction,0.619,"
+        "harvest,testbed-tenants,input,value,validated,periodic,primary_tenants_periodic_fraction,0.619,"
     ));
-    assert!(csv1.contains("harvest,testbed-job-times,output,ordering,H < PT,"));
-    assert!(csv1.contains("distributed,profiling-cost,input,value,binary-optimized,"));
-    let md = std::fs::read_to_string(dir.path().join("j1/reproduction.md")).unwrap();
+    assert!(csv1.contains("harvest,testbed-job-times,output,ordering,validated,H < PT,"));
+    assert!(csv1.contains("distributed,profiling-cost,input,value,validated,binary-optimized,"));
+    // validated rows ran on the unseen seeds too
+    assert!(csv1.contains(";s11="), "{csv1}");
+    let md = std::fs::read_to_string(dir.path().join("j2/reproduction.md")).unwrap();
     assert!(
         md.contains("## Paragon") && md.contains("### Inputs"),
         "{md}"
     );
-    let html = std::fs::read_to_string(dir.path().join("j1/report.html")).unwrap();
+    let html = std::fs::read_to_string(dir.path().join("j2/report.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("Paragon Fig. 8 style"));
     assert!(
         dir.path()
-            .join("j1/runs/local-medium_placement-paragon_s1/metrics.json")
+            .join("j2/runs/local-medium_placement-paragon_s11/metrics.json")
             .is_file()
     );
 }
@@ -168,7 +197,7 @@ fn check_fails_on_a_failed_verdict_and_keeps_the_report() {
     );
     let md = std::fs::read_to_string(out.join("reproduction.md")).unwrap();
     assert!(
-        md.contains("| A | `tasks_completed` | 1000000.000 |"),
+        md.contains("| A | validated | `tasks_completed` | 1000000.000 |"),
         "{md}"
     );
 }

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
+use super::calibration::{self, Calibration, CalibrationFile, Role};
 use crate::scenario::{self, Origin, Override, ScenarioError, ScenarioErrors};
 
 /// The papers `dcemu reproduce` knows, in report order.
@@ -27,6 +28,8 @@ struct PaperFile {
     source: String,
     #[serde(default)]
     experiment: Vec<ExperimentFile>,
+    #[serde(default)]
+    calibration: Vec<CalibrationFile>,
 }
 
 #[derive(Deserialize)]
@@ -111,6 +114,8 @@ pub struct Paper {
     pub source: String,
     pub file: PathBuf,
     pub experiments: Vec<Experiment>,
+    /// The free parameters (`[[calibration]]`), in file order.
+    pub calibrations: Vec<Calibration>,
 }
 
 /// One experiment, validated: its scenario loads with every row's overrides.
@@ -145,6 +150,8 @@ pub struct Row {
     pub citation: Option<String>,
     pub tolerance: Option<f64>,
     pub open: Option<String>,
+    /// Calibrated (a target of a `[[calibration]]`) or validated.
+    pub role: Role,
 }
 
 /// "`higher` is above `lower`" on every seed (`strict`: strictly above).
@@ -377,6 +384,7 @@ pub fn parse(path: &Path, text: &str, expected: &str) -> Result<Paper, ScenarioE
                 citation: r.citation,
                 tolerance,
                 open: r.open.filter(|s| !s.trim().is_empty()),
+                role: Role::Validated,
             });
         }
         let mut orderings = Vec::new();
@@ -407,6 +415,7 @@ pub fn parse(path: &Path, text: &str, expected: &str) -> Result<Paper, ScenarioE
             orderings,
         });
     }
+    let calibrations = calibration::parse(raw.calibration, &mut experiments, base, &mut problems);
     if !problems.found.is_empty() {
         return Err(ScenarioErrors(problems.found));
     }
@@ -416,6 +425,7 @@ pub fn parse(path: &Path, text: &str, expected: &str) -> Result<Paper, ScenarioE
         source: raw.source,
         file: path.to_path_buf(),
         experiments,
+        calibrations,
     })
 }
 
@@ -436,7 +446,7 @@ fn one(
 }
 
 /// Problems found after deserialising, each located in the file.
-struct Problems<'a> {
+pub(super) struct Problems<'a> {
     label: &'a str,
     text: &'a str,
     doc: Option<&'a toml_edit::Document<String>>,
@@ -444,7 +454,7 @@ struct Problems<'a> {
 }
 
 impl Problems<'_> {
-    fn add(&mut self, field: &str, problem: String) {
+    pub(super) fn add(&mut self, field: &str, problem: String) {
         let at = self
             .doc
             .and_then(|d| scenario::locate(d, field))

@@ -9,11 +9,20 @@
 //! `reproduction.md`, `reproduction.csv` and `report.html` (plots with the
 //! paper's value beside ours) plus every run's results directory under
 //! `runs/`.
+//!
+//! A file's `[[calibration]]` blocks ([`calibration`]) declare its free
+//! parameters and the rows they are fitted to (`dcemu calibrate`): those
+//! rows are *calibrated*, every other row and every ordering *validated*.
+//! Validated rows (with a paper value) and the rows of orderings also run
+//! on `--validation-seeds`, which no fit has seen, and are judged there too.
 
+pub mod calibration;
 pub mod experiments;
 pub mod runner;
 pub mod verdict;
 mod write;
+
+pub(crate) use write::write_atomic;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -22,6 +31,7 @@ use clap::Args;
 use serde_json::Value;
 
 use crate::scenario::MAX_SEED;
+use calibration::Role;
 use experiments::{Paper, load_papers};
 use runner::{Job, Ran, run_all, runs_dir, slug};
 use verdict::{Judged, OrderingResult, RowResult, Tally};
@@ -32,10 +42,17 @@ pub struct ReproduceArgs {
     /// Papers to reproduce: paragon, arq, thesis, gems, harvest,
     /// distributed (default: every one with an experiment file).
     pub papers: Vec<String>,
-    /// Seeds every experiment runs on; orderings must hold on each.
+    /// Seeds every experiment runs on (the calibration seeds: `dcemu
+    /// calibrate` fits on the same ones); orderings must hold on each.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3",
           value_parser = clap::value_parser!(u64).range(0..=MAX_SEED))]
     pub seeds: Vec<u64>,
+    /// Seeds no fit has seen: validated rows (with a paper value) and the
+    /// rows of orderings also run on them; a validated magnitude needs both
+    /// means within tolerance, an ordering must hold on every seed of both
+    /// sets. `none` (or empty) skips them.
+    #[arg(long, value_name = "SEEDS", default_value = "11,12,13")]
+    pub validation_seeds: SeedList,
     /// Runs at once (default: the cores available).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub jobs: Option<u32>,
@@ -56,6 +73,45 @@ pub struct ReproduceArgs {
     /// docs/reproduction.md).
     #[arg(long, value_name = "FILE")]
     pub doc: Option<PathBuf>,
+}
+
+/// A comma-separated list of seeds; `none` or empty for no seeds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SeedList(pub Vec<u64>);
+
+impl std::str::FromStr for SeedList {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s.is_empty() || s == "none" {
+            return Ok(SeedList(Vec::new()));
+        }
+        let mut seeds = Vec::new();
+        for word in s.split(',') {
+            let seed: u64 = word
+                .trim()
+                .parse()
+                .map_err(|_| format!("{word:?} is not a seed (a whole number, or `none`)"))?;
+            if seed > MAX_SEED {
+                return Err(format!("seed {seed} is above the largest, {MAX_SEED}"));
+            }
+            if !seeds.contains(&seed) {
+                seeds.push(seed);
+            }
+        }
+        Ok(SeedList(seeds))
+    }
+}
+
+impl std::fmt::Display for SeedList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("none");
+        }
+        let words: Vec<String> = self.0.iter().map(u64::to_string).collect();
+        f.write_str(&words.join(","))
+    }
 }
 
 /// Why `dcemu reproduce` did not finish.
@@ -87,8 +143,21 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<Summary, ReproduceError> {
             "--seeds: give at least one seed".into(),
         ));
     }
+    let unseen = args.validation_seeds.0.clone();
+    if let Some(s) = unseen.iter().find(|s| seeds.contains(s)) {
+        return Err(ReproduceError::Input(format!(
+            "--validation-seeds: seed {s} is also in --seeds; the unseen seeds must be ones no fit has seen"
+        )));
+    }
     let mut papers = load_papers(&args.experiments, &args.papers)
         .map_err(|e| ReproduceError::Input(e.to_string()))?;
+    let stale: Vec<String> = papers
+        .iter()
+        .flat_map(|p| calibration::check_values(&p.name, &p.file, &p.calibrations))
+        .collect();
+    if !stale.is_empty() {
+        return Err(ReproduceError::Input(stale.join("\n")));
+    }
     if args.quick {
         for p in &mut papers {
             p.experiments.retain(|e| e.quick);
@@ -100,13 +169,14 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<Summary, ReproduceError> {
             ));
         }
     }
-    let (jobs, index) = plan(&papers, &seeds);
+    let all_seeds: Vec<u64> = seeds.iter().chain(&unseen).copied().collect();
+    let (jobs, index) = plan(&papers, &seeds, &all_seeds);
     let threads = args.jobs.map_or_else(
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
         |j| j as usize,
     );
     let ran = run_all(&jobs, threads, &runs_dir(&args.out)).map_err(ReproduceError::Failed)?;
-    let judged = judge(&papers, &seeds, &index, &ran)?;
+    let judged = judge(&papers, seeds.len(), all_seeds.len(), &index, &ran)?;
     let mut tally = Tally::default();
     let mut failing = Vec::new();
     for (paper, exps) in &judged {
@@ -114,8 +184,13 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<Summary, ReproduceError> {
             for (row, r) in j.experiment.rows.iter().zip(&j.rows) {
                 tally.add(&r.magnitude);
                 if r.magnitude.fails_check() {
+                    let unseen = if r.unseen.is_empty() || row.role == Role::Calibrated {
+                        String::new()
+                    } else {
+                        format!(" (unseen seeds {})", write::num(r.unseen_mean))
+                    };
                     failing.push(format!(
-                        "{}/{}: {} {} = {} against the paper's {} ({})",
+                        "{}/{}: {} {} = {}{unseen} against the paper's {} ({})",
                         paper.name,
                         j.experiment.id,
                         row.label,
@@ -143,6 +218,7 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<Summary, ReproduceError> {
     let context = write::Context {
         command: command_line(args),
         seeds: seeds.clone(),
+        unseen,
         runs: jobs.len(),
         tally,
         commit: commit_of(&args.experiments),
@@ -161,7 +237,11 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<Summary, ReproduceError> {
 /// A run's directory under `runs/`: the scenario's file stem, each
 /// override as `field-value` (last segment of the key), the seed; e.g.
 /// `local-medium_placement-paragon_s1`.
-fn run_dir_name(scenario: &str, overrides: &[crate::scenario::Override], seed: u64) -> String {
+pub(crate) fn run_dir_name(
+    scenario: &str,
+    overrides: &[crate::scenario::Override],
+    seed: u64,
+) -> String {
     let stem = std::path::Path::new(scenario).file_stem().map_or_else(
         || scenario.to_string(),
         |s| s.to_string_lossy().into_owned(),
@@ -178,15 +258,30 @@ fn run_dir_name(scenario: &str, overrides: &[crate::scenario::Override], seed: u
 /// Where each (experiment, row, seed) finds its run among the jobs.
 type Index = BTreeMap<(usize, usize, usize, usize), usize>;
 
-/// The distinct runs the experiments need, and which one each row and seed uses.
-fn plan(papers: &[Paper], seeds: &[u64]) -> (Vec<Job>, Index) {
+/// Whether row `r` of `exp` also runs on the unseen seeds: a validated row
+/// with a verdict to judge, or a row an ordering compares.
+fn runs_unseen(exp: &experiments::Experiment, r: usize) -> bool {
+    let row = &exp.rows[r];
+    (row.role == Role::Validated && row.paper.is_some())
+        || exp.orderings.iter().any(|o| o.higher == r || o.lower == r)
+}
+
+/// The distinct runs the experiments need, and which one each row and seed
+/// uses. `all` is the calibration seeds (`seeds`) followed by the unseen
+/// seeds, which only the rows [`runs_unseen`] picks run on.
+fn plan(papers: &[Paper], seeds: &[u64], all: &[u64]) -> (Vec<Job>, Index) {
     let mut jobs: Vec<Job> = Vec::new();
     let mut seen: BTreeMap<(String, Vec<String>, u64), usize> = BTreeMap::new();
     let mut index = Index::new();
     for (p, paper) in papers.iter().enumerate() {
         for (e, exp) in paper.experiments.iter().enumerate() {
             for (r, row) in exp.rows.iter().enumerate() {
-                for (s, &seed) in seeds.iter().enumerate() {
+                let n = if runs_unseen(exp, r) {
+                    all.len()
+                } else {
+                    seeds.len()
+                };
+                for (s, &seed) in all.iter().enumerate().take(n) {
                     let job = Job {
                         scenario_label: row.scenario_path.display().to_string(),
                         scenario_text: row.scenario_text.clone(),
@@ -226,9 +321,12 @@ fn mean_by_evictions(runs: &[&Ran]) -> Vec<Option<f64>> {
         .collect()
 }
 
+/// Reads every row's metric from its runs: seeds `0..calibration` of the
+/// index are the calibration seeds, `calibration..all` the unseen ones.
 fn judge<'a>(
     papers: &'a [Paper],
-    seeds: &[u64],
+    calibration: usize,
+    all: usize,
     index: &Index,
     ran: &[Ran],
 ) -> Result<Vec<(&'a Paper, Vec<Judged<'a>>)>, ReproduceError> {
@@ -243,8 +341,11 @@ fn judge<'a>(
             let mut switches_on = Vec::new();
             for (r, row) in exp.rows.iter().enumerate() {
                 let mut values = Vec::new();
-                for s in 0..seeds.len() {
-                    let run = &ran[index[&(p, e, r, s)]];
+                for s in 0..all {
+                    let Some(&i) = index.get(&(p, e, r, s)) else {
+                        continue;
+                    };
+                    let run = &ran[i];
                     let value = run.metrics.get(&row.metric).ok_or_else(|| {
                         ReproduceError::Input(format!(
                             "{}: field `experiment[{e}].row[{r}].metric`: {:?} is not in the run's metrics.json (docs/metrics.md lists them)",
@@ -257,12 +358,13 @@ fn judge<'a>(
                 let first = &ran[index[&(p, e, r, 0)]];
                 perf.push(first.perf.clone());
                 over_time.push(first.over_time.clone());
-                let runs: Vec<&Ran> = (0..seeds.len())
+                let runs: Vec<&Ran> = (0..calibration)
                     .map(|s| &ran[index[&(p, e, r, s)]])
                     .collect();
                 by_evictions.push(mean_by_evictions(&runs));
                 switches_on.push(first.switches_on.clone());
-                rows.push(RowResult::new(row, values));
+                let unseen = values.split_off(calibration.min(values.len()));
+                rows.push(RowResult::new(row, values, unseen));
             }
             let orderings = exp
                 .orderings
@@ -291,6 +393,7 @@ fn command_line(args: &ReproduceArgs) -> String {
     words.extend(args.papers.iter().cloned());
     let seeds: Vec<String> = args.seeds.iter().map(u64::to_string).collect();
     words.push(format!("--seeds {}", seeds.join(",")));
+    words.push(format!("--validation-seeds {}", args.validation_seeds));
     if args.quick {
         words.push("--quick".into());
     }
@@ -298,7 +401,7 @@ fn command_line(args: &ReproduceArgs) -> String {
 }
 
 /// The checkout's commit (with `-dirty` when it has changes), if it is one.
-fn commit_of(dir: &std::path::Path) -> String {
+pub(crate) fn commit_of(dir: &std::path::Path) -> String {
     let git = |args: &[&str]| {
         std::process::Command::new("git")
             .arg("-C")

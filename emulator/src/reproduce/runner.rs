@@ -51,14 +51,37 @@ pub struct Ran {
 }
 
 /// Runs every job on `jobs` threads; each job's results directory goes to
-/// `<runs_dir>/<job.dir>` (actor logs off). Fails with the first error, in
-/// job order.
+/// `<runs_dir>/<job.dir>` (actor logs off), and `runs_dir` is left holding
+/// exactly these runs. Fails with the first error, in job order.
 pub fn run_all(jobs: &[Job], threads: usize, runs_dir: &Path) -> Result<Vec<Ran>, String> {
-    let bar = ProgressBar::new(jobs.len() as u64);
-    bar.set_style(
-        ProgressStyle::with_template("reproduce {bar:40} {pos}/{len} runs, {elapsed} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    let bar = progress_bar(
+        jobs.len() as u64,
+        "reproduce {bar:40} {pos}/{len} runs, {elapsed} {msg}",
     );
+    let ran = run_batch(jobs, threads, runs_dir, &bar);
+    bar.finish_and_clear();
+    remove_stale_runs(jobs.iter().map(|j| j.dir.as_str()), runs_dir);
+    ran
+}
+
+/// A progress bar on stderr with `template` (indicatif's syntax).
+pub fn progress_bar(len: u64, template: &str) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// [`run_all`]'s work without its bar and clean-up: the jobs over
+/// `threads` workers, `bar` advanced by one per finished run. Results come
+/// back in job order whatever the worker that ran them.
+pub fn run_batch(
+    jobs: &[Job],
+    threads: usize,
+    runs_dir: &Path,
+    bar: &ProgressBar,
+) -> Result<Vec<Ran>, String> {
     let next = AtomicUsize::new(0);
     let slots: Mutex<Vec<Option<Result<Ran, String>>>> = Mutex::new(vec![None; jobs.len()]);
     std::thread::scope(|scope| {
@@ -76,8 +99,6 @@ pub fn run_all(jobs: &[Job], threads: usize, runs_dir: &Path) -> Result<Vec<Ran>
             });
         }
     });
-    bar.finish_and_clear();
-    remove_stale_runs(jobs, runs_dir);
     let slots = slots
         .into_inner()
         .map_err(|_| "a worker thread panicked".to_string())?;
@@ -91,15 +112,17 @@ pub fn run_all(jobs: &[Job], threads: usize, runs_dir: &Path) -> Result<Vec<Ran>
 /// Removes results directories of earlier invocations from `runs_dir`, so
 /// that it holds exactly this invocation's runs. Only directories holding a
 /// `digest` (a complete results directory) are removed.
-fn remove_stale_runs(jobs: &[Job], runs_dir: &Path) {
+pub fn remove_stale_runs<'a>(keep: impl Iterator<Item = &'a str>, runs_dir: &Path) {
+    let keep: std::collections::BTreeSet<&str> = keep.collect();
     let Ok(entries) = std::fs::read_dir(runs_dir) else {
         return;
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        let ours = jobs
-            .iter()
-            .any(|j| path.file_name() == Some(j.dir.as_ref()));
+        let ours = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| keep.contains(n));
         if !ours && path.join("digest").is_file() {
             let _ = std::fs::remove_dir_all(&path);
         }

@@ -1,5 +1,6 @@
 //! Paper vs ours: per-row statistics over seeds, magnitude and ordering verdicts.
 
+use super::calibration::Role;
 use super::experiments::{Experiment, Ordering, Row};
 
 /// The outcome of one check.
@@ -46,25 +47,41 @@ impl Verdict {
 /// One row's values over the seeds.
 #[derive(Clone, Debug)]
 pub struct RowResult {
-    /// Per seed, in `--seeds` order; `None` where the metric was null.
+    /// Per calibration seed (`--seeds`), in order; `None` where the metric was null.
     pub values: Vec<Option<f64>>,
     pub mean: Option<f64>,
     pub min: Option<f64>,
     pub max: Option<f64>,
+    /// Per unseen seed (`--validation-seeds`), in order; empty when the row
+    /// did not run on them (a calibrated row, or no validation seeds).
+    pub unseen: Vec<Option<f64>>,
+    pub unseen_mean: Option<f64>,
     pub magnitude: Verdict,
 }
 
+/// The mean of `values`, if every one is known (and there is one).
+fn complete_mean(values: &[Option<f64>]) -> Option<f64> {
+    let known: Vec<f64> = values.iter().flatten().copied().collect();
+    (known.len() == values.len() && !known.is_empty())
+        .then(|| known.iter().sum::<f64>() / known.len() as f64)
+}
+
 impl RowResult {
-    pub fn new(row: &Row, values: Vec<Option<f64>>) -> RowResult {
-        let known: Vec<f64> = values.iter().flatten().copied().collect();
-        let complete = known.len() == values.len() && !known.is_empty();
-        let mean = complete.then(|| known.iter().sum::<f64>() / known.len() as f64);
-        let min = complete.then(|| known.iter().copied().fold(f64::INFINITY, f64::min));
-        let max = complete.then(|| known.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+    /// A calibrated row is judged on the calibration seeds; a validated
+    /// one on those and, when it ran on them, on the unseen seeds too.
+    pub fn new(row: &Row, values: Vec<Option<f64>>, unseen: Vec<Option<f64>>) -> RowResult {
+        let mean = complete_mean(&values);
+        let unseen_mean = complete_mean(&unseen);
+        let complete = mean.is_some();
+        let known = values.iter().flatten().copied();
+        let min = complete.then(|| known.clone().fold(f64::INFINITY, f64::min));
+        let max = complete.then(|| known.fold(f64::NEG_INFINITY, f64::max));
         let magnitude = match (row.paper, row.tolerance) {
             (Some(paper), Some(tol)) => {
-                let ok = mean.is_some_and(|m| (m - paper).abs() <= tol + 1e-12);
-                Verdict::judge(ok, &row.open)
+                let within = |m: Option<f64>| m.is_some_and(|m| (m - paper).abs() <= tol + 1e-12);
+                let unseen_ok =
+                    row.role == Role::Calibrated || unseen.is_empty() || within(unseen_mean);
+                Verdict::judge(within(mean) && unseen_ok, &row.open)
             }
             _ => Verdict::None,
         };
@@ -73,8 +90,15 @@ impl RowResult {
             mean,
             min,
             max,
+            unseen,
+            unseen_mean,
             magnitude,
         }
+    }
+
+    /// Every value, calibration seeds then unseen seeds.
+    pub fn all_values(&self) -> impl Iterator<Item = &Option<f64>> {
+        self.values.iter().chain(&self.unseen)
     }
 
     /// Ours minus the paper's, on the mean.
@@ -93,17 +117,18 @@ const TIE: f64 = 1e-9;
 /// One ordering's outcome on each seed.
 #[derive(Clone, Debug)]
 pub struct OrderingResult {
-    /// Per seed: whether the claim held (`None`: a value was missing).
+    /// Per seed, calibration seeds then unseen seeds: whether the claim
+    /// held (`None`: a value was missing).
     pub held: Vec<Option<bool>>,
     pub verdict: Verdict,
 }
 
 impl OrderingResult {
     pub fn new(o: &Ordering, rows: &[RowResult]) -> OrderingResult {
-        let (hi, lo) = (&rows[o.higher].values, &rows[o.lower].values);
+        let (hi, lo) = (&rows[o.higher], &rows[o.lower]);
         let held: Vec<Option<bool>> = hi
-            .iter()
-            .zip(lo)
+            .all_values()
+            .zip(lo.all_values())
             .map(|(a, b)| match (a, b) {
                 (Some(a), Some(b)) => Some(if o.strict {
                     a > b
@@ -189,41 +214,84 @@ mod tests {
             citation: None,
             tolerance: Some(0.1),
             open: open.map(str::to_string),
+            role: Default::default(),
         }
     }
 
     #[test]
     fn magnitude_is_judged_on_the_mean_within_the_tolerance() {
-        let r = RowResult::new(&row(Some(0.5), None), vec![Some(0.35), Some(0.45)]);
+        let r = RowResult::new(&row(Some(0.5), None), vec![Some(0.35), Some(0.45)], vec![]);
         assert_eq!(r.mean, Some(0.4));
         assert_eq!((r.min, r.max), (Some(0.35), Some(0.45)));
         assert_eq!(r.magnitude, Verdict::Pass);
-        let r = RowResult::new(&row(Some(0.79), None), vec![Some(0.4), Some(0.4)]);
+        let r = RowResult::new(&row(Some(0.79), None), vec![Some(0.4), Some(0.4)], vec![]);
         assert_eq!(r.magnitude, Verdict::Fail);
         assert!((r.diff(&row(Some(0.79), None)).unwrap() + 0.39).abs() < 1e-12);
     }
 
     #[test]
     fn open_gaps_pass_the_check_until_they_close() {
-        let r = RowResult::new(&row(Some(0.79), Some("cause 3")), vec![Some(0.4)]);
+        let r = RowResult::new(&row(Some(0.79), Some("cause 3")), vec![Some(0.4)], vec![]);
         assert_eq!(r.magnitude, Verdict::Open("cause 3".into()));
         assert!(!r.magnitude.fails_check());
-        let r = RowResult::new(&row(Some(0.79), Some("cause 3")), vec![Some(0.75)]);
+        let r = RowResult::new(&row(Some(0.79), Some("cause 3")), vec![Some(0.75)], vec![]);
         assert!(r.magnitude.fails_check());
-        let r = RowResult::new(&row(Some(0.79), None), vec![Some(0.75), None]);
+        let r = RowResult::new(&row(Some(0.79), None), vec![Some(0.75), None], vec![]);
         assert_eq!(r.mean, None);
         assert_eq!(r.magnitude, Verdict::Fail);
         assert_eq!(
-            RowResult::new(&row(None, None), vec![Some(1.0)]).magnitude,
+            RowResult::new(&row(None, None), vec![Some(1.0)], vec![]).magnitude,
             Verdict::None
         );
     }
 
     #[test]
+    fn a_validated_row_needs_both_means_and_a_calibrated_row_only_its_own() {
+        let mut r = row(Some(0.5), None);
+        let both = RowResult::new(&r, vec![Some(0.5)], vec![Some(0.55), Some(0.45)]);
+        assert_eq!(both.unseen_mean, Some(0.5));
+        assert_eq!(both.magnitude, Verdict::Pass);
+        let unseen_off = RowResult::new(&r, vec![Some(0.5)], vec![Some(0.9)]);
+        assert_eq!(unseen_off.magnitude, Verdict::Fail);
+        let unseen_null = RowResult::new(&r, vec![Some(0.5)], vec![None]);
+        assert_eq!(unseen_null.magnitude, Verdict::Fail);
+        r.role = Role::Calibrated;
+        let fitted = RowResult::new(&r, vec![Some(0.5)], vec![Some(0.9)]);
+        assert_eq!(fitted.magnitude, Verdict::Pass);
+    }
+
+    #[test]
+    fn an_ordering_must_also_hold_on_every_unseen_seed() {
+        let rows = vec![
+            RowResult::new(
+                &row(None, None),
+                vec![Some(0.4)],
+                vec![Some(0.4), Some(0.1)],
+            ),
+            RowResult::new(
+                &row(None, None),
+                vec![Some(0.2)],
+                vec![Some(0.3), Some(0.3)],
+            ),
+        ];
+        let o = Ordering {
+            claim: "P > LL".into(),
+            higher: 0,
+            lower: 1,
+            strict: true,
+            citation: None,
+            open: None,
+        };
+        let r = OrderingResult::new(&o, &rows);
+        assert_eq!(r.held, vec![Some(true), Some(true), Some(false)]);
+        assert_eq!(r.verdict, Verdict::Fail);
+    }
+
+    #[test]
     fn an_ordering_must_hold_on_every_seed() {
         let rows = vec![
-            RowResult::new(&row(None, None), vec![Some(0.4), Some(0.3)]),
-            RowResult::new(&row(None, None), vec![Some(0.2), Some(0.3)]),
+            RowResult::new(&row(None, None), vec![Some(0.4), Some(0.3)], vec![]),
+            RowResult::new(&row(None, None), vec![Some(0.2), Some(0.3)], vec![]),
         ];
         let mut o = Ordering {
             claim: "P > LL".into(),
@@ -244,8 +312,8 @@ mod tests {
     fn a_non_strict_ordering_forgives_rounding_ties_and_nothing_more() {
         let rows = |a: f64, b: f64| {
             vec![
-                RowResult::new(&row(None, None), vec![Some(a)]),
-                RowResult::new(&row(None, None), vec![Some(b)]),
+                RowResult::new(&row(None, None), vec![Some(a)], vec![]),
+                RowResult::new(&row(None, None), vec![Some(b)], vec![]),
             ]
         };
         let mut o = Ordering {

@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use super::calibration::{Calibration, Role, format_value};
 use super::experiments::{Kind, Paper, Plot};
 use super::verdict::{Judged, Tally, Verdict};
 use crate::report::{bars_plot, esc, lines_plot};
@@ -11,6 +12,8 @@ use crate::report::{bars_plot, esc, lines_plot};
 pub struct Context {
     pub command: String,
     pub seeds: Vec<u64>,
+    /// The unseen (validation) seeds; empty when skipped.
+    pub unseen: Vec<u64>,
     pub runs: usize,
     pub tally: Tally,
     pub commit: String,
@@ -44,7 +47,9 @@ pub fn all(
     Ok(written)
 }
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+/// Writes `bytes` to a temporary file beside `path`, then renames it over
+/// `path` (creating the directory).
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let fail = |e: std::io::Error| format!("{}: {e}", path.display());
     if let Some(d) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(d).map_err(fail)?;
@@ -109,18 +114,34 @@ fn markdown(cx: &Context, papers: &Papers<'_>) -> String {
     let _ = writeln!(s, "{}.\n", summary_line(&cx.tally));
     let _ = writeln!(
         s,
-        "Each value is the mean over seeds {} (min–max beside it). **magnitude**: \
-         the mean within the experiment's tolerance of the paper's value. \
-         **ordering**: a relation the paper states, required on every seed. \
+        "Each value is the mean over seeds {} (min–max beside it){}. **magnitude**: \
+         the mean within the experiment's tolerance of the paper's value{}. \
+         **ordering**: a relation the paper states, required on every seed{}. \
          **open**: fails, for the reason given (a known gap, not hidden). \
+         **calibrated**: a row a free parameter was fitted to (`dcemu calibrate`, \
+         on seeds 1–3); **validated**: every other row and every ordering, never \
+         read by a fit (MODEL.md §6). \
          Input experiments check the statistics the papers report about their \
-         inputs, which the synthetic ground truth is calibrated to; output \
-         experiments check results.\n",
-        cx.seeds
-            .iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
+         inputs; output experiments check results.\n",
+        seed_list(&cx.seeds),
+        if cx.unseen.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; validated rows also run on seeds {}, which no fit has seen (their mean beside it)",
+                seed_list(&cx.unseen)
+            )
+        },
+        if cx.unseen.is_empty() {
+            ""
+        } else {
+            " (for a validated row, on both sets of seeds)"
+        },
+        if cx.unseen.is_empty() {
+            ""
+        } else {
+            " of both sets"
+        },
     );
     for (paper, exps) in papers {
         let _ = writeln!(
@@ -130,6 +151,7 @@ fn markdown(cx: &Context, papers: &Papers<'_>) -> String {
             paper.source,
             paper.file.display()
         );
+        free_parameters_md(&mut s, paper);
         for kind in [Kind::Input, Kind::Output] {
             let of_kind: Vec<&Judged<'_>> =
                 exps.iter().filter(|j| j.experiment.kind == kind).collect();
@@ -145,14 +167,76 @@ fn markdown(cx: &Context, papers: &Papers<'_>) -> String {
                 }
             );
             for j in of_kind {
-                experiment_md(&mut s, j);
+                experiment_md(&mut s, cx, j);
             }
         }
     }
     s
 }
 
-fn experiment_md(s: &mut String, j: &Judged<'_>) {
+fn seed_list(seeds: &[u64]) -> String {
+    seeds
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The paper's free parameters: what the fit chose and from what.
+fn free_parameters_md(s: &mut String, paper: &Paper) {
+    if paper.calibrations.is_empty() {
+        let _ = writeln!(
+            s,
+            "Free parameters: none declared (`[[calibration]]` in `{}`); every row is validated.\n",
+            paper.file.display()
+        );
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "Free parameters (`[[calibration]]`, fitted by `dcemu calibrate {}`):\n\n\
+         | name | key | fitted | range | targets | why | fitted by |\n|---|---|---|---|---|---|---|",
+        paper.name
+    );
+    for c in &paper.calibrations {
+        let _ = writeln!(
+            s,
+            "| {} | `{}` | {} | {} | {} | {} | {} |",
+            md_cell(&c.name),
+            c.key,
+            c.value.map_or_else(
+                || "not fitted yet".to_string(),
+                |v| format_value(v, c.integer)
+            ),
+            range_text(c),
+            md_cell(&c.targets.join("; ")),
+            md_cell(c.why.trim()),
+            md_cell(c.fitted.as_deref().unwrap_or("-"))
+        );
+    }
+    s.push('\n');
+}
+
+/// `[low, high]` as the file gives it.
+pub(crate) fn range_text(c: &Calibration) -> String {
+    format!(
+        "[{}, {}]",
+        format_value(c.lo, c.integer),
+        format_value(c.hi, c.integer)
+    )
+}
+
+fn held_list(cx: &Context, held: &[Option<bool>]) -> String {
+    let words: Vec<&str> = held.iter().map(|h| held_word(*h)).collect();
+    let n = cx.seeds.len().min(words.len());
+    if words.len() > n {
+        format!("{} · {}", words[..n].join(" "), words[n..].join(" "))
+    } else {
+        words.join(" ")
+    }
+}
+
+fn experiment_md(s: &mut String, cx: &Context, j: &Judged<'_>) {
     let e = j.experiment;
     let _ = writeln!(
         s,
@@ -163,11 +247,14 @@ fn experiment_md(s: &mut String, j: &Judged<'_>) {
         let _ = writeln!(s, "{}\n", note.trim());
     }
     let cited = e.rows.iter().any(|r| r.citation.is_some());
+    let unseen = !cx.unseen.is_empty();
     let _ = writeln!(
         s,
-        "| row | metric | paper |{} ours (mean) | min–max | ours − paper | magnitude |\n|---|---|---|{}---|---|---|---|",
+        "| row | role | metric | paper |{} ours (mean) | min–max |{} ours − paper | magnitude |\n|---|---|---|---|{}---|---|{}---|---|",
         if cited { " cited |" } else { "" },
-        if cited { "---|" } else { "" }
+        if unseen { " unseen seeds (mean) |" } else { "" },
+        if cited { "---|" } else { "" },
+        if unseen { "---|" } else { "" }
     );
     let own_scenarios = e.rows.iter().any(|r| r.scenario != e.scenario);
     let mut notes = Vec::new();
@@ -175,13 +262,14 @@ fn experiment_md(s: &mut String, j: &Judged<'_>) {
         let verdict = verdict_cell(&r.magnitude, &mut notes, &row.label);
         let _ = writeln!(
             s,
-            "| {}{} | `{}` | {} |{} {} | {}–{} | {} | {} |",
+            "| {}{} | {} | `{}` | {} |{} {} | {}–{} |{} {} | {} |",
             md_cell(&row.label),
             if own_scenarios {
                 format!(" (`{}`)", row.scenario)
             } else {
                 String::new()
             },
+            row.role.word(),
             row.metric,
             num(row.paper),
             if cited {
@@ -192,6 +280,11 @@ fn experiment_md(s: &mut String, j: &Judged<'_>) {
             num(r.mean),
             num(r.min),
             num(r.max),
+            if unseen {
+                format!(" {} |", num(r.unseen_mean))
+            } else {
+                String::new()
+            },
             signed(r.diff(row)),
             verdict
         );
@@ -199,17 +292,18 @@ fn experiment_md(s: &mut String, j: &Judged<'_>) {
     if !e.orderings.is_empty() {
         let _ = writeln!(
             s,
-            "\n| ordering | cited | per seed | verdict |\n|---|---|---|---|"
+            "\n| ordering | role | cited | per seed{} | verdict |\n|---|---|---|---|---|",
+            if unseen { " (· unseen seeds)" } else { "" }
         );
         for (o, r) in e.orderings.iter().zip(&j.orderings) {
-            let per_seed: Vec<&str> = r.held.iter().map(|h| held_word(*h)).collect();
             let verdict = verdict_cell(&r.verdict, &mut notes, &o.claim);
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} |",
                 md_cell(&o.claim),
+                Role::Validated.word(),
                 md_cell(o.citation.as_deref().unwrap_or(&e.citation)),
-                per_seed.join(" "),
+                held_list(cx, &r.held),
                 verdict
             );
         }
@@ -243,9 +337,9 @@ fn csv_cell(s: &str) -> String {
 
 fn csv(cx: &Context, papers: &Papers<'_>) -> String {
     let mut s = String::from(
-        "paper,experiment,kind,record,label,metric,paper_value,citation,tolerance,mean,min,max,diff,verdict,per_seed\n",
+        "paper,experiment,kind,record,role,label,metric,paper_value,citation,tolerance,mean,min,max,unseen_mean,diff,verdict,per_seed\n",
     );
-    let seeds = &cx.seeds;
+    let seeds: Vec<u64> = cx.seeds.iter().chain(&cx.unseen).copied().collect();
     for (paper, exps) in papers {
         for j in exps {
             let e = j.experiment;
@@ -256,7 +350,7 @@ fn csv(cx: &Context, papers: &Papers<'_>) -> String {
             for (row, r) in e.rows.iter().zip(&j.rows) {
                 let per_seed: Vec<String> = seeds
                     .iter()
-                    .zip(&r.values)
+                    .zip(r.all_values())
                     .map(|(seed, v)| format!("s{seed}={}", num(*v)))
                     .collect();
                 let cells = [
@@ -264,6 +358,7 @@ fn csv(cx: &Context, papers: &Papers<'_>) -> String {
                     e.id.clone(),
                     kind.into(),
                     "value".into(),
+                    row.role.word().into(),
                     row.label.clone(),
                     row.metric.clone(),
                     row.paper.map(|p| format!("{p}")).unwrap_or_default(),
@@ -272,6 +367,11 @@ fn csv(cx: &Context, papers: &Papers<'_>) -> String {
                     num(r.mean),
                     num(r.min),
                     num(r.max),
+                    if r.unseen.is_empty() {
+                        String::new()
+                    } else {
+                        num(r.unseen_mean)
+                    },
                     signed(r.diff(row)),
                     r.magnitude.word().into(),
                     per_seed.join(";"),
@@ -290,10 +390,12 @@ fn csv(cx: &Context, papers: &Papers<'_>) -> String {
                     e.id.clone(),
                     kind.into(),
                     "ordering".into(),
+                    Role::Validated.word().into(),
                     o.claim.clone(),
                     metric,
                     String::new(),
                     o.citation.clone().unwrap_or_else(|| e.citation.clone()),
+                    String::new(),
                     String::new(),
                     String::new(),
                     String::new(),
@@ -378,17 +480,19 @@ fn experiment_html(s: &mut String, j: &Judged<'_>) -> Result<(), String> {
         "<figure>{svg}<figcaption>{}: ours (mean over seeds) beside the paper's value; rows without a paper value have one bar.</figcaption></figure>",
         esc(y)
     );
-    s.push_str("<table><tr><th>row</th><th>metric</th><th>paper</th><th>ours</th><th>min–max</th><th>verdict</th></tr>\n");
+    s.push_str("<table><tr><th>row</th><th>role</th><th>metric</th><th>paper</th><th>ours</th><th>min–max</th><th>unseen seeds</th><th>verdict</th></tr>\n");
     for (row, r) in e.rows.iter().zip(&j.rows) {
         let _ = writeln!(
             s,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}–{}</td><td class=\"{}\" title=\"{}\">{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}–{}</td><td>{}</td><td class=\"{}\" title=\"{}\">{}</td></tr>",
             esc(&row.label),
+            row.role.word(),
             esc(&row.metric),
             num(row.paper),
             num(r.mean),
             num(r.min),
             num(r.max),
+            num(r.unseen_mean),
             class_of(&r.magnitude),
             esc(row.open.as_deref().unwrap_or("")),
             esc(r.magnitude.word())
@@ -398,7 +502,7 @@ fn experiment_html(s: &mut String, j: &Judged<'_>) -> Result<(), String> {
         let per: Vec<&str> = r.held.iter().map(|h| held_word(*h)).collect();
         let _ = writeln!(
             s,
-            "<tr><td colspan=\"4\">ordering {}</td><td>{}</td><td class=\"{}\" title=\"{}\">{}</td></tr>",
+            "<tr><td colspan=\"6\">ordering {} (validated)</td><td>{}</td><td class=\"{}\" title=\"{}\">{}</td></tr>",
             esc(&o.claim),
             per.join(" "),
             class_of(&r.verdict),

@@ -1,0 +1,536 @@
+//! `[[calibration]]` blocks of an experiment file: a paper's free parameters.
+//!
+//! A free parameter is a scenario field the paper leaves open (MODEL.md §6).
+//! Its block names the field (`key`, as `dcemu run --set` takes it), the
+//! scenario files its fitted value lives in, the search range and starting
+//! point, and the rows of the file it is fitted to (its *targets*). Every
+//! row named by some block's targets is **calibrated**; every other row and
+//! every ordering is **validated**. `dcemu calibrate` writes `value` and
+//! `fitted`; when `value` is there, each listed scenario must hold exactly
+//! it ([`check_values`]), so a value typed by hand is a visible defect.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::experiments::{Experiment, Problems};
+use crate::scenario::{self, Override};
+
+/// Significant digits a fitted value keeps (values are rounded to them
+/// before they are evaluated, so the written value is the evaluated one).
+pub const DIGITS: i32 = 4;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CalibrationFile {
+    name: String,
+    key: String,
+    scenarios: Vec<String>,
+    range: Vec<f64>,
+    start: f64,
+    step: Option<f64>,
+    #[serde(default)]
+    integer: bool,
+    targets: Vec<String>,
+    why: String,
+    value: Option<f64>,
+    fitted: Option<String>,
+}
+
+/// Whether a row was a target of the fit, or never seen by it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Role {
+    /// Named by a `[[calibration]]`'s targets: the fit read it.
+    Calibrated,
+    /// Never read by a fit: what the model predicts with the fitted values held.
+    #[default]
+    Validated,
+}
+
+impl Role {
+    pub fn word(self) -> &'static str {
+        match self {
+            Role::Calibrated => "calibrated",
+            Role::Validated => "validated",
+        }
+    }
+}
+
+/// One free parameter, validated.
+#[derive(Clone, Debug)]
+pub struct Calibration {
+    pub name: String,
+    /// The scenario field, as `--set` takes it.
+    pub key: String,
+    /// The scenario files as written (relative to the experiment file).
+    pub scenarios: Vec<String>,
+    /// The same files, resolved.
+    pub scenario_paths: Vec<PathBuf>,
+    pub lo: f64,
+    pub hi: f64,
+    pub start: f64,
+    /// The first step of the search (default: a quarter of the range).
+    pub step: f64,
+    pub integer: bool,
+    /// The targets as written.
+    pub targets: Vec<String>,
+    /// Each target row: (experiment id, row label).
+    pub rows: Vec<(String, String)>,
+    pub why: String,
+    pub value: Option<f64>,
+    pub fitted: Option<String>,
+}
+
+impl Calibration {
+    /// Whether this parameter reaches a run of `scenario` (resolved path).
+    pub fn writes(&self, scenario: &Path) -> bool {
+        let scenario = canonical(scenario);
+        self.scenario_paths.iter().any(|p| canonical(p) == scenario)
+    }
+
+    /// `key=value` as a `--set` override.
+    pub fn override_for(&self, value: f64) -> Result<Override, String> {
+        format!("{}={}", self.key, format_value(value, self.integer)).parse()
+    }
+}
+
+/// `value` as a scenario file and `--set` write it: an integer, or a float
+/// with a decimal point (so that TOML reads it back as a float).
+pub fn format_value(value: f64, integer: bool) -> String {
+    if integer {
+        return format!("{}", value.round() as i64);
+    }
+    let s = format!("{value}");
+    if s.contains(['.', 'e', 'E']) || !value.is_finite() {
+        s
+    } else {
+        format!("{s}.0")
+    }
+}
+
+/// `value` rounded to [`DIGITS`] significant digits.
+pub fn round_sig(value: f64) -> f64 {
+    if value == 0.0 || !value.is_finite() {
+        return value;
+    }
+    let magnitude = value.abs().log10().floor() as i32;
+    let e = DIGITS - 1 - magnitude;
+    if e >= 0 {
+        let f = 10f64.powi(e);
+        (value * f).round() / f
+    } else {
+        let f = 10f64.powi(-e);
+        (value / f).round() * f
+    }
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// The value at a dotted `--set` key (`tenants.0.arrivals.rate_per_s`) in a
+/// TOML value, if it is there.
+pub fn lookup<'a>(root: &'a toml::Value, key: &str) -> Option<&'a toml::Value> {
+    let mut v = root;
+    for seg in key.split('.') {
+        v = match v {
+            toml::Value::Table(t) => t.get(seg)?,
+            toml::Value::Array(a) => a.get(seg.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(v)
+}
+
+fn as_number(v: &toml::Value) -> Option<f64> {
+    match v {
+        toml::Value::Integer(i) => Some(*i as f64),
+        toml::Value::Float(f) => Some(*f),
+        _ => None,
+    }
+}
+
+/// What a scenario file's text holds at `key`: `Ok(Some(number))`,
+/// `Ok(None)` when the key is absent, `Err(shown)` when it holds something
+/// else (or the text is not TOML).
+pub fn value_in_text(text: &str, key: &str) -> Result<Option<f64>, String> {
+    let table: toml::Table = text.parse().map_err(|_| "not valid TOML".to_string())?;
+    let root = toml::Value::Table(table);
+    match lookup(&root, key) {
+        None => Ok(None),
+        Some(v) => as_number(v).map(Some).ok_or_else(|| v.to_string()),
+    }
+}
+
+fn is_name(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+}
+
+/// Validates the `[[calibration]]` blocks against the file's experiments,
+/// and marks every targeted row calibrated.
+pub(super) fn parse(
+    raw: Vec<CalibrationFile>,
+    experiments: &mut [Experiment],
+    base: &Path,
+    problems: &mut Problems<'_>,
+) -> Vec<Calibration> {
+    let mut out: Vec<Calibration> = Vec::new();
+    let mut distinct: BTreeSet<(String, String)> = BTreeSet::new();
+    for (i, c) in raw.into_iter().enumerate() {
+        let at = |f: &str| format!("calibration[{i}].{f}");
+        if !is_name(&c.name) {
+            problems.add(
+                &at("name"),
+                format!("{:?}: must be non-empty letters, digits and '-'", c.name),
+            );
+        }
+        if out.iter().any(|x| x.name == c.name) {
+            problems.add(
+                &at("name"),
+                format!("{:?} is used by an earlier [[calibration]]", c.name),
+            );
+        }
+        if c.why.trim().is_empty() {
+            problems.add(
+                &at("why"),
+                "must say why the parameter is free and what it is fitted to".into(),
+            );
+        }
+        let (lo, hi) = match c.range.as_slice() {
+            [lo, hi] if lo.is_finite() && hi.is_finite() && lo < hi => (*lo, *hi),
+            [lo, hi] => {
+                problems.add(
+                    &at("range"),
+                    format!("[{lo}, {hi}] is empty or inverted: give [low, high] with low < high"),
+                );
+                (*lo, *hi)
+            }
+            _ => {
+                problems.add(&at("range"), "must be [low, high]".into());
+                (c.start, c.start)
+            }
+        };
+        let range_ok = lo < hi;
+        let inside = |v: f64| !range_ok || (v.is_finite() && v >= lo && v <= hi);
+        let integral = |v: f64| !c.integer || v.fract() == 0.0;
+        if !inside(c.start) {
+            problems.add(
+                &at("start"),
+                format!("{} is outside the range [{lo}, {hi}]", c.start),
+            );
+        }
+        if c.integer && !(integral(lo) && integral(hi)) {
+            problems.add(
+                &at("range"),
+                "an integer parameter's bounds must be integers".into(),
+            );
+        }
+        for (field, v) in [
+            ("start", Some(c.start)),
+            ("step", c.step),
+            ("value", c.value),
+        ] {
+            if let Some(v) = v.filter(|v| !integral(*v)) {
+                problems.add(
+                    &at(field),
+                    format!("{v} is not an integer, but the parameter is (`integer = true`)"),
+                );
+            }
+        }
+        let step = match c.step {
+            Some(s) if !range_ok || (s.is_finite() && s > 0.0 && s <= hi - lo) => s,
+            Some(s) => {
+                problems.add(
+                    &at("step"),
+                    format!(
+                        "{s} is out of range: a first step must be > 0 and at most the range's width {}",
+                        hi - lo
+                    ),
+                );
+                s
+            }
+            None if c.integer => ((hi - lo) / 4.0).round().max(1.0),
+            None => (hi - lo) / 4.0,
+        };
+        if let Some(v) = c.value.filter(|v| !inside(*v)) {
+            problems.add(
+                &at("value"),
+                format!("{v} is outside the range [{lo}, {hi}]"),
+            );
+        }
+        if c.value.is_some() != c.fitted.is_some() {
+            let field = if c.value.is_some() { "value" } else { "fitted" };
+            problems.add(
+                &at(field),
+                "`value` and `fitted` are written together by dcemu calibrate, never by hand"
+                    .into(),
+            );
+        }
+        if c.scenarios.is_empty() {
+            problems.add(
+                &at("scenarios"),
+                "list at least one scenario file the fitted value is written into".into(),
+            );
+        }
+        let parsed: Result<Override, String> =
+            format!("{}={}", c.key, format_value(c.start, c.integer)).parse();
+        if let Err(e) = &parsed {
+            problems.add(&at("key"), e.clone());
+        }
+        let mut paths = Vec::new();
+        for (k, file) in c.scenarios.iter().enumerate() {
+            let path = base.join(file);
+            let field = format!("calibration[{i}].scenarios[{k}]");
+            let text = match std::fs::read_to_string(&path) {
+                Ok(t) => t,
+                Err(e) => {
+                    problems.add(&field, format!("cannot read {}: {e}", path.display()));
+                    paths.push(path);
+                    continue;
+                }
+            };
+            if let Ok(o) = &parsed {
+                check_key(problems, &at("key"), &path, &text, o);
+            }
+            if paths
+                .iter()
+                .any(|p: &PathBuf| canonical(p) == canonical(&path))
+            {
+                problems.add(&field, format!("{file:?} is listed twice"));
+            }
+            paths.push(path);
+        }
+        let same_key = out.iter().find(|x| {
+            x.key == c.key
+                && x.scenario_paths
+                    .iter()
+                    .any(|p| paths.iter().any(|q| canonical(p) == canonical(q)))
+        });
+        if let Some(x) = same_key {
+            problems.add(
+                &at("key"),
+                format!(
+                    "[[calibration]] {:?} already fits {} in one of these scenarios",
+                    x.name, c.key
+                ),
+            );
+        }
+        if c.targets.is_empty() {
+            problems.add(
+                &at("targets"),
+                "name at least one row it is fitted to (\"experiment-id/row label\")".into(),
+            );
+        }
+        let mut rows = Vec::new();
+        for (k, target) in c.targets.iter().enumerate() {
+            let field = format!("calibration[{i}].targets[{k}]");
+            match resolve(target, experiments) {
+                Err(problem) => problems.add(&field, problem),
+                Ok(found) => {
+                    for (e, r) in found {
+                        let exp = &experiments[e];
+                        let row = &exp.rows[r];
+                        let writes = paths
+                            .iter()
+                            .any(|p| canonical(p) == canonical(&row.scenario_path));
+                        if !writes {
+                            problems.add(
+                                &field,
+                                format!(
+                                    "row {:?} of {:?} runs {}, which `scenarios` does not list: the fitted value would not reach it",
+                                    row.label, exp.id, row.scenario
+                                ),
+                            );
+                        }
+                        if row.overrides.iter().any(|o| o.key == c.key) {
+                            problems.add(
+                                &field,
+                                format!(
+                                    "row {:?} of {:?} sets {} itself, so the fit could not move it",
+                                    row.label, exp.id, c.key
+                                ),
+                            );
+                        }
+                        let pair = (exp.id.clone(), row.label.clone());
+                        if !rows.contains(&pair) {
+                            rows.push(pair);
+                        }
+                    }
+                }
+            }
+        }
+        distinct.extend(rows.iter().cloned());
+        out.push(Calibration {
+            name: c.name,
+            key: c.key,
+            scenarios: c.scenarios,
+            scenario_paths: paths,
+            lo,
+            hi,
+            start: c.start,
+            step,
+            integer: c.integer,
+            targets: c.targets,
+            rows,
+            why: c.why,
+            value: c.value,
+            fitted: c.fitted,
+        });
+    }
+    if !out.is_empty() && out.len() >= distinct.len() {
+        problems.add(
+            "calibration",
+            format!(
+                "{} free parameter(s) but {} distinct target row(s): a file must have fewer free parameters than target rows (MODEL.md §6)",
+                out.len(),
+                distinct.len()
+            ),
+        );
+    }
+    for exp in experiments.iter_mut() {
+        for row in &mut exp.rows {
+            if distinct.contains(&(exp.id.clone(), row.label.clone())) {
+                row.role = Role::Calibrated;
+            }
+        }
+    }
+    out
+}
+
+/// The key must be a field the scenario loader takes (`--set`), and hold a
+/// number once loaded.
+fn check_key(problems: &mut Problems<'_>, field: &str, path: &Path, text: &str, o: &Override) {
+    let shown = path.display().to_string();
+    match scenario::load(&shown, text, std::slice::from_ref(o)) {
+        Err(errors) => {
+            for e in errors.0 {
+                problems.add(field, format!("{shown} refuses --set {o}: {e}"));
+            }
+        }
+        Ok(s) => {
+            let held = toml::Value::try_from(&s)
+                .ok()
+                .and_then(|v| lookup(&v, &o.key).cloned());
+            if let Some(v) = held.filter(|v| as_number(v).is_none()) {
+                problems.add(
+                    field,
+                    format!("{} is not a numeric field of {shown} (it holds {v})", o.key),
+                );
+            }
+        }
+    }
+}
+
+/// The rows a target names: `"experiment-id/row label"`, or
+/// `"experiment-id"` for each of its rows with a paper value.
+fn resolve(target: &str, experiments: &[Experiment]) -> Result<Vec<(usize, usize)>, String> {
+    let (id, label) = match target.split_once('/') {
+        Some((id, label)) => (id.trim(), Some(label.trim())),
+        None => (target.trim(), None),
+    };
+    let Some(e) = experiments.iter().position(|x| x.id == id) else {
+        return Err(format!(
+            "{target:?}: no experiment {id:?} in this file (targets are \"experiment-id/row label\" or \"experiment-id\")"
+        ));
+    };
+    let exp = &experiments[e];
+    let Some(label) = label else {
+        let rows: Vec<(usize, usize)> = exp
+            .rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.paper.is_some())
+            .map(|(r, _)| (e, r))
+            .collect();
+        if rows.is_empty() {
+            return Err(format!(
+                "{target:?}: experiment {id:?} has no row with a paper value to fit to"
+            ));
+        }
+        return Ok(rows);
+    };
+    if exp.orderings.iter().any(|o| o.claim.trim() == label) {
+        return Err(format!(
+            "{target:?} is an ordering: orderings are validated, never fitted"
+        ));
+    }
+    let Some(r) = exp.rows.iter().position(|x| x.label == label) else {
+        let labels: Vec<&str> = exp.rows.iter().map(|r| r.label.as_str()).collect();
+        return Err(format!(
+            "{target:?}: experiment {id:?} has no row {label:?} (rows: {})",
+            labels.join(", ")
+        ));
+    };
+    if exp.rows[r].paper.is_none() {
+        return Err(format!(
+            "{target:?}: the row has no `paper` value to fit to"
+        ));
+    }
+    Ok(vec![(e, r)])
+}
+
+/// Every declared `value` against what its scenarios hold: one message per
+/// scenario that differs.
+pub fn check_values(
+    paper_name: &str,
+    paper_file: &Path,
+    calibrations: &[Calibration],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in calibrations {
+        let Some(declared) = c.value else { continue };
+        for path in &c.scenario_paths {
+            let found = std::fs::read_to_string(path)
+                .map_err(|e| format!("unreadable ({e})"))
+                .and_then(|text| value_in_text(&text, &c.key));
+            let shown = match found {
+                Ok(Some(v)) if v == declared => continue,
+                Ok(Some(v)) => format!("{}", v),
+                Ok(None) => "absent (the default applies)".into(),
+                Err(s) => s,
+            };
+            out.push(format!(
+                "{}: `{}` is {shown}, but [[calibration]] {:?} in {} declares value = {}: fitted values are written by dcemu calibrate, never by hand; run dcemu calibrate {paper_name}",
+                path.display(),
+                c.key,
+                c.name,
+                paper_file.display(),
+                format_value(declared, c.integer)
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_keep_four_significant_digits_and_print_as_toml_reads_them() {
+        assert_eq!(round_sig(0.031_234_5), 0.03123);
+        assert_eq!(round_sig(12_345.0), 12_350.0);
+        assert_eq!(round_sig(-0.5), -0.5);
+        assert_eq!(round_sig(0.0), 0.0);
+        assert_eq!(format_value(0.031, false), "0.031");
+        assert_eq!(format_value(1.0, false), "1.0");
+        assert_eq!(format_value(3.0, true), "3");
+        assert_eq!("0.03104".parse::<f64>().ok(), Some(round_sig(0.031_041)));
+    }
+
+    #[test]
+    fn lookup_follows_tables_and_list_indices() {
+        let v: toml::Value = toml::Value::Table(
+            "[a]\nb = 1.5\n[[t]]\nx = 2\n[[t]]\nx = 3\n"
+                .parse()
+                .unwrap(),
+        );
+        assert_eq!(lookup(&v, "a.b").and_then(as_number), Some(1.5));
+        assert_eq!(lookup(&v, "t.1.x").and_then(as_number), Some(3.0));
+        assert!(lookup(&v, "t.2.x").is_none());
+        assert_eq!(value_in_text("[a]\nb = 2\n", "a.b"), Ok(Some(2.0)));
+        assert_eq!(value_in_text("[a]\n", "a.b"), Ok(None));
+        assert!(value_in_text("a = \"x\"\n", "a").is_err());
+    }
+}
