@@ -252,8 +252,26 @@ pub(crate) fn run_dir_name(
         parts.push(format!("{field}-{}", o.raw.trim()));
     }
     let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
-    format!("{}_s{seed}", slug(&parts))
+    let name = slug(&parts);
+    if name.len() <= MAX_DIR_STEM {
+        return format!("{name}_s{seed}");
+    }
+    // Many overrides (a calibration point sets every free parameter) would
+    // pass the file system's 255-byte limit: keep the start, and tell
+    // points apart by a hash of the whole name (FNV-1a, stable).
+    let hash = name.bytes().fold(0xCBF2_9CE4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01B3)
+    });
+    let cut = (0..=MAX_DIR_STEM - 17)
+        .rev()
+        .find(|&i| name.is_char_boundary(i))
+        .unwrap_or(0);
+    format!("{}-{hash:016x}_s{seed}", &name[..cut])
 }
+
+/// Longest run directory name before its seed (with room for the staging
+/// prefix and suffix under the usual 255-byte limit).
+const MAX_DIR_STEM: usize = 160;
 
 /// Where each (experiment, row, seed) finds its run among the jobs.
 type Index = BTreeMap<(usize, usize, usize, usize), usize>;
