@@ -162,7 +162,7 @@ fn markdown(cx: &Context, papers: &Papers<'_>) -> String {
                 s,
                 "### {}\n",
                 match kind {
-                    Kind::Input => "Inputs (calibration of the ground truth)",
+                    Kind::Input => "Inputs (statistics of the ground truth and workloads)",
                     Kind::Output => "Results",
                 }
             );
