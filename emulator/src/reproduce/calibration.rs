@@ -405,7 +405,7 @@ fn check_key(problems: &mut Problems<'_>, field: &str, path: &Path, text: &str, 
     match scenario::load(&shown, text, std::slice::from_ref(o)) {
         Err(errors) => {
             for e in errors.0 {
-                problems.add(field, format!("{shown} refuses --set {o}: {e}"));
+                problems.add(field, format!("{shown} refuses it: {e}"));
             }
         }
         Ok(s) => {
