@@ -358,6 +358,11 @@ fn bad_calibration_blocks_name_file_line_and_column_and_exit_2() {
             "start = 2.5\ninteger = true",
             "is not an integer",
         ),
+        (
+            "start = 2.0",
+            "start = 2.0\nstarts = [9.0]",
+            "calibration[0].starts[0]`: 9 must be inside the range",
+        ),
     ];
     for (from, to, want) in cases {
         assert!(BLOCK.contains(from), "{from}");

@@ -359,7 +359,17 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<Summary, CalibrateError> {
         means: BTreeMap::new(),
         best: f64::INFINITY,
     };
-    let outcome = search::search(&params, args.budget, &mut fit);
+    let further = paper.calibrations.first().map_or(0, |c| c.starts.len());
+    let starts: Vec<Vec<f64>> = std::iter::once(params.iter().map(|p| p.start).collect())
+        .chain((0..further).map(|k| {
+            paper
+                .calibrations
+                .iter()
+                .map(|c| c.starts.get(k).copied().unwrap_or(c.start))
+                .collect()
+        }))
+        .collect();
+    let outcome = search::search_from(&params, &starts, args.budget, &mut fit);
     fit.bar.finish_and_clear();
     let outcome = outcome.map_err(|e| match e {
         SearchError::BudgetTooSmall { .. } => CalibrateError::Input(format!("--budget: {e}")),

@@ -115,6 +115,11 @@ pub struct Outcome {
     pub start_loss: f64,
     pub best: Vec<f64>,
     pub best_loss: f64,
+    /// The start (index into the starts, committed first) whose search
+    /// reached `best`.
+    pub from_start: usize,
+    /// Each distinct start's own loss, in order.
+    pub start_losses: Vec<f64>,
     /// Every point evaluated, in evaluation order.
     pub evaluated: Vec<Evaluated>,
     pub iterations: usize,
@@ -153,31 +158,102 @@ pub fn search<O: Objective>(
     budget: usize,
     objective: &mut O,
 ) -> Result<Outcome, SearchError<O::Error>> {
+    let start: Vec<f64> = params.iter().map(|p| p.start).collect();
+    search_from(params, &[start], budget, objective)
+}
+
+/// A compass search from each of `starts` in turn (multi-start local
+/// search), sharing one cache of evaluated points and one budget; the
+/// result is the lowest loss any of them reached (ties: the earlier
+/// start). `starts[0]` is the committed start the report compares with.
+/// Every start's first evaluation is paid before any search moves, so a
+/// budget that cannot evaluate every start is an error.
+pub fn search_from<O: Objective>(
+    params: &[Param],
+    starts: &[Vec<f64>],
+    budget: usize,
+    objective: &mut O,
+) -> Result<Outcome, SearchError<O::Error>> {
     let clean = |l: f64| if l.is_nan() { f64::INFINITY } else { l };
-    let mut x: Vec<f64> = params.iter().map(|p| p.snap(p.start)).collect();
-    let needed = objective.cost(std::slice::from_ref(&x));
+    let mut points: Vec<Vec<f64>> = Vec::new();
+    for st in starts {
+        let x: Vec<f64> = params.iter().zip(st).map(|(p, &v)| p.snap(v)).collect();
+        if !points.contains(&x) {
+            points.push(x);
+        }
+    }
+    let needed = objective.cost(&points);
     if needed > budget {
         return Err(SearchError::BudgetTooSmall { needed, budget });
     }
-    let mut f = clean(
-        objective
-            .evaluate(0, std::slice::from_ref(&x))
-            .map_err(SearchError::Objective)?
-            .first()
-            .copied()
-            .unwrap_or(f64::INFINITY),
-    );
-    let mut runs = needed;
-    let mut cache: BTreeMap<Vec<u64>, f64> = BTreeMap::new();
-    cache.insert(key(&x), f);
-    let mut evaluated = vec![Evaluated {
-        iteration: 0,
-        point: x.clone(),
-        loss: f,
-    }];
-    let (start, start_loss) = (x.clone(), f);
+    let losses = objective
+        .evaluate(0, &points)
+        .map_err(SearchError::Objective)?;
+    let mut state = State {
+        runs: needed,
+        cache: BTreeMap::new(),
+        evaluated: Vec::new(),
+        iterations: 0,
+    };
+    for (x, l) in points.iter().zip(losses) {
+        let l = clean(l);
+        state.cache.insert(key(x), l);
+        state.evaluated.push(Evaluated {
+            iteration: 0,
+            point: x.clone(),
+            loss: l,
+        });
+    }
+    let start = points[0].clone();
+    let start_loss = state.cache[&key(&start)];
+    let mut best: Option<(Vec<f64>, f64, usize)> = None;
+    let mut stop = Stop::Converged;
+    let mut start_losses = Vec::new();
+    for (n, x0) in points.iter().enumerate() {
+        start_losses.push(state.cache[&key(x0)]);
+        let (x, f, s) = compass(params, x0.clone(), budget, &mut state, objective)?;
+        if best.as_ref().is_none_or(|(_, b, _)| f < *b) {
+            best = Some((x, f, n));
+        }
+        if s == Stop::Budget {
+            stop = Stop::Budget;
+            break;
+        }
+    }
+    let (best, best_loss, from_start) = best.unwrap_or((start.clone(), start_loss, 0));
+    Ok(Outcome {
+        start,
+        start_loss,
+        best,
+        best_loss,
+        from_start,
+        start_losses,
+        evaluated: state.evaluated,
+        iterations: state.iterations,
+        runs: state.runs,
+        stop,
+    })
+}
+
+/// What the searches from several starts share.
+struct State {
+    runs: usize,
+    cache: BTreeMap<Vec<u64>, f64>,
+    evaluated: Vec<Evaluated>,
+    iterations: usize,
+}
+
+/// One compass search from `x` (evaluated already, in the cache).
+fn compass<O: Objective>(
+    params: &[Param],
+    mut x: Vec<f64>,
+    budget: usize,
+    st: &mut State,
+    objective: &mut O,
+) -> Result<(Vec<f64>, f64, Stop), SearchError<O::Error>> {
+    let clean = |l: f64| if l.is_nan() { f64::INFINITY } else { l };
+    let mut f = st.cache.get(&key(&x)).copied().unwrap_or(f64::INFINITY);
     let mut steps: Vec<f64> = params.iter().map(Param::first_step).collect();
-    let mut iterations = 0;
     let stop = loop {
         if params.iter().zip(&steps).all(|(p, &h)| p.resolved(h)) {
             break Stop::Converged;
@@ -197,24 +273,24 @@ pub fn search<O: Objective>(
         }
         let fresh: Vec<Vec<f64>> = candidates
             .iter()
-            .filter(|c| !cache.contains_key(&key(c)))
+            .filter(|c| !st.cache.contains_key(&key(c)))
             .cloned()
             .collect();
         if !fresh.is_empty() {
             let c = objective.cost(&fresh);
-            if runs + c > budget {
+            if st.runs + c > budget {
                 break Stop::Budget;
             }
-            iterations += 1;
+            st.iterations += 1;
             let losses = objective
-                .evaluate(iterations, &fresh)
+                .evaluate(st.iterations, &fresh)
                 .map_err(SearchError::Objective)?;
-            runs += c;
+            st.runs += c;
             for (point, loss) in fresh.into_iter().zip(losses) {
                 let loss = clean(loss);
-                cache.insert(key(&point), loss);
-                evaluated.push(Evaluated {
-                    iteration: iterations,
+                st.cache.insert(key(&point), loss);
+                st.evaluated.push(Evaluated {
+                    iteration: st.iterations,
                     point,
                     loss,
                 });
@@ -222,7 +298,7 @@ pub fn search<O: Objective>(
         }
         let mut best: Option<(&Vec<f64>, f64)> = None;
         for c in &candidates {
-            let l = cache.get(&key(c)).copied().unwrap_or(f64::INFINITY);
+            let l = st.cache.get(&key(c)).copied().unwrap_or(f64::INFINITY);
             if l < f && best.is_none_or(|(_, b)| l < b) {
                 best = Some((c, l));
             }
@@ -239,16 +315,7 @@ pub fn search<O: Objective>(
             }
         }
     };
-    Ok(Outcome {
-        start,
-        start_loss,
-        best: x,
-        best_loss: f,
-        evaluated,
-        iterations,
-        runs,
-        stop,
-    })
+    Ok((x, f, stop))
 }
 
 #[cfg(test)]
@@ -317,6 +384,39 @@ mod tests {
             }
         }
         assert_eq!(o.runs, o.evaluated.len());
+    }
+
+    /// Two basins, a shallow one around the committed start and a deep one
+    /// elsewhere, separated by a ridge no single-coordinate move crosses
+    /// (it needs both coordinates to move together): a compass search from
+    /// the start stays in the shallow one; a further start in the deep
+    /// one's basin reaches it, and the report says which start won.
+    #[test]
+    fn a_further_start_finds_the_basin_the_committed_one_cannot_reach() {
+        fn two_basins(p: &[f64]) -> f64 {
+            let d2 = (p[0] - 0.1).powi(2) + (p[1] - 0.1).powi(2);
+            if d2 < 0.15 * 0.15 {
+                10.0 * d2
+            } else {
+                5.0 + (p[0] - 0.8).powi(2) + (p[1] - 0.8).powi(2)
+            }
+        }
+        let params = [real(0.0, 1.0, 0.7), real(0.0, 1.0, 0.7)];
+        let alone = run(&params, 10_000, two_basins).unwrap();
+        assert!(alone.best_loss >= 5.0, "{:?}", alone.best);
+        let starts = [vec![0.7, 0.7], vec![0.2, 0.2]];
+        let both = search_from(&params, &starts, 10_000, &mut synthetic(two_basins, 1)).unwrap();
+        assert!(both.best_loss < 0.01, "{:?} {}", both.best, both.best_loss);
+        assert_eq!(both.from_start, 1);
+        assert_eq!(both.start, vec![0.7, 0.7]);
+        assert_eq!(both.start_losses.len(), 2);
+        let again = search_from(&params, &starts, 10_000, &mut synthetic(two_basins, 1)).unwrap();
+        assert_eq!(both, again);
+        let poor = search_from(&params, &starts, 1, &mut synthetic(two_basins, 1));
+        assert!(matches!(
+            poor,
+            Err(SearchError::BudgetTooSmall { needed: 2, .. })
+        ));
     }
 
     #[test]

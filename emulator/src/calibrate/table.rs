@@ -64,6 +64,17 @@ impl Report<'_> {
             loss_text(o.start_loss),
             loss_text(o.best_loss)
         );
+        if o.start_losses.len() > 1 {
+            let losses: Vec<String> = o.start_losses.iter().map(|l| loss_text(*l)).collect();
+            let _ = writeln!(
+                s,
+                "Searched from {} starts (the committed `start`, then each of `starts`), \
+                 their losses {}; the fitted point is the search from start {}'s.\n",
+                o.start_losses.len(),
+                losses.join(", "),
+                o.from_start + 1
+            );
+        }
         s.push_str("| free parameter | key | start | fitted | range |\n|---|---|---|---|---|\n");
         for (i, c) in self.paper.calibrations.iter().enumerate() {
             let _ = writeln!(

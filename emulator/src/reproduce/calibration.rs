@@ -29,6 +29,8 @@ pub(super) struct CalibrationFile {
     scenarios: Vec<String>,
     range: Vec<f64>,
     start: f64,
+    #[serde(default)]
+    starts: Vec<f64>,
     step: Option<f64>,
     #[serde(default)]
     integer: bool,
@@ -70,6 +72,10 @@ pub struct Calibration {
     pub lo: f64,
     pub hi: f64,
     pub start: f64,
+    /// Further starting points of the search (multi-start: a compass
+    /// search from `start`, then from each of these; the lowest loss
+    /// wins). Every block of a file has as many.
+    pub starts: Vec<f64>,
     /// The first step of the search (default: a quarter of the range).
     pub step: f64,
     pub integer: bool,
@@ -220,6 +226,17 @@ pub(super) fn parse(
                 format!("{} is outside the range [{lo}, {hi}]", c.start),
             );
         }
+        for (k, v) in c.starts.iter().enumerate() {
+            if !inside(*v) || !integral(*v) {
+                problems.add(
+                    &format!("calibration[{i}].starts[{k}]"),
+                    format!(
+                        "{v} must be inside the range [{lo}, {hi}]{}",
+                        if c.integer { " and an integer" } else { "" }
+                    ),
+                );
+            }
+        }
         if c.integer && !(integral(lo) && integral(hi)) {
             problems.add(
                 &at("range"),
@@ -369,6 +386,7 @@ pub(super) fn parse(
             lo,
             hi,
             start: c.start,
+            starts: c.starts,
             step,
             integer: c.integer,
             targets: c.targets,
@@ -377,6 +395,20 @@ pub(super) fn parse(
             value: c.value,
             fitted: c.fitted,
         });
+    }
+    if let Some(first) = out.first() {
+        let n = first.starts.len();
+        for (i, c) in out.iter().enumerate() {
+            if c.starts.len() != n {
+                problems.add(
+                    &format!("calibration[{i}].starts"),
+                    format!(
+                        "has {} further start(s), the first block {n}: every block gives one value per further starting point",
+                        c.starts.len()
+                    ),
+                );
+            }
+        }
     }
     if !out.is_empty() && out.len() >= distinct.len() {
         problems.add(
