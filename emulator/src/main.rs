@@ -174,12 +174,17 @@ fn load(args: &ScenarioArgs) -> Result<(String, Scenario), Failure> {
     Ok((label, scenario))
 }
 
-fn reproduce(args: &dcemu::reproduce::ReproduceArgs) -> Result<(), Failure> {
+/// `reproduce`'s and `calibrate`'s errors at the binary's edge.
+fn paper_failure(e: dcemu::reproduce::ReproduceError) -> Failure {
     use dcemu::reproduce::ReproduceError;
-    let summary = dcemu::reproduce::reproduce(args).map_err(|e| match e {
+    match e {
         ReproduceError::Input(m) => Failure::input(m),
         ReproduceError::Failed(m) => Failure::run(m),
-    })?;
+    }
+}
+
+fn reproduce(args: &dcemu::reproduce::ReproduceArgs) -> Result<(), Failure> {
+    let summary = dcemu::reproduce::reproduce(args).map_err(paper_failure)?;
     let t = summary.tally;
     println!(
         "dcemu reproduce: {} runs; {} verdicts: {} pass, {} fail, {} open (known gaps), {} marked open but passing",
@@ -204,11 +209,7 @@ fn reproduce(args: &dcemu::reproduce::ReproduceArgs) -> Result<(), Failure> {
 }
 
 fn calibrate(args: &dcemu::calibrate::CalibrateArgs) -> Result<(), Failure> {
-    use dcemu::calibrate::CalibrateError;
-    let summary = dcemu::calibrate::calibrate(args).map_err(|e| match e {
-        CalibrateError::Input(m) => Failure::input(m),
-        CalibrateError::Failed(m) => Failure::run(m),
-    })?;
+    let summary = dcemu::calibrate::calibrate(args).map_err(paper_failure)?;
     for w in &summary.warnings {
         eprintln!("warning: {w}");
     }

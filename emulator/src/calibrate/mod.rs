@@ -65,16 +65,10 @@ pub struct CalibrateArgs {
     pub dry_run: bool,
 }
 
-/// Why `dcemu calibrate` did not finish.
-#[derive(Debug, thiserror::Error)]
-pub enum CalibrateError {
-    /// Bad experiment files or flags (exit 2).
-    #[error("{0}")]
-    Input(String),
-    /// A run or a write failed (exit 1).
-    #[error("{0}")]
-    Failed(String),
-}
+/// Why `dcemu calibrate` did not finish: the same two kinds as `dcemu
+/// reproduce` (bad experiment files or flags, exit 2; a run or a write that
+/// failed, exit 1), since it runs through the same machinery.
+pub type CalibrateError = crate::reproduce::ReproduceError;
 
 /// What `dcemu calibrate` found and wrote.
 #[derive(Debug)]
