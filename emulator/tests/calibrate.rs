@@ -277,6 +277,53 @@ fn calibrate_fits_the_target_writes_back_and_does_not_depend_on_jobs() {
     assert!(!read(a.path(), "rep/reproduction.csv").contains("s11="));
 }
 
+/// A second stage: its own scenario, its own targets, fitted after the
+/// first with the first's values written, reported and written back apart.
+#[test]
+fn a_second_stage_is_fitted_after_the_first_and_written_with_it() {
+    let staged = format!(
+        "{BLOCK}\n[[experiment]]\nid = \"load2\"\ntitle = \"Tasks submitted, second scenario\"\nscenario = \"tiny2.toml\"\ncitation = \"§5\"\nmetric = \"tasks_submitted\"\ntolerance = 8.0\n\n[[experiment.row]]\nlabel = \"1m\"\npaper = 90.0\n\n[[experiment.row]]\nlabel = \"2m\"\nset = [\"run.end=2m\"]\npaper = 180.0\n\n[[calibration]]\nname = \"rate2\"\nkey = \"tenants.0.arrivals.rate_per_s\"\nstage = 2\nscenarios = [\"tiny2.toml\"]\nrange = [0.1, 3.0]\nstart = 0.5\ntargets = [\"load2\"]\nwhy = \"The second scenario's rate.\"\n"
+    );
+    let dir = paper_dir(&staged);
+    std::fs::write(dir.path().join("reproduce/tiny2.toml"), SCENARIO).unwrap();
+    let o = calibrate(dir.path(), &["--budget", "400"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let paper: toml::Table = read(dir.path(), "reproduce/paragon.toml").parse().unwrap();
+    let value = |i: usize| paper["calibration"][i]["value"].as_float().unwrap();
+    assert!((value(0) - 0.5).abs() < 0.15, "stage 1: {}", value(0));
+    assert!((value(1) - 1.5).abs() < 0.3, "stage 2: {}", value(1));
+    for (file, v) in [("tiny.toml", value(0)), ("tiny2.toml", value(1))] {
+        let t: toml::Table = read(dir.path(), &format!("reproduce/{file}"))
+            .parse()
+            .unwrap();
+        assert_eq!(
+            t["tenants"][0]["arrivals"]["rate_per_s"].as_float(),
+            Some(v),
+            "{file}"
+        );
+    }
+    let md = read(dir.path(), "out/calibration.md");
+    assert!(md.contains("stage 1") && md.contains("stage 2"), "{md}");
+    assert!(
+        read(dir.path(), "out/calibration-stage-2.csv")
+            .starts_with("iteration,rate2,load2/1m,load2/2m,loss\n")
+    );
+    let r = dcemu(
+        dir.path(),
+        &[
+            "reproduce",
+            "paragon",
+            "--experiments",
+            "reproduce",
+            "--out",
+            "rep",
+            "--validation-seeds",
+            "none",
+        ],
+    );
+    assert!(r.status.success(), "{}", text(&r.stderr));
+}
+
 #[test]
 fn dry_run_writes_nothing_but_its_report() {
     let dir = paper_dir(BLOCK);
@@ -362,6 +409,16 @@ fn bad_calibration_blocks_name_file_line_and_column_and_exit_2() {
             "start = 2.0",
             "start = 2.0\nstarts = [9.0]",
             "calibration[0].starts[0]`: 9 must be inside the range",
+        ),
+        (
+            "start = 2.0",
+            "start = 2.0\nstage = 0",
+            "calibration[0].stage`: stages count from 1",
+        ),
+        (
+            "why = \"The paper gives no arrival rate; fitted to the submissions.\"",
+            "why = \"x\"\n\n[[calibration]]\nname = \"again\"\nkey = \"tenants.0.service.mean\"\nstage = 2\nscenarios = [\"tiny.toml\"]\nrange = [1.0, 9.0]\nstart = 5.0\ntargets = [\"done\"]\nwhy = \"x\"",
+            "stage 2 writes tiny.toml, which runs load/1m, a target of stage 1",
         ),
     ];
     for (from, to, want) in cases {

@@ -14,7 +14,9 @@
 //!
 //! where `scale` is the row's tolerance, or `max(0.1·|paper|, 0.01)` if the
 //! tolerance is 0; a row whose metric is null on a seed makes the loss +∞.
-//! The search is [`search`]'s compass search from the committed `start`s;
+//! The search is [`search`]'s compass search from the committed `start`s,
+//! one stage at a time (`stage` in a block: stage 2 is fitted with stage 1's
+//! values held, and never reaches a stage-1 target's scenario);
 //! runs go through `dcemu reproduce`'s runner ([`runner::run_batch`]), each
 //! distinct run once, so the result does not depend on `--jobs`. At the end
 //! the fitted values are written into the scenario files (with `toml_edit`,
@@ -112,7 +114,10 @@ pub fn loss(terms: impl Iterator<Item = (Option<f64>, f64, f64)>) -> f64 {
 
 /// The objective: targets × seeds as runs, shared and cached.
 struct Fit<'a> {
-    calibrations: &'a [Calibration],
+    /// The parameters this stage fits, in file order.
+    calibrations: Vec<&'a Calibration>,
+    /// Earlier stages' parameters at their fitted values.
+    fixed: Vec<(&'a Calibration, f64)>,
     targets: Vec<Target<'a>>,
     seeds: Vec<u64>,
     threads: usize,
@@ -137,7 +142,9 @@ impl Fit<'_> {
         let mut jobs = Vec::new();
         for t in &self.targets {
             let mut overrides = t.row.overrides.clone();
-            for (c, &v) in self.calibrations.iter().zip(point) {
+            let values = self.fixed.iter().map(|(c, v)| (*c, *v));
+            for (c, v) in values.chain(self.calibrations.iter().copied().zip(point.iter().copied()))
+            {
                 if c.writes(&t.row.scenario_path) {
                     overrides.push(c.override_for(v).map_err(CalibrateError::Input)?);
                 }
@@ -244,10 +251,9 @@ impl Objective for Fit<'_> {
     }
 }
 
-/// The distinct target rows, in file order (experiments, then rows).
-fn targets(paper: &Paper) -> Vec<Target<'_>> {
-    let named: BTreeSet<(&str, &str)> = paper
-        .calibrations
+/// The distinct target rows of `blocks`, in file order (experiments, then rows).
+fn targets<'a>(paper: &'a Paper, blocks: &[&Calibration]) -> Vec<Target<'a>> {
+    let named: BTreeSet<(&str, &str)> = blocks
         .iter()
         .flat_map(|c| c.rows.iter().map(|(e, r)| (e.as_str(), r.as_str())))
         .collect();
@@ -268,6 +274,61 @@ fn targets(paper: &Paper) -> Vec<Target<'_>> {
         }
     }
     out
+}
+
+/// Runs one stage's search: its blocks from their starts, with earlier
+/// stages' values held, within `budget` runs.
+fn fit_stage<'a>(
+    paper: &'a Paper,
+    blocks: Vec<&'a Calibration>,
+    fixed: Vec<(&'a Calibration, f64)>,
+    seeds: &[u64],
+    threads: usize,
+    runs_dir: &std::path::Path,
+    budget: usize,
+) -> Result<(search::Outcome, Fit<'a>), CalibrateError> {
+    let params: Vec<Param> = blocks
+        .iter()
+        .map(|c| Param {
+            lo: c.lo,
+            hi: c.hi,
+            start: c.start,
+            step: c.step,
+            integer: c.integer,
+        })
+        .collect();
+    let further = blocks.first().map_or(0, |c| c.starts.len());
+    let starts: Vec<Vec<f64>> = std::iter::once(params.iter().map(|p| p.start).collect())
+        .chain((0..further).map(|k| {
+            blocks
+                .iter()
+                .map(|c| c.starts.get(k).copied().unwrap_or(c.start))
+                .collect()
+        }))
+        .collect();
+    let mut fit = Fit {
+        targets: targets(paper, &blocks),
+        calibrations: blocks,
+        fixed,
+        seeds: seeds.to_vec(),
+        threads,
+        runs_dir: runs_dir.to_path_buf(),
+        bar: runner::progress_bar(
+            budget as u64,
+            "calibrate {bar:40} {pos}/{len} runs of the budget, {elapsed} {msg}",
+        ),
+        ran: BTreeMap::new(),
+        dirs: BTreeMap::new(),
+        means: BTreeMap::new(),
+        best: f64::INFINITY,
+    };
+    let outcome = search::search_from(&params, &starts, budget, &mut fit);
+    fit.bar.finish_and_clear();
+    let outcome = outcome.map_err(|e| match e {
+        SearchError::BudgetTooSmall { .. } => CalibrateError::Input(format!("--budget: {e}")),
+        SearchError::Objective(e) => e,
+    })?;
+    Ok((outcome, fit))
 }
 
 /// The checkout's short commit, "unknown" outside git.
@@ -315,17 +376,6 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<Summary, CalibrateError> {
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
         |j| j as usize,
     );
-    let params: Vec<Param> = paper
-        .calibrations
-        .iter()
-        .map(|c| Param {
-            lo: c.lo,
-            hi: c.hi,
-            start: c.start,
-            step: c.step,
-            integer: c.integer,
-        })
-        .collect();
     let commit = short_commit(&args.experiments);
     let date = crate::bench::today();
     let command = format!(
@@ -338,59 +388,65 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<Summary, CalibrateError> {
             .join(","),
         args.budget
     );
-    let mut fit = Fit {
-        calibrations: &paper.calibrations,
-        targets: targets(paper),
-        seeds: seeds.clone(),
-        threads,
-        runs_dir: runner::runs_dir(&out),
-        bar: runner::progress_bar(
-            args.budget as u64,
-            "calibrate {bar:40} {pos}/{len} runs of the budget, {elapsed} {msg}",
-        ),
-        ran: BTreeMap::new(),
-        dirs: BTreeMap::new(),
-        means: BTreeMap::new(),
-        best: f64::INFINITY,
-    };
-    let further = paper.calibrations.first().map_or(0, |c| c.starts.len());
-    let starts: Vec<Vec<f64>> = std::iter::once(params.iter().map(|p| p.start).collect())
-        .chain((0..further).map(|k| {
-            paper
-                .calibrations
-                .iter()
-                .map(|c| c.starts.get(k).copied().unwrap_or(c.start))
-                .collect()
-        }))
-        .collect();
-    let outcome = search::search_from(&params, &starts, args.budget, &mut fit);
-    fit.bar.finish_and_clear();
-    let outcome = outcome.map_err(|e| match e {
-        SearchError::BudgetTooSmall { .. } => CalibrateError::Input(format!("--budget: {e}")),
-        SearchError::Objective(e) => e,
-    })?;
-    runner::remove_stale_runs(fit.dirs.values().map(String::as_str), &fit.runs_dir);
-    let report = table::Report {
-        command: &command,
-        commit: &commit,
-        date: &date,
-        paper,
-        targets: &fit.targets,
-        outcome: &outcome,
-        means: &fit.means,
-        budget: args.budget,
-    };
-    let md = report.markdown();
+    let stages: BTreeSet<u32> = paper.calibrations.iter().map(|c| c.stage).collect();
+    let staged = stages.len() > 1;
+    let mut fitted: BTreeMap<String, f64> = BTreeMap::new();
+    let mut spent = 0;
+    let mut md = String::new();
     let mut written = Vec::new();
-    for (name, text) in [
-        ("calibration.md", md.clone()),
-        ("calibration.csv", report.csv()),
-    ] {
-        let path = out.join(name);
-        crate::reproduce::write_atomic(&path, text.as_bytes()).map_err(CalibrateError::Failed)?;
+    let mut kept_dirs: Vec<String> = Vec::new();
+    let runs_dir = runner::runs_dir(&out);
+    for &stage in &stages {
+        let blocks: Vec<&Calibration> = paper
+            .calibrations
+            .iter()
+            .filter(|c| c.stage == stage)
+            .collect();
+        let fixed: Vec<(&Calibration, f64)> = paper
+            .calibrations
+            .iter()
+            .filter_map(|c| fitted.get(&c.name).map(|v| (c, *v)))
+            .collect();
+        let left = args.budget.saturating_sub(spent);
+        let (outcome, fit) = fit_stage(paper, blocks, fixed, &seeds, threads, &runs_dir, left)?;
+        spent += outcome.runs;
+        kept_dirs.extend(fit.dirs.values().cloned());
+        for (c, v) in fit.calibrations.iter().zip(&outcome.best) {
+            fitted.insert(c.name.clone(), *v);
+        }
+        let report = table::Report {
+            command: &command,
+            commit: &commit,
+            date: &date,
+            paper,
+            stage: staged.then_some(stage),
+            blocks: &fit.calibrations,
+            targets: &fit.targets,
+            outcome: &outcome,
+            means: &fit.means,
+            budget: left,
+        };
+        md.push_str(&report.markdown());
+        let csv = if stage == *stages.first().unwrap_or(&stage) {
+            "calibration.csv".to_string()
+        } else {
+            format!("calibration-stage-{stage}.csv")
+        };
+        let path = out.join(csv);
+        crate::reproduce::write_atomic(&path, report.csv().as_bytes())
+            .map_err(CalibrateError::Failed)?;
         written.push(path);
     }
+    runner::remove_stale_runs(kept_dirs.iter().map(String::as_str), &runs_dir);
+    let path = out.join("calibration.md");
+    crate::reproduce::write_atomic(&path, md.as_bytes()).map_err(CalibrateError::Failed)?;
+    written.insert(0, path);
     if !args.dry_run {
+        let values: Vec<f64> = paper
+            .calibrations
+            .iter()
+            .map(|c| fitted.get(&c.name).copied().unwrap_or(c.start))
+            .collect();
         let stamp = writeback::Stamp {
             paper: &paper.name,
             paper_file: args.experiments.join(format!("{}.toml", paper.name)),
@@ -398,9 +454,8 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<Summary, CalibrateError> {
             date: &date,
             fitted: format!("{command} · commit {commit} · {date}"),
         };
-        written.extend(
-            writeback::write_all(paper, &outcome.best, &stamp).map_err(CalibrateError::Failed)?,
-        );
+        written
+            .extend(writeback::write_all(paper, &values, &stamp).map_err(CalibrateError::Failed)?);
     }
     Ok(Summary {
         table: md,

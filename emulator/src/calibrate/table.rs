@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::Target;
 use super::search::Outcome;
-use crate::reproduce::calibration::format_value;
+use crate::reproduce::calibration::{Calibration, format_value};
 use crate::reproduce::experiments::Paper;
 
 /// Everything the final table shows.
@@ -14,6 +14,10 @@ pub(super) struct Report<'a> {
     pub commit: &'a str,
     pub date: &'a str,
     pub paper: &'a Paper,
+    /// The stage, when the paper's parameters are fitted in more than one.
+    pub stage: Option<u32>,
+    /// The parameters this table fits, in file order.
+    pub blocks: &'a [&'a Calibration],
     pub targets: &'a [Target<'a>],
     pub outcome: &'a Outcome,
     pub means: &'a BTreeMap<Vec<u64>, Vec<Option<f64>>>,
@@ -45,7 +49,14 @@ impl Report<'_> {
     pub fn markdown(&self) -> String {
         let o = self.outcome;
         let mut s = String::new();
-        let _ = writeln!(s, "# Calibration: {}\n", self.paper.title);
+        match self.stage {
+            None => {
+                let _ = writeln!(s, "# Calibration: {}\n", self.paper.title);
+            }
+            Some(k) => {
+                let _ = writeln!(s, "# Calibration: {}, stage {k}\n", self.paper.title);
+            }
+        }
         let _ = writeln!(
             s,
             "`{}` at commit `{}` on {}: {} iteration(s), {} run(s) of a budget of {}; stopped: {}.\n",
@@ -76,7 +87,7 @@ impl Report<'_> {
             );
         }
         s.push_str("| free parameter | key | start | fitted | range |\n|---|---|---|---|---|\n");
-        for (i, c) in self.paper.calibrations.iter().enumerate() {
+        for (i, c) in self.blocks.iter().enumerate() {
             let _ = writeln!(
                 s,
                 "| {} | `{}` | {} | {} | [{}, {}] |",
@@ -118,7 +129,7 @@ impl Report<'_> {
             }
         };
         let mut head = vec!["iteration".to_string()];
-        head.extend(self.paper.calibrations.iter().map(|c| cell(&c.name)));
+        head.extend(self.blocks.iter().map(|c| cell(&c.name)));
         head.extend(self.targets.iter().map(|t| cell(&t.name)));
         head.push("loss".into());
         let mut s = head.join(",");
@@ -126,8 +137,7 @@ impl Report<'_> {
         for e in &self.outcome.evaluated {
             let mut line = vec![e.iteration.to_string()];
             line.extend(
-                self.paper
-                    .calibrations
+                self.blocks
                     .iter()
                     .zip(&e.point)
                     .map(|(c, v)| format_value(*v, c.integer)),

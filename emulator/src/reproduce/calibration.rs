@@ -34,6 +34,8 @@ pub(super) struct CalibrationFile {
     step: Option<f64>,
     #[serde(default)]
     integer: bool,
+    #[serde(default = "first_stage")]
+    stage: u32,
     targets: Vec<String>,
     why: String,
     value: Option<f64>,
@@ -79,6 +81,11 @@ pub struct Calibration {
     /// The first step of the search (default: a quarter of the range).
     pub step: f64,
     pub integer: bool,
+    /// Which fit this parameter belongs to: `dcemu calibrate` fits stage 1,
+    /// then stage 2 with stage 1's values held, and so on. A block never
+    /// writes a scenario that holds an earlier stage's target, so a later
+    /// stage cannot undo an earlier one's fit.
+    pub stage: u32,
     /// The targets as written.
     pub targets: Vec<String>,
     /// Each target row: (experiment id, row label).
@@ -169,6 +176,74 @@ pub fn value_in_text(text: &str, key: &str) -> Result<Option<f64>, String> {
     }
 }
 
+/// The checks that concern a stage as a whole: one count of further starts
+/// per stage, fewer parameters than target rows per stage, and no block
+/// writing a scenario that runs an earlier stage's target (the earlier fit
+/// would then depend on a value fitted after it).
+fn check_stages(out: &[Calibration], experiments: &[Experiment], problems: &mut Problems<'_>) {
+    let stages: BTreeSet<u32> = out.iter().map(|c| c.stage).collect();
+    for &stage in &stages {
+        let blocks: Vec<(usize, &Calibration)> = out
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.stage == stage)
+            .collect();
+        if let Some((_, first)) = blocks.first() {
+            let n = first.starts.len();
+            for (i, c) in &blocks {
+                if c.starts.len() != n {
+                    problems.add(
+                        &format!("calibration[{i}].starts"),
+                        format!(
+                            "has {} further start(s), the first block of stage {stage} {n}: every block of a stage gives one value per further starting point",
+                            c.starts.len()
+                        ),
+                    );
+                }
+            }
+        }
+        let rows: BTreeSet<&(String, String)> = blocks.iter().flat_map(|(_, c)| &c.rows).collect();
+        if stages.len() > 1 && blocks.len() >= rows.len() {
+            problems.add(
+                "calibration",
+                format!(
+                    "stage {stage} has {} free parameter(s) but {} distinct target row(s): each stage must have fewer free parameters than target rows (MODEL.md §6)",
+                    blocks.len(),
+                    rows.len()
+                ),
+            );
+        }
+    }
+    for (i, later) in out.iter().enumerate() {
+        for earlier in out.iter().filter(|c| c.stage < later.stage) {
+            for (e, r) in &earlier.rows {
+                let Some(row) = experiments
+                    .iter()
+                    .filter(|x| &x.id == e)
+                    .flat_map(|x| &x.rows)
+                    .find(|row| &row.label == r)
+                else {
+                    continue;
+                };
+                if later.writes(&row.scenario_path) {
+                    problems.add(
+                        &format!("calibration[{i}].scenarios"),
+                        format!(
+                            "stage {} writes {}, which runs {e}/{r}, a target of stage {} ({:?}): a stage must not move an earlier stage's targets",
+                            later.stage, row.scenario, earlier.stage, earlier.name
+                        ),
+                    );
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn first_stage() -> u32 {
+    1
+}
+
 fn is_name(s: &str) -> bool {
     !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
 }
@@ -217,6 +292,12 @@ pub(super) fn parse(
                 (c.start, c.start)
             }
         };
+        if c.stage == 0 {
+            problems.add(
+                &at("stage"),
+                "stages count from 1 (the first fit); leave it out for stage 1".into(),
+            );
+        }
         let range_ok = lo < hi;
         let inside = |v: f64| !range_ok || (v.is_finite() && v >= lo && v <= hi);
         let integral = |v: f64| !c.integer || v.fract() == 0.0;
@@ -389,6 +470,7 @@ pub(super) fn parse(
             starts: c.starts,
             step,
             integer: c.integer,
+            stage: c.stage,
             targets: c.targets,
             rows,
             why: c.why,
@@ -396,20 +478,7 @@ pub(super) fn parse(
             fitted: c.fitted,
         });
     }
-    if let Some(first) = out.first() {
-        let n = first.starts.len();
-        for (i, c) in out.iter().enumerate() {
-            if c.starts.len() != n {
-                problems.add(
-                    &format!("calibration[{i}].starts"),
-                    format!(
-                        "has {} further start(s), the first block {n}: every block gives one value per further starting point",
-                        c.starts.len()
-                    ),
-                );
-            }
-        }
-    }
+    check_stages(&out, experiments, problems);
     if !out.is_empty() && out.len() >= distinct.len() {
         problems.add(
             "calibration",
