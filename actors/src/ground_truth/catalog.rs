@@ -343,6 +343,41 @@ pub struct CatalogSpec {
     /// Default: `noise`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score_noise: Option<f64>,
+    /// How far an application gains from a class's memory. Default
+    /// `"unbounded"`: speed grows with ln memory GB on every class.
+    /// `"up-to-footprint"`: only up to the application's own memory
+    /// footprint, as the cores trait stops at its threads.
+    #[serde(default, skip_serializing_if = "MemoryBenefit::is_default")]
+    pub memory_benefit: MemoryBenefit,
+}
+
+/// `[applications] memory_benefit`: whether memory beyond an application's
+/// footprint still speeds it up.
+///
+/// Paragon's applications (§5: SPEC CPU2006, PARSEC, SPLASH-2, mixes,
+/// Hadoop-style data mining) use a few GB; a class's memory speeds one up
+/// only while the application can use it (page cache, fewer faults), and
+/// not past its own footprint: a 2 GB benchmark runs no faster on EC2's
+/// 244 GB cr1.8xlarge than on a 7.5 GB m1.large of the same processor.
+/// With `Unbounded`, ln memory enters speed over Table VI's 1.7-244 GB and
+/// makes the largest instance type the best for most applications
+/// (docs/ground-truth.md, "Memory beyond the footprint").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MemoryBenefit {
+    /// ln memory GB of the class, however large (the model before issue 37's
+    /// EC2 finding; catalogs without the field keep it bit for bit).
+    #[default]
+    Unbounded,
+    /// ln min(class memory GB, the application's footprint): the
+    /// footprint is drawn before the speeds, so the draw order differs.
+    UpToFootprint,
+}
+
+impl MemoryBenefit {
+    fn is_default(&self) -> bool {
+        *self == MemoryBenefit::default()
+    }
 }
 
 /// `[applications] non_catalog`: what tasks without a catalog entry are.
@@ -415,6 +450,7 @@ impl CatalogSpec {
             hidden_sd: HIDDEN_TRAIT_SD,
             intensity_spread: 1.0,
             score_noise: None,
+            memory_benefit: MemoryBenefit::default(),
         }
     }
 
@@ -756,6 +792,8 @@ impl Latent {
         // application can use, min(class cores, threads).
         let pick = fp.cores[index(rng, fp.cores.len() as u32) as usize];
         let threads = pick.min(widest);
+        let footprint = (spec.memory_benefit == MemoryBenefit::UpToFootprint)
+            .then(|| log_uniform(rng, fp.memory_gb));
         let x: Vec<f64> = traits
             .iter()
             .zip(classes)
@@ -766,10 +804,10 @@ impl Latent {
                     .zip(f)
                     .enumerate()
                     .map(|(k, (a, b))| {
-                        a * if k == CORES_TRAIT {
-                            usable_cores(c, threads)
-                        } else {
-                            *b
+                        a * match (k, footprint) {
+                            (CORES_TRAIT, _) => usable_cores(c, threads),
+                            (MEMORY_TRAIT, Some(m)) => libm::log(c.memory_gb.min(m)),
+                            _ => *b,
                         }
                     })
                     .sum();
@@ -783,7 +821,7 @@ impl Latent {
         let best = argmax(&speed);
         let class = &classes[best];
         let cores = pick.min(class.cores);
-        let memory_draw = log_uniform(rng, fp.memory_gb);
+        let memory_draw = footprint.unwrap_or_else(|| log_uniform(rng, fp.memory_gb));
         let ideal_s = log_uniform(rng, ideal);
 
         // Phases: medium / high / medium memory load (Paragon §5).

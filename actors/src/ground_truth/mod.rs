@@ -56,8 +56,8 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::config::ServerClass;
 pub use catalog::{
-    CatalogSpec, FamilyMix, Latent, MAX_RANK, NonCatalog, PerFamily, class_problems, generate,
-    generate_with_latent, paragon_local_cluster,
+    CatalogSpec, FamilyMix, Latent, MAX_RANK, MemoryBenefit, NonCatalog, PerFamily, class_problems,
+    generate, generate_with_latent, paragon_local_cluster,
 };
 pub use interference::{FLOOR, KNEE, SCORE_RATE, SLOPE, interference_factor};
 

@@ -717,6 +717,7 @@ fn problems_name_every_bad_field() {
         ideal_min: dcemu_topology::Duration::ZERO,
         ideal_max: dcemu_topology::Duration::ZERO,
         non_catalog: Default::default(),
+        memory_benefit: Default::default(),
         het_scale: PerFamily {
             io_bound: Some(-0.5),
             ..PerFamily::default()
@@ -1035,4 +1036,40 @@ fn spreads_narrow_how_applications_of_a_family_differ() {
     });
     assert!(narrow.0 < 0.5 * wide.0, "{narrow:?} vs {wide:?}");
     assert!(narrow.1 < 0.5 * wide.1, "{narrow:?} vs {wide:?}");
+}
+
+/// `memory_benefit = "up-to-footprint"`: two classes that differ only in
+/// memory beyond every application's footprint (8 GB is the largest a
+/// family draws) give every application the same speed; with the default
+/// the 244 GB class is faster for the applications that gain from memory.
+#[test]
+fn memory_beyond_the_footprint_speeds_nothing_up_when_asked() {
+    let rows: [(&str, u32, f64, f64, f64); 2] =
+        [("m-8", 8, 2.6, 8.0, 20.0), ("m-244", 8, 2.6, 244.0, 20.0)];
+    let classes = ServerClass::table(&rows);
+    let capped = CatalogSpec {
+        memory_benefit: MemoryBenefit::UpToFootprint,
+        ..spec(200, 4, 0.0)
+    };
+    for app in catalog(&capped, &classes, 3) {
+        assert_eq!(
+            app.speed[0], app.speed[1],
+            "app {}: {:?}",
+            app.id, app.speed
+        );
+        assert!(app.memory_gb <= 8.0, "app {}", app.id);
+    }
+    let faster = catalog(&spec(200, 4, 0.0), &classes, 3)
+        .iter()
+        .filter(|a| a.speed[1] > a.speed[0])
+        .count();
+    assert!(
+        faster > 150,
+        "{faster} of 200 gain from memory when unbounded"
+    );
+    let parsed: CatalogSpec =
+        toml::from_str("apps = 3\nmemory_benefit = \"up-to-footprint\"").expect("parses");
+    assert_eq!(parsed.memory_benefit, MemoryBenefit::UpToFootprint);
+    let bad = toml::from_str::<CatalogSpec>("apps = 3\nmemory_benefit = \"all\"");
+    assert!(bad.is_err_and(|e| e.to_string().contains("up-to-footprint")));
 }
