@@ -5,7 +5,7 @@
 # running out of memory (and a leak, with FUZZ_SANITIZER=address); prints
 # how many executions each did.
 #
-#   fuzz/run.sh                      # every target, 20 s each (what CI runs)
+#   fuzz/run.sh                      # every target, 20 s each (CI: FUZZ_TIME=10)
 #   FUZZ_TIME=600 fuzz/run.sh wire   # one target, 10 minutes
 #   FUZZ_RUNS=1000000 fuzz/run.sh    # a number of executions instead of a time
 #   FUZZ_SANITIZER=address fuzz/run.sh   # with AddressSanitizer (leaks too)
