@@ -111,6 +111,23 @@ fn calibrate(dir: &Path, extra: &[&str]) -> std::process::Output {
     dcemu(dir, &args)
 }
 
+/// `dcemu reproduce` of the synthetic paper into `rep`, calibration seeds only.
+fn reproduce_unseen_none(dir: &Path) -> std::process::Output {
+    dcemu(
+        dir,
+        &[
+            "reproduce",
+            "paragon",
+            "--experiments",
+            "reproduce",
+            "--out",
+            "rep",
+            "--validation-seeds",
+            "none",
+        ],
+    )
+}
+
 /// The `value` the paper file's `[[calibration]]` holds.
 fn fitted_value(dir: &Path) -> f64 {
     let paper: toml::Table = read(dir, "reproduce/paragon.toml").parse().unwrap();
@@ -261,18 +278,7 @@ fn calibrate_fits_the_target_writes_back_and_does_not_depend_on_jobs() {
         md.contains("| C1 | validated | `tasks_completed` |"),
         "{md}"
     );
-    let o = dcemu(
-        a.path(),
-        &[
-            "reproduce",
-            "--experiments",
-            "reproduce",
-            "--out",
-            "rep",
-            "--validation-seeds",
-            "none",
-        ],
-    );
+    let o = reproduce_unseen_none(a.path());
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(!read(a.path(), "rep/reproduction.csv").contains("s11="));
 }
@@ -308,19 +314,7 @@ fn a_second_stage_is_fitted_after_the_first_and_written_with_it() {
         read(dir.path(), "out/calibration-stage-2.csv")
             .starts_with("iteration,rate2,load2/1m,load2/2m,loss\n")
     );
-    let r = dcemu(
-        dir.path(),
-        &[
-            "reproduce",
-            "paragon",
-            "--experiments",
-            "reproduce",
-            "--out",
-            "rep",
-            "--validation-seeds",
-            "none",
-        ],
-    );
+    let r = reproduce_unseen_none(dir.path());
     assert!(r.status.success(), "{}", text(&r.stderr));
 }
 
