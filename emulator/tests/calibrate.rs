@@ -410,6 +410,11 @@ fn bad_calibration_blocks_name_file_line_and_column_and_exit_2() {
             "calibration[0].stage`: stages count from 1",
         ),
         (
+            "targets = [\"load\"]\nwhy = \"The paper gives no arrival rate; fitted to the submissions.\"",
+            "targets = [\"load\", \"cap/B\"]\nwhy = \"x\"\n\n[[experiment]]\nid = \"cap\"\ntitle = \"C\"\nscenario = \"tiny.toml\"\ncitation = \"§6\"\nmetric = \"tasks_submitted\"\n\n[[experiment.row]]\nlabel = \"B\"\npaper = 100.0\nbound = \"at-most\"",
+            "is a bound, which a fit cannot aim at",
+        ),
+        (
             "why = \"The paper gives no arrival rate; fitted to the submissions.\"",
             "why = \"x\"\n\n[[calibration]]\nname = \"again\"\nkey = \"tenants.0.service.mean\"\nstage = 2\nscenarios = [\"tiny.toml\"]\nrange = [1.0, 9.0]\nstart = 5.0\ntargets = [\"done\"]\nwhy = \"x\"",
             "stage 2 writes tiny.toml, which runs load/1m, a target of stage 1",

@@ -541,7 +541,7 @@ fn resolve(target: &str, experiments: &[Experiment]) -> Result<Vec<(usize, usize
             .rows
             .iter()
             .enumerate()
-            .filter(|(_, r)| r.paper.is_some())
+            .filter(|(_, r)| r.paper.is_some() && r.bound.is_none())
             .map(|(r, _)| (e, r))
             .collect();
         if rows.is_empty() {
@@ -566,6 +566,11 @@ fn resolve(target: &str, experiments: &[Experiment]) -> Result<Vec<(usize, usize
     if exp.rows[r].paper.is_none() {
         return Err(format!(
             "{target:?}: the row has no `paper` value to fit to"
+        ));
+    }
+    if exp.rows[r].bound.is_some() {
+        return Err(format!(
+            "{target:?}: the row's paper value is a bound, which a fit cannot aim at"
         ));
     }
     Ok(vec![(e, r)])

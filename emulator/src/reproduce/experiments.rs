@@ -64,9 +64,46 @@ struct RowFile {
     set: Vec<String>,
     metric: Option<String>,
     paper: Option<f64>,
+    bound: Option<Bound>,
     citation: Option<String>,
     tolerance: Option<f64>,
     open: Option<String>,
+}
+
+/// A paper value that is a bound, not a measurement ("the overheads from
+/// queuing are less than 1.5 %", Paragon §6.1): the row passes when its
+/// mean is on the stated side of `paper`, and needs no tolerance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bound {
+    AtMost,
+    AtLeast,
+}
+
+impl Bound {
+    /// Whether `value` is on the bound's side of `paper`.
+    pub fn holds(self, value: f64, paper: f64) -> bool {
+        match self {
+            Bound::AtMost => value <= paper + 1e-12,
+            Bound::AtLeast => value >= paper - 1e-12,
+        }
+    }
+
+    /// How the tables show the paper's value: `≤ 0.015`.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Bound::AtMost => "≤",
+            Bound::AtLeast => "≥",
+        }
+    }
+
+    /// The word `bound` takes in the experiment file and the csv.
+    pub fn word(self) -> &'static str {
+        match self {
+            Bound::AtMost => "at-most",
+            Bound::AtLeast => "at-least",
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -147,6 +184,8 @@ pub struct Row {
     pub overrides: Vec<Override>,
     pub metric: String,
     pub paper: Option<f64>,
+    /// `paper` is a bound on the mean rather than a value to be near.
+    pub bound: Option<Bound>,
     pub citation: Option<String>,
     pub tolerance: Option<f64>,
     pub open: Option<String>,
@@ -348,15 +387,28 @@ pub fn parse(path: &Path, text: &str, expected: &str) -> Result<Paper, ScenarioE
                     }
                 }
             }
-            let tolerance = r.tolerance.or(e.tolerance);
+            let tolerance = if r.bound.is_some() {
+                None
+            } else {
+                r.tolerance.or(e.tolerance)
+            };
             if let Some(t) = r.tolerance {
                 check_tolerance(&mut problems, &rat("tolerance"), t);
+                if r.bound.is_some() {
+                    problems.add(
+                        &rat("tolerance"),
+                        "a bound is judged without a tolerance: remove one of them".into(),
+                    );
+                }
+            }
+            if r.bound.is_some() && r.paper.is_none() {
+                problems.add(&rat("bound"), "needs the `paper` value it bounds".into());
             }
             if let Some(p) = r.paper {
                 if !p.is_finite() {
                     problems.add(&rat("paper"), "must be a finite number".into());
                 }
-                if tolerance.is_none() {
+                if tolerance.is_none() && r.bound.is_none() {
                     problems.add(
                         &rat("paper"),
                         "a paper value needs a tolerance (on the row or its experiment)".into(),
@@ -381,6 +433,7 @@ pub fn parse(path: &Path, text: &str, expected: &str) -> Result<Paper, ScenarioE
                 overrides,
                 metric,
                 paper: r.paper,
+                bound: r.bound,
                 citation: r.citation,
                 tolerance,
                 open: r.open.filter(|s| !s.trim().is_empty()),
@@ -637,6 +690,35 @@ memory_gb = 8
             .replace("tolerance = 0.1\n", "");
         let e = errors(&body);
         assert!(e.contains("needs a tolerance"), "{e}");
+    }
+
+    #[test]
+    fn a_bound_needs_its_paper_value_and_no_tolerance_of_its_own() {
+        let body =
+            experiment("[[experiment.row]]\nlabel = \"P\"\npaper = 0.015\nbound = \"at-most\"\n");
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(dir.path(), &body);
+        let p = parse(&path, &body, "paragon").unwrap();
+        let row = &p.experiments[0].rows[0];
+        assert_eq!((row.bound, row.tolerance), (Some(Bound::AtMost), None));
+        let e = errors(&experiment(
+            "[[experiment.row]]\nlabel = \"P\"\nbound = \"at-most\"\n",
+        ));
+        assert!(
+            e.contains("row[0].bound") && e.contains("needs the `paper` value"),
+            "{e}"
+        );
+        let e = errors(&experiment(
+            "[[experiment.row]]\nlabel = \"P\"\npaper = 0.015\nbound = \"at-most\"\ntolerance = 0.01\n",
+        ));
+        assert!(
+            e.contains("row[0].tolerance") && e.contains("without a tolerance"),
+            "{e}"
+        );
+        let e = errors(&experiment(
+            "[[experiment.row]]\nlabel = \"P\"\npaper = 0.015\nbound = \"below\"\n",
+        ));
+        assert!(e.contains("bound") && e.contains("at-most"), "{e}");
     }
 
     #[test]

@@ -76,8 +76,14 @@ impl RowResult {
         let known = values.iter().flatten().copied();
         let min = complete.then(|| known.clone().fold(f64::INFINITY, f64::min));
         let max = complete.then(|| known.fold(f64::NEG_INFINITY, f64::max));
-        let magnitude = match (row.paper, row.tolerance) {
-            (Some(paper), Some(tol)) => {
+        let magnitude = match (row.paper, row.tolerance, row.bound) {
+            (Some(paper), _, Some(bound)) => {
+                let within = |m: Option<f64>| m.is_some_and(|m| bound.holds(m, paper));
+                let unseen_ok =
+                    row.role == Role::Calibrated || unseen.is_empty() || within(unseen_mean);
+                Verdict::judge(within(mean) && unseen_ok, &row.open)
+            }
+            (Some(paper), Some(tol), None) => {
                 let within = |m: Option<f64>| m.is_some_and(|m| (m - paper).abs() <= tol + 1e-12);
                 let unseen_ok =
                     row.role == Role::Calibrated || unseen.is_empty() || within(unseen_mean);
@@ -211,6 +217,7 @@ mod tests {
             overrides: Vec::new(),
             metric: "m".into(),
             paper,
+            bound: None,
             citation: None,
             tolerance: Some(0.1),
             open: open.map(str::to_string),
@@ -227,6 +234,22 @@ mod tests {
         let r = RowResult::new(&row(Some(0.79), None), vec![Some(0.4), Some(0.4)], vec![]);
         assert_eq!(r.magnitude, Verdict::Fail);
         assert!((r.diff(&row(Some(0.79), None)).unwrap() + 0.39).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_bound_is_judged_by_its_side_on_both_means_without_a_tolerance() {
+        use super::super::experiments::Bound;
+        let mut r = row(Some(0.015), None);
+        (r.bound, r.tolerance) = (Some(Bound::AtMost), None);
+        let judge = |r: &Row, seen: f64, unseen: f64| {
+            RowResult::new(r, vec![Some(seen)], vec![Some(unseen)]).magnitude
+        };
+        assert_eq!(judge(&r, 0.0, 0.015), Verdict::Pass);
+        assert_eq!(judge(&r, 0.02, 0.0), Verdict::Fail);
+        assert_eq!(judge(&r, 0.0, 0.02), Verdict::Fail);
+        r.bound = Some(Bound::AtLeast);
+        assert_eq!(judge(&r, 0.5, 0.02), Verdict::Pass);
+        assert_eq!(judge(&r, 0.01, 0.5), Verdict::Fail);
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::calibration::{Calibration, Role, format_value};
-use super::experiments::{Kind, Paper, Plot};
+use super::experiments::{Kind, Paper, Plot, Row};
 use super::verdict::{Judged, Tally, Verdict};
 use crate::report::{bars_plot, esc, lines_plot};
 
@@ -71,6 +71,14 @@ pub fn num(v: Option<f64>) -> String {
     }
 }
 
+/// The paper's value as the tables show it, with its bound if it is one.
+fn paper_cell(row: &Row) -> String {
+    match (row.paper, row.bound) {
+        (Some(_), Some(b)) => format!("{} {}", b.symbol(), num(row.paper)),
+        _ => num(row.paper),
+    }
+}
+
 fn signed(v: Option<f64>) -> String {
     match v {
         Some(x) if x.is_finite() => format!("{x:+.3}"),
@@ -115,7 +123,8 @@ fn markdown(cx: &Context, papers: &Papers<'_>) -> String {
     let _ = writeln!(
         s,
         "Each value is the mean over seeds {} (min–max beside it){}. **magnitude**: \
-         the mean within the experiment's tolerance of the paper's value{}. \
+         the mean within the experiment's tolerance of the paper's value, or on \
+         its side where the paper gives a bound (`≤ 0.015`){}. \
          **ordering**: a relation the paper states, required on every seed{}. \
          **open**: fails, for the reason given (a known gap, not hidden). \
          **calibrated**: a row a free parameter was fitted to (`dcemu calibrate`, \
@@ -271,7 +280,7 @@ fn experiment_md(s: &mut String, cx: &Context, j: &Judged<'_>) {
             },
             row.role.word(),
             row.metric,
-            num(row.paper),
+            paper_cell(row),
             if cited {
                 format!(" {} |", md_cell(row.citation.as_deref().unwrap_or("")))
             } else {
@@ -337,7 +346,7 @@ fn csv_cell(s: &str) -> String {
 
 fn csv(cx: &Context, papers: &Papers<'_>) -> String {
     let mut s = String::from(
-        "paper,experiment,kind,record,role,label,metric,paper_value,citation,tolerance,mean,min,max,unseen_mean,diff,verdict,per_seed\n",
+        "paper,experiment,kind,record,role,label,metric,paper_value,citation,tolerance,mean,min,max,unseen_mean,diff,verdict,per_seed,paper_bound\n",
     );
     let seeds: Vec<u64> = cx.seeds.iter().chain(&cx.unseen).copied().collect();
     for (paper, exps) in papers {
@@ -375,6 +384,7 @@ fn csv(cx: &Context, papers: &Papers<'_>) -> String {
                     signed(r.diff(row)),
                     r.magnitude.word().into(),
                     per_seed.join(";"),
+                    row.bound.map(|b| b.word().to_string()).unwrap_or_default(),
                 ];
                 push_row(&mut s, &cells);
             }
@@ -403,6 +413,7 @@ fn csv(cx: &Context, papers: &Papers<'_>) -> String {
                     String::new(),
                     r.verdict.word().into(),
                     per_seed.join(";"),
+                    String::new(),
                 ];
                 push_row(&mut s, &cells);
             }
