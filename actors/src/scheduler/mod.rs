@@ -575,6 +575,9 @@ struct Core {
     /// Distributed runs under a placement other than `annealing`.
     gangs: gang::Gangs,
     queue_wait_s: Vec<f64>,
+    /// Catalog applications' first wait as a share of their ideal time
+    /// (Paragon Fig. 12's queueing bar); see [`queue_share`].
+    queue_wait_share: Vec<f64>,
     decision_us: Vec<f64>,
     /// The `AdmissionTick` armed, if any.
     tick: Option<SimTime>,
@@ -625,6 +628,16 @@ struct HeldOrders {
     power: Vec<crate::external::PowerOrder>,
     /// Moves already booked: task and the server it leaves.
     moves: Vec<(TaskId, ActorId)>,
+}
+
+/// Paragon Fig. 12's queueing overhead: how long a catalog application
+/// waited in the scheduler before its first start, as a share of its ideal
+/// time (`total_ns`, its time alone on its best configuration), the unit
+/// Fig. 12 normalises every bar to. `None` for other tasks and for later
+/// dispatches of a migrated or evicted application.
+fn queue_share(task: &Task, queued_ns: u64) -> Option<f64> {
+    (task.app.is_some() && task.first_start.is_none() && task.total_ns > 0)
+        .then(|| queued_ns as f64 / task.total_ns as f64)
 }
 
 /// Paragon's classification engine and the lab that measures for it.
@@ -927,6 +940,7 @@ impl Scheduler {
                 gangs: gang::Gangs::default(),
                 short_jobs: 0,
                 queue_wait_s: Vec::new(),
+                queue_wait_share: Vec::new(),
                 decision_us: Vec::new(),
                 tick: None,
                 version: 0,
@@ -2029,6 +2043,12 @@ impl Scheduler {
         out.add("migrations_declined", core.migrations_declined);
         out.add("isolations", core.isolations);
         out.append_samples("queue_wait_s", std::mem::take(&mut core.queue_wait_s));
+        if !core.queue_wait_share.is_empty() {
+            out.append_samples(
+                "queue_wait_share",
+                std::mem::take(&mut core.queue_wait_share),
+            );
+        }
         if !core.decision_us.is_empty() {
             out.append_wall_samples("sched_decision_us", std::mem::take(&mut core.decision_us));
         }
@@ -2103,9 +2123,11 @@ impl Core {
         Ok(())
     }
 
-    /// Counts a dispatch, records how long the task waited for it, and logs
-    /// it (`task_dispatch`, docs/events.md): the one record every path that
-    /// sends a task to a server keeps.
+    /// Counts a dispatch, records how long the task waited for it (and, for
+    /// a catalog application's first start, that wait's `share` of its
+    /// ideal time), and logs it (`task_dispatch`, docs/events.md): the one
+    /// record every path that sends a task to a server keeps.
+    #[allow(clippy::too_many_arguments)]
     fn note_dispatch(
         &mut self,
         ctx: &mut Ctx<'_, Msg>,
@@ -2114,9 +2136,11 @@ impl Core {
         server: ActorId,
         queued_ns: SimTime,
         violation: Option<f64>,
+        share: Option<f64>,
     ) {
         self.dispatched += 1;
         self.queue_wait_s.push(queued_ns as f64 / 1e9);
+        self.queue_wait_share.extend(share);
         ctx.log(
             "task_dispatch",
             &DispatchLog {
@@ -2144,8 +2168,12 @@ impl Core {
         let now = ctx.now();
         let leaves = self.leaves(now, latency);
         let queued_ns = leaves.saturating_sub(submitted_at);
+        let share = match &body {
+            Body::Dispatch(task) | Body::Preempt { task, .. } => queue_share(task, queued_ns),
+            _ => None,
+        };
         let world = Arc::clone(&self.world);
-        self.note_dispatch(ctx, &world, id, server, queued_ns, None);
+        self.note_dispatch(ctx, &world, id, server, queued_ns, None, share);
         if leaves > now {
             ctx.timer(leaves - now, Msg::Deferred { server, body })?;
             return Ok(());
@@ -2340,7 +2368,16 @@ impl Core {
             .profiles
             .contains_key(&task.id)
             .then_some(choice.violation);
-        self.note_dispatch(ctx, &world, task.id, server, leaves - arrived, violation);
+        let share = queue_share(task, leaves - arrived);
+        self.note_dispatch(
+            ctx,
+            &world,
+            task.id,
+            server,
+            leaves - arrived,
+            violation,
+            share,
+        );
         let body = Body::Dispatch(task.clone());
         if leaves > now {
             ctx.timer(leaves - now, Msg::Deferred { server, body })?;
@@ -2429,7 +2466,8 @@ impl Core {
                 d.coordinator = Some(servers[0]);
                 d.attempt = run_attempt;
             }
-            self.note_dispatch(ctx, &world, unit.id, server, now - arrived, None);
+            let share = queue_share(&unit, now - arrived);
+            self.note_dispatch(ctx, &world, unit.id, server, now - arrived, None, share);
             self.nic.send(&world, ctx, server, Body::Dispatch(unit))?;
         }
         Ok(Attempt::Placed { pool })
