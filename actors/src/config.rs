@@ -716,6 +716,9 @@ pub struct SchedulerConfig {
     /// ARQ: order within a queue, `fifo`, `sjf` or `priority` (§4.4).
     #[serde(default)]
     pub arq_order: ArqOrder,
+    /// ARQ: how long an application waits for its own pool (§4.1-4.2).
+    #[serde(default, skip_serializing_if = "ArqHold::is_default")]
+    pub arq_hold: ArqHold,
     /// Slot stages: which running task of the lowest priority a priority
     /// eviction picks (thesis §6.2.3.3).
     #[serde(default)]
@@ -1016,6 +1019,7 @@ impl Default for SchedulerConfig {
             arq_classes: default_arq_classes(),
             arq_speed: 0.0,
             arq_order: ArqOrder::default(),
+            arq_hold: ArqHold::default(),
             eviction: EvictionPolicy::default(),
             eviction_threshold: 0,
             sticky_slots: 0,
@@ -1307,6 +1311,28 @@ pub enum ArqOrder {
     Sjf,
     /// Higher priority first, within each queue.
     Priority,
+}
+
+/// `scheduler.arq_hold`: how long ARQ holds an application for a server
+/// of its own pool before diverting it to a lower one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArqHold {
+    /// Paragon §4.2: the switching rule, within the queueing budget
+    /// `0.05·CT − P` (issue 37's reading of the slack `S = 1.05·CT − P`).
+    #[default]
+    Budget,
+    /// Paragon §4.1's first reading: "the system waits for a server of
+    /// appropriate quality to be freed before it schedules that workload".
+    /// Never diverted down; it still takes an idle better pool (queue
+    /// bypassing upwards, §4.1).
+    UntilSuitable,
+}
+
+impl ArqHold {
+    fn is_default(&self) -> bool {
+        *self == ArqHold::default()
+    }
 }
 
 /// `scheduler.contention`.

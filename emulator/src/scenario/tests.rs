@@ -821,6 +821,13 @@ fn a_refused_combination_names_its_field_and_the_tables_reason() {
                 && e.problem.contains("only HYBRID")),
         "{e:?}"
     );
+    let e = errors(MINIMAL, &[set("scheduler.arq_hold=forever")]);
+    assert!(
+        e.iter()
+            .any(|e| e.field.as_deref() == Some("scheduler.arq_hold")
+                && e.problem.contains("`budget` or `until-suitable`")),
+        "{e:?}"
+    );
     let e = errors(MINIMAL, &[set("scheduler.sticky_phase=later")]);
     assert!(
         e.iter()

@@ -133,6 +133,11 @@ pub struct ArqParams {
     /// Prior mean and standard deviation of a busy period, in seconds, used
     /// until enough busy periods have been recorded.
     pub default_busy_s: f64,
+    /// Whether an application is diverted down when its switching time
+    /// comes (§4.2); `false` holds it in its own queue until a server of
+    /// its pool, or of an idle better one, takes it (§4.1,
+    /// `scheduler.arq_hold = "until-suitable"`).
+    pub divert: bool,
 }
 
 impl Default for ArqParams {
@@ -141,6 +146,7 @@ impl Default for ArqParams {
             classes: 10,
             order: QueueOrder::Fifo,
             default_busy_s: DEFAULT_BUSY_S,
+            divert: true,
         }
     }
 }
@@ -435,7 +441,7 @@ impl Arq {
         busy_in_pool: &[u32],
         free_in_pool: &[u32],
     ) -> SimTime {
-        if queue + 1 >= self.classes() {
+        if queue + 1 >= self.classes() || !self.params.divert {
             return NEVER;
         }
         if budget_end <= now {
@@ -1075,6 +1081,20 @@ mod tests {
         // The last queue never switches.
         a.enqueue(3, 1.0, 100 * S, 0, 0, 7 * S, &NONE, &NONE);
         assert_eq!(a.get(3).unwrap().switch_at, NEVER);
+    }
+
+    #[test]
+    fn holding_until_suitable_never_diverts_down() {
+        let mut a = Arq::new(ArqParams {
+            divert: false,
+            ..ArqParams::default()
+        });
+        // No budget at all (B < 0): the budget rule would switch at once.
+        a.enqueue(1, 95.0, 10 * S, S, 0, 7 * S, &NONE, &NONE);
+        assert_eq!(a.get(1).unwrap().switch_at, NEVER);
+        assert_eq!(a.next_switch(), None);
+        assert_eq!(a.divert_due(1_000 * S, &NONE, &NONE), 0);
+        assert_eq!(a.get(1).unwrap().queue, 0);
     }
 
     /// CT = 100 s, P = 0: S = 105 s, B = 5 s; pool 1 frees within about B.

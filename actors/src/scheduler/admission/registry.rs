@@ -1,6 +1,6 @@
 //! The admission registry: which policy `scheduler.admission` names.
 
-use crate::config::{AdmissionKind, ArqOrder, SchedulerConfig};
+use crate::config::{AdmissionKind, ArqHold, ArqOrder, SchedulerConfig};
 
 use super::Admission;
 use super::arq::{ArqAdmission, ArqParams, QueueOrder};
@@ -18,6 +18,7 @@ pub fn build(cfg: &SchedulerConfig) -> Box<dyn Admission> {
                 ArqOrder::Priority => QueueOrder::Priority,
             },
             default_busy_s: 600.0,
+            divert: cfg.arq_hold == ArqHold::Budget,
         })),
     }
 }
