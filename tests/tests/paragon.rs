@@ -118,9 +118,10 @@ fn arq_raises_response_time_qos_on_the_oversubscribed_ec2_cluster() {
     // that way, from submission to completion, ARQ does at least as well as
     // FIFO admission on the oversubscribed EC2 scenario and degrades fewer
     // applications by more than 10 %. ARQ "forces certain workloads to wait"
-    // (§6.2), yet drains the backlog faster (ARQ §5.1): at seed 1 its mean
-    // queue wait is 91 s against FIFO's 151 s, and its margin on
-    // `qos_met_response_fraction` is 0.014 (0.139 against 0.125);
+    // (§6.2): at seed 1 with the footprint-bounded catalog its mean queue
+    // wait is 29 s against FIFO's 23 s, yet its margin on
+    // `qos_met_response_fraction` is 0.010 (0.356 against 0.346) and it
+    // degrades fewer by more than 10 % (0.469 against 0.495);
     // docs/reproduction.md tracks the distance to the paper's 61 % / 83 %
     // and why ARQ's 3.7 % wait budget keeps the two close.
     let fifo = run("ec2-oversubscribed.toml", &[], 2);
@@ -145,6 +146,42 @@ fn arq_raises_response_time_qos_on_the_oversubscribed_ec2_cluster() {
         "{}",
         shown("perf_norm_response_mean")
     );
+}
+
+#[test]
+fn arq_holding_for_a_suitable_server_puts_applications_on_their_configurations() {
+    // Paragon §4.1: "the system waits for a server of appropriate quality to
+    // be freed before it schedules that workload". With `arq_hold =
+    // "until-suitable"` an application is never diverted to a lower pool,
+    // and with `arq_speed = 1` its own pool is the servers whose predicted
+    // speed meets QoS: on the oversubscribed local cluster (seed 1) it then
+    // runs within 5 % of its best configuration for 0.99 of the
+    // applications against 0.48 under §4.2's budget, and waits longer for
+    // it (mean 725 s against 225 s); nothing is lost either way.
+    let held = |hold: &str| {
+        run(
+            "local-oversubscribed.toml",
+            &[
+                "scheduler.admission=arq",
+                "scheduler.arq_speed=1",
+                &format!("scheduler.arq_hold={hold}"),
+            ],
+            1,
+        )
+    };
+    let (budget, until) = (held("budget"), held("until-suitable"));
+    assert_no_task_lost(&budget, "local-oversubscribed budget");
+    assert_no_task_lost(&until, "local-oversubscribed until-suitable");
+    let m = |o: &Outcome, k: &str| metric(o, k);
+    assert!(
+        m(&until, "decision_het_ok_fraction") > m(&budget, "decision_het_ok_fraction") + 0.3,
+        "het ok: budget {:.3}, until-suitable {:.3}",
+        m(&budget, "decision_het_ok_fraction"),
+        m(&until, "decision_het_ok_fraction")
+    );
+    assert_eq!(m(&until, "arq_diverted_down"), 0.0, "never diverted down");
+    assert!(m(&budget, "arq_diverted_down") > 0.0);
+    assert!(m(&until, "queue_wait_s_mean") > m(&budget, "queue_wait_s_mean"));
 }
 
 #[test]
