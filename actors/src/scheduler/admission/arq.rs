@@ -135,8 +135,11 @@ pub struct ArqParams {
     pub default_busy_s: f64,
     /// Whether an application is diverted down when its switching time
     /// comes (§4.2); `false` holds it in its own queue until a server of
-    /// its pool, or of an idle better one, takes it (§4.1,
-    /// `scheduler.arq_hold = "until-suitable"`).
+    /// its pool, or of a better pool whose queue is empty, takes it (§4.1,
+    /// `scheduler.arq_hold = "until-suitable"`). An application whose pool
+    /// has no server then waits for the better queues to empty, for as
+    /// long as that takes: the reading holds for a suitable server, not
+    /// for a bounded time.
     pub divert: bool,
 }
 
