@@ -1324,8 +1324,8 @@ pub enum ArqHold {
     Budget,
     /// Paragon §4.1's first reading: "the system waits for a server of
     /// appropriate quality to be freed before it schedules that workload".
-    /// Never diverted down; it still takes an idle better pool (queue
-    /// bypassing upwards, §4.1).
+    /// Never diverted down; it still takes a better pool whose queue is
+    /// empty (queue bypassing upwards, §4.1).
     UntilSuitable,
 }
 

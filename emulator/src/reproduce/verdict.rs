@@ -76,20 +76,18 @@ impl RowResult {
         let known = values.iter().flatten().copied();
         let min = complete.then(|| known.clone().fold(f64::INFINITY, f64::min));
         let max = complete.then(|| known.fold(f64::NEG_INFINITY, f64::max));
-        let magnitude = match (row.paper, row.tolerance, row.bound) {
-            (Some(paper), _, Some(bound)) => {
-                let within = |m: Option<f64>| m.is_some_and(|m| bound.holds(m, paper));
-                let unseen_ok =
-                    row.role == Role::Calibrated || unseen.is_empty() || within(unseen_mean);
-                Verdict::judge(within(mean) && unseen_ok, &row.open)
-            }
-            (Some(paper), Some(tol), None) => {
-                let within = |m: Option<f64>| m.is_some_and(|m| (m - paper).abs() <= tol + 1e-12);
-                let unseen_ok =
-                    row.role == Role::Calibrated || unseen.is_empty() || within(unseen_mean);
-                Verdict::judge(within(mean) && unseen_ok, &row.open)
-            }
-            _ => Verdict::None,
+        let within = |m: Option<f64>| match (m, row.paper, row.bound, row.tolerance) {
+            (Some(m), Some(paper), Some(bound), _) => bound.holds(m, paper),
+            (Some(m), Some(paper), None, Some(tol)) => (m - paper).abs() <= tol + 1e-12,
+            _ => false,
+        };
+        let judged = row.paper.is_some() && (row.bound.is_some() || row.tolerance.is_some());
+        let magnitude = if judged {
+            let unseen_ok =
+                row.role == Role::Calibrated || unseen.is_empty() || within(unseen_mean);
+            Verdict::judge(within(mean) && unseen_ok, &row.open)
+        } else {
+            Verdict::None
         };
         RowResult {
             values,
