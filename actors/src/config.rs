@@ -514,6 +514,12 @@ pub struct ArrivalConfig {
     /// Bursty: submissions per second during a burst.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub burst_rate_per_s: Option<f64>,
+    /// Multiplies every rate of the process (`rate_per_s` and, when bursty,
+    /// `burst_rate_per_s`): the load's level with its shape held, which is
+    /// what a calibration fits when a paper gives no arrival rate (GEMS,
+    /// thesis §4.2.1). Not with `trace`. Default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_scale: Option<f64>,
     /// Bursty: mean time from the end of one burst to the start of the next.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub burst_every: Option<Duration>,
@@ -719,6 +725,12 @@ pub struct SchedulerConfig {
     /// ARQ: how long an application waits for its own pool (§4.1-4.2).
     #[serde(default, skip_serializing_if = "ArqHold::is_default")]
     pub arq_hold: ArqHold,
+    /// How a server's CPU is shared among its running tasks: eq. 6.2's
+    /// equal core shares (default), or GEMS's §4.2.5 model, where each task
+    /// gets its CPU requirement plus an equal share of what the
+    /// requirements leave free.
+    #[serde(default, skip_serializing_if = "CpuSharing::is_default")]
+    pub cpu_sharing: CpuSharing,
     /// Slot stages: which running task of the lowest priority a priority
     /// eviction picks (thesis §6.2.3.3).
     #[serde(default)]
@@ -1020,6 +1032,7 @@ impl Default for SchedulerConfig {
             arq_speed: 0.0,
             arq_order: ArqOrder::default(),
             arq_hold: ArqHold::default(),
+            cpu_sharing: CpuSharing::default(),
             eviction: EvictionPolicy::default(),
             eviction_threshold: 0,
             sticky_slots: 0,
@@ -1332,6 +1345,31 @@ pub enum ArqHold {
 impl ArqHold {
     fn is_default(&self) -> bool {
         *self == ArqHold::default()
+    }
+}
+
+/// `scheduler.cpu_sharing`: how a server's CPU is shared among the tasks
+/// it runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CpuSharing {
+    /// Thesis §6.2.4.1, eq. 6.2: the cores are shared equally among the
+    /// running tasks' threads, at most one core per thread.
+    #[default]
+    Cores,
+    /// Thesis §4.2.5 (GEMS's response-time model): processor sharing of
+    /// the server's capacity in which every task gets its CPU requirement
+    /// (`cpu_ppm` of the strongest server; one core per thread if it
+    /// declares none) and the capacity the requirements leave free is
+    /// split equally among the tasks. A task alone finishes capacity /
+    /// requirement times faster than at its requirement, and never slower
+    /// than at it while the requirements fit the server.
+    FreeCapacity,
+}
+
+impl CpuSharing {
+    fn is_default(&self) -> bool {
+        *self == CpuSharing::default()
     }
 }
 
@@ -1659,6 +1697,17 @@ impl TenantConfig {
             (Some(rate), true) if rate > 1e9 => out.push((
                 "arrivals.rate_per_s".into(),
                 format!("{rate} per second is finer than the 1 ns resolution of virtual time"),
+            )),
+            _ => {}
+        }
+        match (a.rate_scale, needs_rate) {
+            (Some(k), true) if !(k.is_finite() && k > 0.0) => out.push((
+                "arrivals.rate_scale".into(),
+                format!("must be a positive factor, got {k}"),
+            )),
+            (Some(_), false) => out.push((
+                "arrivals.rate_scale".into(),
+                "a trace sets its own arrival times: remove rate_scale".into(),
             )),
             _ => {}
         }

@@ -21,8 +21,8 @@ use std::sync::Arc;
 use dcemu_topology::{EnergyMeter, PowerPolicy, ServerPower, SimTime};
 use serde::Serialize;
 
-use crate::config::MemoryEviction;
 use crate::config::ServerTypeConfig;
+use crate::config::{CpuSharing, MemoryEviction};
 use crate::device::{DevState, Device, Powered};
 use crate::disk::Disk;
 use crate::ground_truth::{AppProfile, SOURCES, Source, interference_factor};
@@ -260,6 +260,10 @@ impl Server {
         owned: bool,
     ) -> Self {
         let power = cfg.power();
+        let cpu = match world.cpu_sharing {
+            CpuSharing::Cores => CpuShare::new(cfg.cores()),
+            CpuSharing::FreeCapacity => CpuShare::free_capacity(cfg.cores(), cfg.core_speed),
+        };
         let device = match world.power.policy {
             PowerPolicy::Sleep if !owned => Device::new(DevState::Sleep, power.sleep_w),
             _ => Device::new(DevState::Idle, power.idle_w),
@@ -273,7 +277,7 @@ impl Server {
             power,
             running: BTreeMap::new(),
             kinds: BTreeMap::new(),
-            cpu: CpuShare::new(cfg.cores()),
+            cpu,
             core_speed: cfg.core_speed,
             class,
             owned,
@@ -1006,8 +1010,9 @@ impl Server {
         } else {
             task.service_ns
         };
+        let demand = f64::from(task.cpu_ppm) / 1e6 * self.world.strongest_capacity;
         self.cpu
-            .add(ctx.now(), id, work, task.cores, self.core_speed);
+            .add_with_demand(ctx.now(), id, work, task.cores, self.core_speed, demand);
         let dist = task.dist;
         ctx.log(
             "task_start",

@@ -23,6 +23,19 @@
 //! background threads every task gets `min(1, N_c / (D + B))` of its
 //! cores, so a primary bursting into cores the tasks hold slows them, and
 //! is slowed by them (§6.3: stock YARN hurts the primary's tail latency).
+//!
+//! **Free capacity** (thesis §4.2.5, `scheduler.cpu_sharing =
+//! "free-capacity"`). GEMS's response-time model shares the server's
+//! capacity `C = cores · core speed` instead: a task gets its requirement
+//! `r` (in the same units) and an equal share of what the requirements
+//! leave free, `r + (C − Σr) / N_r`, so alone it runs `C / r` times faster
+//! than at its requirement, and with the server exactly full at it (§4.2.5's
+//! two examples). Were the requirements ever to exceed `C` (a placement
+//! that ignores them), each gets `r · C / Σr`. The multiplier then counts
+//! relative to the core speed (1 for a plain task). Background threads take
+//! equal shares of whole cores first: the tasks share `C · N_c / (N_c + B)`.
+//! The thesis updates rates at the start of each slot; here they change at
+//! the events that change them, exactly.
 
 use std::collections::BTreeMap;
 
@@ -30,9 +43,21 @@ use dcemu_topology::SimTime;
 
 use crate::task::TaskId;
 
+/// How the cores are split (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mode {
+    /// Eq. 6.2: equal core shares, at most one core per thread.
+    Cores,
+    /// §4.2.5: requirement plus an equal share of the free capacity; the
+    /// core speed converts cores to capacity and multipliers to relative
+    /// speeds.
+    FreeCapacity { speed: f64 },
+}
+
 #[derive(Clone, Debug)]
 pub struct CpuShare {
     cores: u32,
+    mode: Mode,
     /// Busy threads outside the tasks that take equal shares of the cores
     /// (a primary tenant without isolation); 0 when the tasks share the
     /// cores alone.
@@ -48,15 +73,41 @@ struct Job {
     left: f64,
     multiplier: f64,
     threads: u32,
+    /// CPU requirement in cores of speed 1 (free-capacity sharing only).
+    demand: f64,
+}
+
+/// What every task's rate depends on at one instant.
+#[derive(Clone, Copy)]
+struct Split {
+    /// Eq. 6.2's share of a core.
+    share: f64,
+    /// Free capacity: capacity the tasks share, their requirements' sum,
+    /// and how many they are.
+    capacity: f64,
+    demand: f64,
+    tasks: f64,
 }
 
 impl CpuShare {
     pub fn new(cores: u32) -> Self {
         CpuShare {
             cores: cores.max(1),
+            mode: Mode::Cores,
             background: 0,
             last: 0,
             jobs: BTreeMap::new(),
+        }
+    }
+
+    /// A server of `cores` cores of speed `speed` that shares its capacity
+    /// as thesis §4.2.5 does (module doc).
+    pub fn free_capacity(cores: u32, speed: f64) -> Self {
+        CpuShare {
+            mode: Mode::FreeCapacity {
+                speed: speed.max(f64::MIN_POSITIVE),
+            },
+            ..CpuShare::new(cores)
         }
     }
 
@@ -79,10 +130,15 @@ impl CpuShare {
     }
 
     /// Cores the tasks use: one per thread, up to all of them less the
-    /// background threads' (with both, the cores are full).
+    /// background threads' (with both, the cores are full). Sharing free
+    /// capacity, the tasks use all of it whenever one runs.
     pub fn busy_cores(&self) -> u32 {
-        self.threads()
-            .min(self.cores.saturating_sub(self.background.min(self.cores)))
+        let free = self.cores.saturating_sub(self.background.min(self.cores));
+        match self.mode {
+            Mode::Cores => self.threads().min(free),
+            Mode::FreeCapacity { .. } if self.jobs.is_empty() => 0,
+            Mode::FreeCapacity { .. } => free,
+        }
     }
 
     pub fn cores(&self) -> u32 {
@@ -104,17 +160,87 @@ impl CpuShare {
     }
 
     /// Starts `task` with `work` ns of work on `threads` threads and rate
-    /// multiplier `multiplier` (> 0) at `now`.
+    /// multiplier `multiplier` (> 0) at `now`; under free-capacity sharing
+    /// its requirement is one of this server's cores per thread.
     pub fn add(&mut self, now: SimTime, task: TaskId, work: u64, threads: u32, multiplier: f64) {
+        self.add_with_demand(now, task, work, threads, multiplier, 0.0);
+    }
+
+    /// The core speed free-capacity sharing converts with (1 otherwise).
+    fn speed(&self) -> f64 {
+        match self.mode {
+            Mode::Cores => 1.0,
+            Mode::FreeCapacity { speed } => speed,
+        }
+    }
+
+    /// As [`CpuShare::add`], with the task's CPU requirement `demand` in
+    /// cores of speed 1 (read only under free-capacity sharing; 0 counts as
+    /// one of this server's cores per thread).
+    pub fn add_with_demand(
+        &mut self,
+        now: SimTime,
+        task: TaskId,
+        work: u64,
+        threads: u32,
+        multiplier: f64,
+        demand: f64,
+    ) {
         self.advance(now);
+        let threads = threads.max(1);
+        let demand = if demand.is_finite() && demand > 0.0 {
+            demand
+        } else {
+            f64::from(threads) * self.speed()
+        };
         self.jobs.insert(
             task,
             Job {
                 left: work as f64,
                 multiplier,
-                threads: threads.max(1),
+                threads,
+                demand,
             },
         );
+    }
+
+    /// The instant's split of the cores among the running tasks.
+    fn split(&self) -> Split {
+        let share = self.share(self.threads());
+        match self.mode {
+            Mode::Cores => Split {
+                share,
+                capacity: 0.0,
+                demand: 0.0,
+                tasks: 0.0,
+            },
+            Mode::FreeCapacity { speed } => {
+                let cores = f64::from(self.cores);
+                let capacity = speed * cores * cores / (cores + f64::from(self.background));
+                Split {
+                    share,
+                    capacity,
+                    demand: self.jobs.values().map(|j| j.demand).sum(),
+                    tasks: self.jobs.len() as f64,
+                }
+            }
+        }
+    }
+
+    /// Work per ns `job` makes under `split`.
+    fn rate_in(&self, split: Split, job: &Job) -> f64 {
+        match self.mode {
+            Mode::Cores => split.share * job.multiplier,
+            Mode::FreeCapacity { speed } => {
+                let own = job.demand;
+                let capacity = if split.demand > split.capacity {
+                    own * split.capacity / split.demand
+                } else {
+                    own + (split.capacity - split.demand) / split.tasks.max(1.0)
+                };
+                capacity * job.multiplier / speed
+            }
+        }
     }
 
     /// Changes the multiplier of `task` from `now` on.
@@ -145,13 +271,13 @@ impl CpuShare {
     /// times its multiplier.
     pub fn rate(&self, task: TaskId) -> Option<f64> {
         let job = self.jobs.get(&task)?;
-        Some(self.share(self.threads()) * job.multiplier)
+        Some(self.rate_in(self.split(), job))
     }
 
     /// When `task`, at its current rate, gets down to `left` work left.
     pub fn reaches(&self, task: TaskId, left: f64) -> Option<SimTime> {
         let job = self.jobs.get(&task)?;
-        let rate = self.share(self.threads()) * job.multiplier;
+        let rate = self.rate_in(self.split(), job);
         let ns = libm::ceil((job.left - left).max(0.0) / rate);
         let ns = if ns >= u64::MAX as f64 {
             u64::MAX
@@ -163,11 +289,11 @@ impl CpuShare {
 
     /// When the next task finishes at the current rates, if any runs.
     pub fn next_finish(&self) -> Option<SimTime> {
-        let share = self.share(self.threads());
+        let split = self.split();
         let soonest = self
             .jobs
             .values()
-            .map(|j| j.left.max(0.0) / (share * j.multiplier))
+            .map(|j| j.left.max(0.0) / self.rate_in(split, j))
             .reduce(f64::min)?;
         let ns = libm::ceil(soonest);
         let ns = if ns >= u64::MAX as f64 {
@@ -182,11 +308,11 @@ impl CpuShare {
     /// (less than one nanosecond of running left: the clock's resolution).
     pub fn finished(&mut self, now: SimTime) -> Vec<TaskId> {
         self.advance(now);
-        let share = self.share(self.threads());
+        let split = self.split();
         let done: Vec<TaskId> = self
             .jobs
             .iter()
-            .filter(|(_, j)| j.left < share * j.multiplier)
+            .filter(|(_, j)| j.left < self.rate_in(split, j))
             .map(|(&id, _)| id)
             .collect();
         for id in &done {
@@ -197,9 +323,22 @@ impl CpuShare {
 
     fn advance(&mut self, now: SimTime) {
         if now > self.last && !self.jobs.is_empty() {
-            let elapsed = self.share(self.threads()) * (now - self.last) as f64;
-            for job in self.jobs.values_mut() {
-                job.left -= job.multiplier * elapsed;
+            let elapsed = (now - self.last) as f64;
+            match self.mode {
+                Mode::Cores => {
+                    let elapsed = self.share(self.threads()) * elapsed;
+                    for job in self.jobs.values_mut() {
+                        job.left -= job.multiplier * elapsed;
+                    }
+                }
+                Mode::FreeCapacity { .. } => {
+                    let split = self.split();
+                    let rates: Vec<f64> =
+                        self.jobs.values().map(|j| self.rate_in(split, j)).collect();
+                    for (job, rate) in self.jobs.values_mut().zip(rates) {
+                        job.left -= rate * elapsed;
+                    }
+                }
             }
         }
         self.last = self.last.max(now);
@@ -308,6 +447,57 @@ mod tests {
         share.set_multiplier(20 * S, 1, 0.5);
         assert_eq!(share.next_finish(), Some(140 * S));
         assert_eq!(share.finished(140 * S), vec![1]);
+    }
+
+    #[test]
+    fn free_capacity_gives_a_lone_task_the_server_as_section_4_2_5_says() {
+        // capacity 1 core of speed 1 (two cores at 0.5); a plain task's
+        // multiplier is the core speed. Work W = 100 s on one core of speed 1.
+        let w = 100 * S;
+        // requirement 0.5 alone: it gets all of the capacity, 1, so it runs
+        // 1 / 0.5 = 2 times faster than at its requirement (2 W): W
+        let mut alone = CpuShare::free_capacity(2, 0.5);
+        alone.add_with_demand(0, 1, w, 1, 0.5, 0.5);
+        assert_eq!(alone.next_finish(), Some(w));
+        assert_eq!(alone.busy_cores(), 2, "the free capacity is used");
+        // with a second task of requirement 0.5 it gets only its
+        // requirement: the trace's time, 2 W
+        let mut two = CpuShare::free_capacity(2, 0.5);
+        two.add_with_demand(0, 1, w, 1, 0.5, 0.5);
+        two.add_with_demand(0, 2, w, 1, 0.5, 0.5);
+        assert_eq!(two.next_finish(), Some(2 * w));
+        // unequal requirements: 0.2 and 0.3 leave 0.5 free, 0.25 each, so
+        // the first runs at 0.45 and the second at 0.55
+        let mut uneven = CpuShare::free_capacity(2, 0.5);
+        uneven.add_with_demand(0, 1, w, 1, 0.5, 0.2);
+        uneven.add_with_demand(0, 2, w, 1, 0.5, 0.3);
+        assert!((uneven.rate(1).unwrap() - 0.45).abs() < 1e-12);
+        assert!((uneven.rate(2).unwrap() - 0.55).abs() < 1e-12);
+        // the faster one leaves; the other then has the whole capacity
+        let t = uneven.next_finish().unwrap();
+        assert_eq!(uneven.finished(t), vec![2]);
+        assert!((uneven.rate(1).unwrap() - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn free_capacity_scales_requirements_down_when_they_exceed_it() {
+        // requirements 1.5 and 0.5 on a capacity of 1: 0.75 and 0.25, the
+        // capacity used and no more
+        let mut over = CpuShare::free_capacity(1, 1.0);
+        over.add_with_demand(0, 1, 100 * S, 1, 1.0, 1.5);
+        over.add_with_demand(0, 2, 100 * S, 1, 1.0, 0.5);
+        let (a, b) = (over.rate(1).unwrap(), over.rate(2).unwrap());
+        assert!(
+            (a - 0.75).abs() < 1e-12 && (b - 0.25).abs() < 1e-12,
+            "{a} {b}"
+        );
+        // a task that declares no requirement asks one of the server's
+        // cores per thread
+        let mut plain = CpuShare::free_capacity(4, 0.5);
+        plain.add(0, 1, 100 * S, 1, 0.5);
+        plain.add(0, 2, 100 * S, 1, 0.5);
+        // capacity 2, requirements 0.5 each: 1 free, 0.5 more each
+        assert!((plain.rate(1).unwrap() - 1.0).abs() < 1e-12);
     }
 
     #[test]

@@ -466,12 +466,13 @@ impl WorkloadTenant {
             },
             w => w,
         };
+        let scale = cfg.arrivals.rate_scale.unwrap_or(1.0);
         WorkloadTenant {
             world,
             nic: Nic::default(),
             inbox: Inbox::default(),
             process: cfg.arrivals.process,
-            mean_gap_ns: cfg.arrivals.rate_per_s.map_or(0.0, |r| 1e9 / r),
+            mean_gap_ns: cfg.arrivals.rate_per_s.map_or(0.0, |r| 1e9 / (r * scale)),
             gap_stddev_ns: cfg.arrivals.gap_stddev.map_or(0.0, |d| d.as_nanos() as f64),
             bursts: match (
                 cfg.arrivals.burst_rate_per_s,
@@ -482,7 +483,7 @@ impl WorkloadTenant {
                     if cfg.arrivals.process == ArrivalProcess::Bursty =>
                 {
                     Some(Bursts {
-                        burst_gap_ns: 1e9 / rate,
+                        burst_gap_ns: 1e9 / (rate * scale),
                         every_ns: every.as_nanos() as f64,
                         length_ns: length.as_nanos() as f64,
                         in_burst: false,

@@ -3,7 +3,7 @@
 
 use dcemu_topology::{Network, PowerConfig, SimTime};
 
-use crate::config::MemoryEviction;
+use crate::config::{CpuSharing, MemoryEviction};
 use crate::ground_truth::{AppProfile, CatalogSpec, Family, Latent};
 use crate::kernel::{ActorId, actor_rng};
 use crate::task::Kind;
@@ -36,6 +36,13 @@ pub struct World {
     pub resume: bool,
     /// Speed of the fastest core in the datacenter (for memory checkpoints).
     pub max_core_speed: f64,
+    /// How servers share their CPU among their tasks
+    /// (`scheduler.cpu_sharing`).
+    pub cpu_sharing: CpuSharing,
+    /// Cores × core speed of the strongest server type: the normalised
+    /// capacity 1.0 that tasks' `cpu_ppm` requirements refer to (thesis
+    /// §3.1, §4.2.1), in cores of speed 1.
+    pub strongest_capacity: f64,
     /// How often servers report to the scheduler (0: never).
     pub report_interval: SimTime,
     /// Slots of the largest server: no task takes more.

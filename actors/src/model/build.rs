@@ -202,6 +202,12 @@ fn world(
             .iter()
             .map(|s| s.core_speed)
             .fold(1.0, f64::max),
+        cpu_sharing: spec.scheduler.cpu_sharing,
+        strongest_capacity: spec
+            .server_types
+            .iter()
+            .map(|s| s.core_speed * f64::from(s.cores()))
+            .fold(0.0, f64::max),
         report_interval: spec.scheduler.report_interval.as_nanos(),
         max_slots: slots.per_server.iter().copied().max().unwrap_or(1),
         app_window: spec

@@ -55,7 +55,7 @@ use std::collections::BTreeSet;
 use dcemu_topology::{Bandwidth, Network, Route, SimTime, Tier};
 use rand::RngCore;
 
-use crate::config::{PlacementKind, SchedulerConfig, SortKey};
+use crate::config::{CpuSharing, PlacementKind, SchedulerConfig, SortKey};
 use crate::kernel::{ActorId, Metrics};
 use crate::sampling::index;
 use crate::task::{Task, TaskId};
@@ -362,6 +362,11 @@ pub struct EnergyStage {
     /// Placements put off to the next slot: nothing fit.
     deferred: u64,
     booked: u64,
+    /// How servers share their CPU (`scheduler.cpu_sharing`): what a
+    /// task's execution time on a server is estimated with.
+    sharing: CpuSharing,
+    /// Cores × core speed of the strongest server: normalised capacity 1.
+    strongest: f64,
 }
 
 impl EnergyStage {
@@ -536,6 +541,8 @@ impl EnergyStage {
             _ => None,
         };
         EnergyStage {
+            sharing: cfg.cpu_sharing,
+            strongest,
             costing,
             choice,
             sort_by,
@@ -781,7 +788,7 @@ impl EnergyStage {
                     if !fits(task, cpu, s) || !self.has_path(s, self.task_bps(task, s)) {
                         continue;
                     }
-                    let cost = self.server_cost(s, exec_time(task, s));
+                    let cost = self.server_cost(s, self.exec_time(task, s));
                     if best.is_none_or(|b| cost < b.0) {
                         best = Some((cost, i));
                     }
@@ -801,7 +808,7 @@ impl EnergyStage {
                     if !fits(task, cpu, s) {
                         continue;
                     }
-                    let t_x = exec_time(task, s);
+                    let t_x = self.exec_time(task, s);
                     let bw = self.task_bps(task, s);
                     let Some((path_cost, route)) = self.best_path(s, bw, t_x, &mut cores_cache)
                     else {
@@ -836,7 +843,7 @@ impl EnergyStage {
                     if !allow(i) || !fits(task, cpu, s) {
                         continue;
                     }
-                    let (t_x, bw) = (exec_time(task, s), self.task_bps(task, s));
+                    let (t_x, bw) = (self.exec_time(task, s), self.task_bps(task, s));
                     if let Some((_, route)) = self.best_path(s, bw, t_x, &mut cores_cache) {
                         found = Some((i, route));
                         break;
@@ -850,6 +857,25 @@ impl EnergyStage {
         }
     }
 
+    /// Its execution time on `s` with the co-runners already there, as the
+    /// servers share their CPU: eq. 6.2's processor sharing, at most one
+    /// core each, or §4.2.5's requirement plus an equal share of the
+    /// capacity left free.
+    fn exec_time(&self, task: &Task, s: &ServerState) -> f64 {
+        let rate = match self.sharing {
+            CpuSharing::Cores => {
+                let share = (f64::from(s.spec.cores) / f64::from(s.tasks + 1)).min(1.0);
+                s.spec.core_speed * share
+            }
+            CpuSharing::FreeCapacity => {
+                let need = cpu_of(task);
+                let free = (s.capacity - s.cpu_used - need).max(0.0);
+                (need + free / f64::from(s.tasks + 1)) * self.strongest
+            }
+        };
+        task.service_ns as f64 / 1e9 / rate.max(f64::MIN_POSITIVE)
+    }
+
     /// Books `task` onto server `i` with its external flow on `route`: its
     /// CPU, memory and bandwidth. `None` (nothing booked) if the flow does
     /// not fit there.
@@ -857,7 +883,7 @@ impl EnergyStage {
         let cpu = cpu_of(task);
         let s = &self.servers[i as usize];
         let bw = self.task_bps(task, s);
-        let t_x = exec_time(task, s);
+        let t_x = self.exec_time(task, s);
         let flow = (bw > 0).then(|| Flow {
             task: task.id,
             route,
@@ -916,7 +942,7 @@ impl EnergyStage {
         let mut tied: Vec<u32> = Vec::new();
         for i in self.candidates_among(allow) {
             let s = &self.servers[i as usize];
-            if !fits(task, cpu, s) || self.server_cost(s, exec_time(task, s)) != cost {
+            if !fits(task, cpu, s) || self.server_cost(s, self.exec_time(task, s)) != cost {
                 continue;
             }
             if self.is_cold[i as usize] {
@@ -1644,13 +1670,6 @@ fn cpu_of(task: &Task) -> f64 {
     }
 }
 
-/// Its execution time on `s` with the co-runners already there: processor
-/// sharing, at most one core each (thesis eq. 6.2).
-fn exec_time(task: &Task, s: &ServerState) -> f64 {
-    let share = (f64::from(s.spec.cores) / f64::from(s.tasks + 1)).min(1.0);
-    task.service_ns as f64 / 1e9 / (s.spec.core_speed * share).max(f64::MIN_POSITIVE)
-}
-
 /// `bytes` over the task's shortest execution time on `s` (its work on all
 /// of the server's cores, §4.2.2), in bits/s; at least 1 b/s so that every
 /// flow holds its path.
@@ -1816,6 +1835,33 @@ mod tests {
         assert_eq!(placed.len(), 40);
         let on: BTreeSet<u32> = servers_of(&placed).into_iter().collect();
         assert!(on.len() > 1, "40 tasks on 8 cores run 5x slower: {on:?}");
+    }
+
+    #[test]
+    fn under_free_capacity_sharing_a_task_is_estimated_as_section_4_2_5_runs_it() {
+        let net = network();
+        let cfg = SchedulerConfig {
+            placement: PlacementKind::Gems,
+            cpu_sharing: CpuSharing::FreeCapacity,
+            ..SchedulerConfig::default()
+        };
+        let servers = stage(PlacementKind::Gems, &net)
+            .servers
+            .iter()
+            .map(|s| s.spec.clone())
+            .collect();
+        let mut s = EnergyStage::new(&cfg, &net, servers, true, (30_000_000_000, 0));
+        // 60 s on one core of speed 1 is Δ = 7.5 s of the 8-core server;
+        // requirement 0.5: alone it gets the whole server (7.5 s) ...
+        let t = task(1, 0.5, None);
+        assert!((s.exec_time(&t, &s.servers[0]) - 7.5).abs() < 1e-9);
+        // ... beside another 0.5 only its requirement: Δ / 0.5 = 15 s
+        s.servers[0].cpu_used = 0.5;
+        s.servers[0].tasks = 1;
+        assert!((s.exec_time(&t, &s.servers[0]) - 15.0).abs() < 1e-9);
+        // eq. 6.2 would give a core each: 60 s either way
+        let cores = stage(PlacementKind::Gems, &net);
+        assert!((cores.exec_time(&t, &cores.servers[0]) - 60.0).abs() < 1e-9);
     }
 
     #[test]

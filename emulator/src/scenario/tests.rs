@@ -215,6 +215,29 @@ fn override_problems_name_the_flag() {
 }
 
 #[test]
+fn a_rate_scale_or_cpu_sharing_that_cannot_be_used_is_named() {
+    let e = &errors(MINIMAL, &[set("tenants.0.arrivals.rate_scale=0")])[0];
+    assert!(
+        e.to_string().contains("arrivals.rate_scale") && e.problem.contains("positive factor"),
+        "{e}"
+    );
+    let e = &errors(MINIMAL, &[set("scheduler.cpu_sharing=fair")])[0];
+    assert!(
+        e.problem.contains("cores") && e.problem.contains("free-capacity"),
+        "{e}"
+    );
+    let ok = load(
+        "ok.toml",
+        MINIMAL,
+        &[
+            set("tenants.0.arrivals.rate_scale=2.5"),
+            set("scheduler.cpu_sharing=free-capacity"),
+        ],
+    );
+    assert!(ok.is_ok(), "{:?}", ok.err());
+}
+
+#[test]
 fn malformed_override_flags_are_refused() {
     assert!(
         "run.end"
