@@ -785,10 +785,16 @@ impl EnergyStage {
                 let mut best: Option<(f64, u32)> = None;
                 for i in self.candidates_among(allow) {
                     let s = &self.servers[i as usize];
-                    if !fits(task, cpu, s) || !self.has_path(s, self.task_bps(task, s)) {
+                    if !fits(task, cpu, s) {
                         continue;
                     }
                     let cost = self.server_cost(s, self.exec_time(task, s));
+                    // the path check, the costlier, only where it could win
+                    if best.is_some_and(|b| cost >= b.0)
+                        || !self.has_path(s, self.task_bps(task, s))
+                    {
+                        continue;
+                    }
                     if best.is_none_or(|b| cost < b.0) {
                         best = Some((cost, i));
                     }
