@@ -77,6 +77,21 @@ struct Job {
     demand: f64,
 }
 
+/// Work per ns `job` makes under `split` in `mode`.
+fn rate_in(mode: Mode, split: Split, job: &Job) -> f64 {
+    match mode {
+        Mode::Cores => split.share * job.multiplier,
+        Mode::FreeCapacity { speed } => {
+            let capacity = if split.demand > split.capacity {
+                job.demand * split.capacity / split.demand
+            } else {
+                job.demand + (split.capacity - split.demand) / split.tasks.max(1.0)
+            };
+            capacity * job.multiplier / speed
+        }
+    }
+}
+
 /// What every task's rate depends on at one instant.
 #[derive(Clone, Copy)]
 struct Split {
@@ -227,22 +242,6 @@ impl CpuShare {
         }
     }
 
-    /// Work per ns `job` makes under `split`.
-    fn rate_in(&self, split: Split, job: &Job) -> f64 {
-        match self.mode {
-            Mode::Cores => split.share * job.multiplier,
-            Mode::FreeCapacity { speed } => {
-                let own = job.demand;
-                let capacity = if split.demand > split.capacity {
-                    own * split.capacity / split.demand
-                } else {
-                    own + (split.capacity - split.demand) / split.tasks.max(1.0)
-                };
-                capacity * job.multiplier / speed
-            }
-        }
-    }
-
     /// Changes the multiplier of `task` from `now` on.
     pub fn set_multiplier(&mut self, now: SimTime, task: TaskId, multiplier: f64) {
         self.advance(now);
@@ -271,13 +270,13 @@ impl CpuShare {
     /// times its multiplier.
     pub fn rate(&self, task: TaskId) -> Option<f64> {
         let job = self.jobs.get(&task)?;
-        Some(self.rate_in(self.split(), job))
+        Some(rate_in(self.mode, self.split(), job))
     }
 
     /// When `task`, at its current rate, gets down to `left` work left.
     pub fn reaches(&self, task: TaskId, left: f64) -> Option<SimTime> {
         let job = self.jobs.get(&task)?;
-        let rate = self.rate_in(self.split(), job);
+        let rate = rate_in(self.mode, self.split(), job);
         let ns = libm::ceil((job.left - left).max(0.0) / rate);
         let ns = if ns >= u64::MAX as f64 {
             u64::MAX
@@ -293,7 +292,7 @@ impl CpuShare {
         let soonest = self
             .jobs
             .values()
-            .map(|j| j.left.max(0.0) / self.rate_in(split, j))
+            .map(|j| j.left.max(0.0) / rate_in(self.mode, split, j))
             .reduce(f64::min)?;
         let ns = libm::ceil(soonest);
         let ns = if ns >= u64::MAX as f64 {
@@ -312,7 +311,7 @@ impl CpuShare {
         let done: Vec<TaskId> = self
             .jobs
             .iter()
-            .filter(|(_, j)| j.left < self.rate_in(split, j))
+            .filter(|(_, j)| j.left < rate_in(self.mode, split, j))
             .map(|(&id, _)| id)
             .collect();
         for id in &done {
@@ -331,12 +330,10 @@ impl CpuShare {
                         job.left -= job.multiplier * elapsed;
                     }
                 }
-                Mode::FreeCapacity { .. } => {
+                mode @ Mode::FreeCapacity { .. } => {
                     let split = self.split();
-                    let rates: Vec<f64> =
-                        self.jobs.values().map(|j| self.rate_in(split, j)).collect();
-                    for (job, rate) in self.jobs.values_mut().zip(rates) {
-                        job.left -= rate * elapsed;
+                    for job in self.jobs.values_mut() {
+                        job.left -= rate_in(mode, split, job) * elapsed;
                     }
                 }
             }

@@ -790,14 +790,13 @@ impl EnergyStage {
                     }
                     let cost = self.server_cost(s, self.exec_time(task, s));
                     // the path check, the costlier, only where it could win
-                    if best.is_some_and(|b| cost >= b.0)
+                    if best
+                        .is_some_and(|b| cost.partial_cmp(&b.0) != Some(std::cmp::Ordering::Less))
                         || !self.has_path(s, self.task_bps(task, s))
                     {
                         continue;
                     }
-                    if best.is_none_or(|b| cost < b.0) {
-                        best = Some((cost, i));
-                    }
+                    best = Some((cost, i));
                 }
                 best.and_then(|(cost, i)| {
                     let i = self.any_tied(task, cpu, cost, allow, rng).unwrap_or(i);
