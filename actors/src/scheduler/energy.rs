@@ -814,12 +814,21 @@ impl EnergyStage {
                         continue;
                     }
                     let t_x = self.exec_time(task, s);
+                    let server = self.server_cost(s, t_x);
+                    // a path costs ≥ 0 (watts are validated non-negative):
+                    // where the server alone does not win, no path can
+                    if best
+                        .as_ref()
+                        .is_some_and(|b| server.partial_cmp(&b.0) != Some(std::cmp::Ordering::Less))
+                    {
+                        continue;
+                    }
                     let bw = self.task_bps(task, s);
                     let Some((path_cost, route)) = self.best_path(s, bw, t_x, &mut cores_cache)
                     else {
                         continue;
                     };
-                    let cost = self.server_cost(s, t_x) + path_cost;
+                    let cost = server + path_cost;
                     if best.as_ref().is_none_or(|b| cost < b.0) {
                         best = Some((cost, i, route));
                     }
