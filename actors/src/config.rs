@@ -110,6 +110,14 @@ pub struct TenantConfig {
     /// Default 1; only with `google_memory_gb`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub google_demand_scale: Option<f64>,
+    /// Table 5.2 generator: coefficient of variation of each class's CPU
+    /// demand around its mean, ≥ 1 (a two-phase hyperexponential,
+    /// [`crate::sampling::hyperexponential`]; 1, the default, is the
+    /// exponential). Table 5.2 gives means only; the Google trace's task
+    /// lengths are heavy-tailed, and `thesis/google-15h.toml` fits this
+    /// spread (`dcemu calibrate thesis`). Only with `google_memory_gb`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub google_demand_cv: Option<f64>,
     /// Draw each task from the synthetic generator of thesis Table 9.4
     /// (W-D, W-E); exclusive with `service`, `applications`,
     /// `google_memory_gb` and `priority`.
@@ -343,6 +351,15 @@ pub struct DagJobsConfig {
     pub task_time_min: Duration,
     #[serde(default = "default_dag_task_time_max")]
     pub task_time_max: Duration,
+    /// Factor on both ends of the stage width (`tasks_min`, `tasks_max`,
+    /// rounded, at least 1): the queries' sizes, which the harvesting paper
+    /// does not give (§6.1), as one number a calibration can fit. Default 1.
+    #[serde(default = "unit_factor", skip_serializing_if = "is_unit_factor")]
+    pub width_scale: f64,
+    /// Factor on both ends of the task work (`task_time_min`,
+    /// `task_time_max`): the queries' lengths, likewise. Default 1.
+    #[serde(default = "unit_factor", skip_serializing_if = "is_unit_factor")]
+    pub time_scale: f64,
     /// Memory of every task, GB. Default 0.
     #[serde(default)]
     pub memory_gb: f64,
@@ -391,6 +408,37 @@ fn default_short_below() -> Duration {
 }
 fn default_long_from() -> Duration {
     Duration::from_secs(433)
+}
+
+fn unit_factor() -> f64 {
+    1.0
+}
+
+/// Left out of a run's `scenario.toml` at its default, so that adding the
+/// setting left every earlier digest as it was.
+fn is_unit_factor(k: &f64) -> bool {
+    *k == 1.0
+}
+
+impl DagJobsConfig {
+    /// Tasks per stage after `width_scale`: `(min, max)`, each rounded and
+    /// at least 1.
+    pub fn widths(&self) -> (u32, u32) {
+        let scaled = |n: u32| (libm::round(f64::from(n) * self.width_scale) as u32).max(1);
+        (scaled(self.tasks_min), scaled(self.tasks_max))
+    }
+
+    /// Work per task after `time_scale`: `(min, max)` in ns, at least 1.
+    pub fn work_ns(&self) -> (u64, u64) {
+        let scaled = |d: Duration| {
+            if self.time_scale == 1.0 {
+                d.as_nanos()
+            } else {
+                crate::sampling::to_nanos(d.as_nanos() as f64 * self.time_scale).max(1)
+            }
+        };
+        (scaled(self.task_time_min), scaled(self.task_time_max))
+    }
 }
 
 /// Most templates, stages per template and tasks per stage of `dag_jobs`.
@@ -445,6 +493,26 @@ impl DagJobsConfig {
                 format!(
                     "must be between tasks_min ({}) and {MAX_DAG_TASKS}, got {}",
                     self.tasks_min, self.tasks_max
+                ),
+            );
+        }
+        for (field, k) in [
+            ("width_scale", self.width_scale),
+            ("time_scale", self.time_scale),
+        ] {
+            if !(k.is_finite() && k > 0.0) {
+                push(field, format!("must be a positive factor, got {k}"));
+            }
+        }
+        if self.width_scale.is_finite()
+            && self.width_scale > 0.0
+            && f64::from(self.tasks_max) * self.width_scale > f64::from(MAX_DAG_TASKS)
+        {
+            push(
+                "width_scale",
+                format!(
+                    "tasks_max x width_scale must be at most {MAX_DAG_TASKS}, got {} x {}",
+                    self.tasks_max, self.width_scale
                 ),
             );
         }
@@ -792,6 +860,15 @@ pub struct SchedulerConfig {
     pub dist_profiling: Algorithm,
     #[serde(default = "default_iterations")]
     pub annealing_iterations: u32,
+    /// `annealing`: independent walks per placement pass, each of
+    /// `annealing_iterations` swaps from its own random start; the best
+    /// end is kept (ASPLOS'16 §5.1 gives no schedule; restarts escape the
+    /// local minima one walk can end in).
+    #[serde(
+        default = "default_restarts",
+        skip_serializing_if = "is_default_restarts"
+    )]
+    pub annealing_restarts: u32,
     #[serde(default = "default_dist_noise")]
     pub dist_profile_noise: f64,
     #[serde(default = "default_dist_scale")]
@@ -1050,6 +1127,7 @@ impl Default for SchedulerConfig {
             interference_model: Default::default(),
             dist_profiling: Default::default(),
             annealing_iterations: default_iterations(),
+            annealing_restarts: default_restarts(),
             dist_profile_noise: default_dist_noise(),
             dist_profile_scale: default_dist_scale(),
             external: None,
@@ -1824,6 +1902,19 @@ impl TenantConfig {
             )),
             _ => {}
         }
+        match (self.google_demand_cv, self.google_memory_gb) {
+            (Some(c), _) if !(c.is_finite() && c >= 1.0) => out.push((
+                "google_demand_cv".into(),
+                format!(
+                    "must be a coefficient of variation of at least 1 (1 is the exponential), got {c}"
+                ),
+            )),
+            (Some(_), None) => out.push((
+                "google_demand_cv".into(),
+                "only with `google_memory_gb` (the Table 5.2 generator)".into(),
+            )),
+            _ => {}
+        }
         if self.google_class_mix.is_some() && self.google_memory_gb.is_none() {
             out.push((
                 "google_class_mix".into(),
@@ -2443,6 +2534,16 @@ pub enum AnnealingGoal {
 
 pub fn default_iterations() -> u32 {
     20000
+}
+
+pub fn default_restarts() -> u32 {
+    4
+}
+
+/// Left out of a run's `scenario.toml` at its default: runs without the
+/// annealing placement keep their digests.
+fn is_default_restarts(n: &u32) -> bool {
+    *n == default_restarts()
 }
 
 pub fn default_dist_noise() -> f64 {

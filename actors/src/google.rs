@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::config::{ClassMix, MAX_TASKS_PER_JOB, REFERENCE_CORES};
 use crate::flow_sizes;
-use crate::sampling::{exponential, index, to_nanos, uniform_open0};
+use crate::sampling::{exponential, hyperexponential, index, to_nanos, uniform_open0};
 
 /// One row of Table 5.2: class, share of tasks (%), CPU demand (cpu·s),
 /// memory demand (ram·s), CPU usage, memory usage (both normalised).
@@ -134,17 +134,29 @@ fn draw_class_in(rng: &mut impl RngCore, mix: ClassMix) -> &'static Row {
 /// could never run out (§6.2.3.4's memory evictions need some tasks to
 /// use well over their class mean).
 pub fn draw(rng: &mut impl RngCore, reference_memory_gb: f64, reference_cores: u32) -> GoogleTask {
-    draw_with_row(rng, reference_memory_gb, reference_cores, ClassMix::Tasks).1
+    draw_with_row(
+        rng,
+        reference_memory_gb,
+        reference_cores,
+        ClassMix::Tasks,
+        1.0,
+    )
+    .1
 }
 
-/// [`draw`] with the classes in `mix`'s proportions.
+/// [`draw`] with the classes in `mix`'s proportions and each class's CPU
+/// demand drawn with coefficient of variation `demand_cv` around its mean
+/// ([`hyperexponential`]; 1 is the exponential of [`draw`]). Table 5.2
+/// gives one-week means only; how widely a class's demands spread in the
+/// 15-hour window is a free parameter (`google_demand_cv`).
 pub fn draw_in(
     rng: &mut impl RngCore,
     reference_memory_gb: f64,
     reference_cores: u32,
     mix: ClassMix,
+    demand_cv: f64,
 ) -> GoogleTask {
-    draw_with_row(rng, reference_memory_gb, reference_cores, mix).1
+    draw_with_row(rng, reference_memory_gb, reference_cores, mix, demand_cv).1
 }
 
 /// [`draw_in`], with the row of the class drawn.
@@ -153,9 +165,10 @@ fn draw_with_row(
     reference_memory_gb: f64,
     reference_cores: u32,
     mix: ClassMix,
+    demand_cv: f64,
 ) -> (&'static Row, GoogleTask) {
     let class = draw_class_in(rng, mix);
-    let cpu_demand = exponential(rng, class.2);
+    let cpu_demand = hyperexponential(rng, class.2, demand_cv);
     let task = GoogleTask {
         priority: class.0,
         cpu_demand,
@@ -225,8 +238,13 @@ impl MapReduce {
 
     /// One task of a job; `master` is the job's first.
     pub fn draw_task(&self, rng: &mut impl RngCore, master: bool) -> JobTask {
-        let (class, task) =
-            draw_with_row(rng, self.memory_gb, self.reference_cores, ClassMix::Tasks);
+        let (class, task) = draw_with_row(
+            rng,
+            self.memory_gb,
+            self.reference_cores,
+            ClassMix::Tasks,
+            1.0,
+        );
         let cpu_usage = exponential(rng, class.4).clamp(MIN_CPU_USAGE, 1.0);
         let external_bytes = flow_sizes::draw(rng);
         let internal_bytes = if master { 0 } else { flow_sizes::draw(rng) };
@@ -627,7 +645,7 @@ mod tests {
         let n = 100_000;
         let mut counts = [0u32; 12];
         for _ in 0..n {
-            counts[draw_in(&mut rng, 64.0, 8, ClassMix::Arrivals).priority as usize] += 1;
+            counts[draw_in(&mut rng, 64.0, 8, ClassMix::Arrivals, 1.0).priority as usize] += 1;
         }
         let share = |p: usize| f64::from(counts[p]) / f64::from(n);
         // 1/0.059153 and 1/0.16401 of 1/0.038519 (less class 7's sliver)

@@ -20,6 +20,23 @@ pub fn exponential(rng: &mut impl RngCore, mean: f64) -> f64 {
     -mean * libm::log(uniform_open0(rng))
 }
 
+/// A two-phase hyperexponential with the given mean and coefficient of
+/// variation `cv` (≥ 1), with balanced means (each phase carries half the
+/// mean; Whitt 1982's standard two-moment fit): with probability `p` an
+/// exponential of mean `mean / (2p)`, else one of mean `mean / (2(1 − p))`,
+/// `p = (1 + √((cv² − 1) / (cv² + 1))) / 2`. At `cv = 1` it is
+/// [`exponential`], from the same single draw; above it most draws are
+/// short and a few very long, the shape of heavy-tailed task durations.
+pub fn hyperexponential(rng: &mut impl RngCore, mean: f64, cv: f64) -> f64 {
+    if cv <= 1.0 {
+        return exponential(rng, mean);
+    }
+    let c2 = cv * cv;
+    let p = 0.5 * (1.0 + libm::sqrt((c2 - 1.0) / (c2 + 1.0)));
+    let phase_p = if uniform_open0(rng) <= p { p } else { 1.0 - p };
+    exponential(rng, mean / (2.0 * phase_p))
+}
+
 /// Standard normal by Box–Muller from two uniforms in (0, 1], with `libm`
 /// so the value is the same on every platform.
 pub fn normal(rng: &mut impl RngCore) -> f64 {
@@ -65,6 +82,34 @@ mod tests {
         let n = 200_000;
         let mean = (0..n).map(|_| exponential(&mut rng, 10.0)).sum::<f64>() / n as f64;
         assert!((mean - 10.0).abs() < 0.1, "mean {mean}");
+    }
+
+    #[test]
+    fn hyperexponential_has_the_requested_mean_and_spread() {
+        for cv in [1.5, 3.0] {
+            let mut rng = actor_rng(5, "h");
+            let n = 400_000;
+            let xs: Vec<f64> = (0..n)
+                .map(|_| hyperexponential(&mut rng, 10.0, cv))
+                .collect();
+            let mean = xs.iter().sum::<f64>() / n as f64;
+            let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
+            let got_cv = var.sqrt() / mean;
+            assert!((mean - 10.0).abs() < 0.25, "cv {cv}: mean {mean}");
+            assert!((got_cv - cv).abs() < 0.1 * cv, "cv {cv}: got {got_cv}");
+        }
+    }
+
+    #[test]
+    fn hyperexponential_at_cv_one_is_the_exponential_draw_for_draw() {
+        let mut a = actor_rng(9, "h");
+        let mut b = actor_rng(9, "h");
+        for _ in 0..100 {
+            assert_eq!(
+                hyperexponential(&mut a, 4.0, 1.0).to_bits(),
+                exponential(&mut b, 4.0).to_bits()
+            );
+        }
     }
 
     #[test]

@@ -199,6 +199,7 @@ fn work(cfg: &TenantConfig, trace: TraceInput) -> Work {
                 .unwrap_or(google::REFERENCE_CORES),
             mix: cfg.google_class_mix.unwrap_or_default(),
             demand_scale: cfg.google_demand_scale.unwrap_or(1.0),
+            demand_cv: cfg.google_demand_cv.unwrap_or(1.0),
         };
     }
     if let Some(g) = &cfg.synthetic {
@@ -321,6 +322,7 @@ enum Work {
         reference_cores: u32,
         mix: google::ClassMix,
         demand_scale: f64,
+        demand_cv: f64,
     },
     /// A task from the synthetic Google-like generator (thesis Table 9.4).
     Synthetic(google::Synthetic),
@@ -372,8 +374,8 @@ impl Dags {
         Dags {
             generator: google::DagJobs {
                 stages: (cfg.stages_min, cfg.stages_max),
-                tasks: (cfg.tasks_min, cfg.tasks_max),
-                work_ns: (cfg.task_time_min.as_nanos(), cfg.task_time_max.as_nanos()),
+                tasks: cfg.widths(),
+                work_ns: cfg.work_ns(),
             },
             count: cfg.templates,
             memory_mb: mb(cfg.memory_gb),
@@ -622,8 +624,9 @@ impl WorkloadTenant {
                 reference_cores,
                 mix,
                 demand_scale,
+                demand_cv,
             } => {
-                let t = google::draw_in(ctx.rng(), memory_gb, reference_cores, mix)
+                let t = google::draw_in(ctx.rng(), memory_gb, reference_cores, mix, demand_cv)
                     .with_demand_scaled(demand_scale);
                 if let Some(d) = &mut self.drawn {
                     d.record(ctx.now(), &t);

@@ -169,6 +169,22 @@ fn bad_harvest_keys_are_errors_naming_the_field() {
             "tenants.0.dag_jobs.memory_gb=-1",
             "tenants[0].dag_jobs.memory_gb",
         ),
+        (
+            "tenants.0.dag_jobs.width_scale=0",
+            "tenants[0].dag_jobs.width_scale",
+        ),
+        (
+            "tenants.0.dag_jobs.width_scale=1000",
+            "tenants[0].dag_jobs.width_scale",
+        ),
+        (
+            "tenants.0.dag_jobs.time_scale=-1",
+            "tenants[0].dag_jobs.time_scale",
+        ),
+        (
+            "tenants.0.dag_jobs.time_scale=nan",
+            "tenants[0].dag_jobs.time_scale",
+        ),
         ("tenants.0.priority=3", "tenants[0].dag_jobs"),
         ("scheduler.placement=yarn-x", "scheduler.placement"),
     ] {
@@ -286,4 +302,31 @@ fn input_statistics_count_the_testbeds_tenants_and_servers_per_pattern() {
         m("reimages")
     );
     assert!((m("reimage_servers_monthly_or_less_fraction") - (102.0 - hit) / 102.0).abs() < 1e-12);
+}
+
+#[test]
+fn width_and_time_scales_multiply_the_queries_sizes_and_lengths() {
+    let text = testbed();
+    let dag = |sets: &[&str]| {
+        let overrides: Vec<_> = sets.iter().map(|s| s.parse().unwrap()).collect();
+        let s = load("testbed-5h.toml", &text, &overrides).unwrap();
+        s.tenants[0].dag_jobs.clone().unwrap()
+    };
+    let base = dag(&[
+        "tenants.0.dag_jobs.tasks_min=10",
+        "tenants.0.dag_jobs.tasks_max=200",
+        "tenants.0.dag_jobs.task_time_min=20s",
+        "tenants.0.dag_jobs.task_time_max=400s",
+        "tenants.0.dag_jobs.width_scale=1",
+        "tenants.0.dag_jobs.time_scale=1",
+    ]);
+    assert_eq!(base.widths(), (10, 200));
+    assert_eq!(base.work_ns(), (20_000_000_000, 400_000_000_000));
+    let mut scaled = base.clone();
+    scaled.width_scale = 2.0;
+    scaled.time_scale = 1.5;
+    assert_eq!(scaled.widths(), (20, 400));
+    assert_eq!(scaled.work_ns(), (30_000_000_000, 600_000_000_000));
+    scaled.width_scale = 0.01;
+    assert_eq!(scaled.widths(), (1, 2), "rounded, at least one task");
 }

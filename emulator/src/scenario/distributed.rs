@@ -70,6 +70,20 @@ pub fn problems(s: &Scenario) -> Vec<(String, String)> {
                 "must be at most 10000000".into(),
             ));
         }
+        let restarts = s.scheduler.annealing_restarts;
+        if !(1..=1000).contains(&restarts) {
+            out.push((
+                "scheduler.annealing_restarts".into(),
+                format!("must be from 1 to 1000 walks per placement pass, got {restarts}"),
+            ));
+        }
+        if u64::from(restarts) * u64::from(s.scheduler.annealing_iterations) > 100_000_000 {
+            out.push((
+                "scheduler.annealing_restarts".into(),
+                "annealing_restarts x annealing_iterations must be at most 100000000 swaps per pass"
+                    .into(),
+            ));
+        }
     }
     out.sort();
     out.dedup();

@@ -344,6 +344,27 @@ fn google_demand_scale_is_a_positive_factor_for_the_table_5_2_generator() {
 }
 
 #[test]
+fn google_demand_cv_is_at_least_one_for_the_table_5_2_generator() {
+    let s = load("g.toml", GOOGLE, &[]).unwrap();
+    assert_eq!(s.tenants[0].google_demand_cv, None);
+    let s = load("g.toml", GOOGLE, &[set("tenants.0.google_demand_cv=2.5")]).unwrap();
+    assert_eq!(s.tenants[0].google_demand_cv, Some(2.5));
+    for bad in ["0.5", "0", "-1", "nan", "inf"] {
+        let errs = errors(GOOGLE, &[set(&format!("tenants.0.google_demand_cv={bad}"))]);
+        assert_eq!(
+            fields(&errs),
+            vec!["tenants[0].google_demand_cv"],
+            "{bad}: {errs:?}"
+        );
+        assert!(errs[0].problem.contains("at least 1"), "{bad}: {errs:?}");
+    }
+    let text = MINIMAL.replace("service = {", "google_demand_cv = 2.0\nservice = {");
+    let e = &errors(&text, &[])[0];
+    assert_eq!(e.field.as_deref(), Some("tenants[0].google_demand_cv"));
+    assert!(e.problem.contains("only with `google_memory_gb`"), "{e}");
+}
+
+#[test]
 fn google_reference_cores_defaults_to_8_and_needs_the_table_5_2_generator() {
     let s = load("g.toml", GOOGLE, &[]).unwrap();
     assert_eq!(s.tenants[0].google_reference_cores, None);
