@@ -187,6 +187,69 @@ mod tests {
     }
 
     #[test]
+    fn phase_two_never_takes_a_sticky_slot() {
+        // §9.2.2: the sticky pool is phase I's alone. Four slots, two
+        // sticky, and phase I (the waited reading) admits none of these new
+        // arrivals: phase II starts two of them, not four.
+        let mut rng = actor_rng(11, "t");
+        let cfg = SchedulerConfig {
+            slots: SlotPolicy::Hybrid,
+            sticky_slots: 2,
+            sticky_phase: StickyPhase::Waited,
+            ..SchedulerConfig::default()
+        };
+        let mut s = SlotStage::new(
+            &cfg,
+            vec![SlotServer {
+                id: ActorId(3),
+                slots: 4,
+                cpu_per_slot: 0.5,
+            }],
+        );
+        for id in 0..4 {
+            s.enqueue(task(id, 9, 10));
+        }
+        assert_eq!(s.schedule(10, &mut rng).len(), 2);
+        assert_eq!(s.sticky_starts, 0);
+        // nor does it evict for them: the two left wait
+        assert!(s.schedule(10, &mut rng).is_empty());
+    }
+
+    #[test]
+    fn an_evicted_task_keeps_its_first_arrival_for_phase_one() {
+        // §9.2.1: "the arrival time of an evicted task refers to the time
+        // stamp when the task first arrives at the system". Three slots, two
+        // sticky: task 0 (arrived at 1) takes the regular slot behind two
+        // sticky tasks and is evicted by a class-9 arrival; when it comes
+        // back, after a task that arrived later was queued, and a sticky
+        // slot is free, it is the one phase I takes.
+        let mut rng = actor_rng(12, "t");
+        let mut s = stage(SlotPolicy::Hybrid, EvictionPolicy::Mrs, &[(3, 0.5)]);
+        s.enqueue(task(7, 0, 0));
+        s.enqueue(task(8, 0, 0));
+        s.enqueue(task(0, 0, 1));
+        assert_eq!(s.schedule(2, &mut rng).len(), 3);
+        s.enqueue(task(9, 9, 3));
+        assert_eq!(victim_of(&s.schedule(4, &mut rng)), Some(0));
+        let server = ActorId(10);
+        s.enqueue(task(5, 0, 4));
+        let mut back = task(0, 0, 1);
+        back.evictions = 1;
+        s.evicted(back, server);
+        s.release(7, server);
+        let out = s.schedule(5, &mut rng);
+        let started: Vec<TaskId> = out
+            .iter()
+            .filter_map(|a| match a {
+                SlotAction::Dispatch { task, .. } => Some(task.id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(started, vec![0], "{out:?}");
+        assert_eq!(s.sticky_starts_evicted, 1);
+    }
+
+    #[test]
     fn all_slots_sticky_is_non_preemptive_first_come_first_served() {
         let mut rng = actor_rng(7, "t");
         let cfg = SchedulerConfig {

@@ -128,6 +128,30 @@ mod tests {
     }
 
     #[test]
+    fn wasp_sends_other_classes_to_a_randomly_chosen_slot() {
+        // §8.1.2 / §9.2.2: only production classes are matched with the
+        // powerful slots; the rest land on any free slot at random, so
+        // twenty class-0 tasks on two half-empty servers use both.
+        let mut rng = actor_rng(13, "t");
+        let mut s = stage(
+            SlotPolicy::Wasp,
+            EvictionPolicy::Mrs,
+            &[(50, 0.02), (50, 0.04)],
+        );
+        for id in 0..20 {
+            s.enqueue(task(id, 0, id));
+        }
+        let out = s.schedule(30, &mut rng);
+        let on = |server: u32| {
+            out.iter()
+                .filter(|a| matches!(a, SlotAction::Dispatch { server: s, .. } if *s == ActorId(server)))
+                .count()
+        };
+        assert_eq!(out.len(), 20);
+        assert!(on(10) > 0 && on(11) > 0, "{} / {}", on(10), on(11));
+    }
+
+    #[test]
     fn under_an_admission_scope_production_takes_the_most_powerful_slots_in_scope() {
         let mut rng = actor_rng(12, "t");
         // Server 0 is slow; servers 1 and 2 are the most powerful.
