@@ -114,8 +114,9 @@ pub struct TenantConfig {
     /// demand around its mean, ≥ 1 (a two-phase hyperexponential,
     /// [`crate::sampling::hyperexponential`]; 1, the default, is the
     /// exponential). Table 5.2 gives means only; the Google trace's task
-    /// lengths are heavy-tailed, and `thesis/google-15h.toml` fits this
-    /// spread (`dcemu calibrate thesis`). Only with `google_memory_gb`.
+    /// lengths are heavy-tailed. No committed scenario sets it yet: fitted
+    /// beside the demand level it made the thesis's WASC runs bistable
+    /// across seeds (issue 38's note). Only with `google_memory_gb`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub google_demand_cv: Option<f64>,
     /// Draw each task from the synthetic generator of thesis Table 9.4

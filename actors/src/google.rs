@@ -148,7 +148,7 @@ pub fn draw(rng: &mut impl RngCore, reference_memory_gb: f64, reference_cores: u
 /// demand drawn with coefficient of variation `demand_cv` around its mean
 /// ([`hyperexponential`]; 1 is the exponential of [`draw`]). Table 5.2
 /// gives one-week means only; how widely a class's demands spread in the
-/// 15-hour window is a free parameter (`google_demand_cv`).
+/// 15-hour window is left open (`google_demand_cv`).
 pub fn draw_in(
     rng: &mut impl RngCore,
     reference_memory_gb: f64,
