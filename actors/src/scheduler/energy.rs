@@ -48,6 +48,7 @@
 //! once, and [`EnergyStage::evictable`] says whether evicting a task would
 //! make room for another.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use std::collections::BTreeSet;
@@ -59,6 +60,8 @@ use crate::config::{CpuSharing, PlacementKind, SchedulerConfig, SortKey};
 use crate::kernel::{ActorId, Metrics};
 use crate::sampling::index;
 use crate::task::{Task, TaskId};
+
+use super::unplaceable::{Demand, Unplaceable};
 
 /// One server as the energy stage sees it.
 #[derive(Clone, Debug)]
@@ -197,6 +200,8 @@ struct Links {
     mesh_free: BTreeMap<usize, u64>,
     /// Capacity of every full-mesh link.
     mesh_capacity: u64,
+    /// Bumped by every booking: what a cache of free bandwidth is valid for.
+    version: u64,
 }
 
 impl Links {
@@ -224,6 +229,7 @@ impl Links {
             nodes: nodes as usize,
             mesh_free: BTreeMap::new(),
             mesh_capacity,
+            version: 0,
         }
     }
 
@@ -273,6 +279,7 @@ impl Links {
 
     /// Takes `bw` off a link's free bandwidth (`add`: gives it back).
     fn book(&mut self, link: usize, bw: u64, add: bool) {
+        self.version += 1;
         if self.is_mesh(link) {
             let free = self.free(link).unwrap_or(self.mesh_capacity);
             let free = if add { free + bw } else { free - bw };
@@ -367,6 +374,9 @@ pub struct EnergyStage {
     sharing: CpuSharing,
     /// Cores × core speed of the strongest server: normalised capacity 1.
     strongest: f64,
+    /// [`EnergyStage::widest_above`] per pod, with the links' version it
+    /// was computed at.
+    widest_cache: RefCell<BTreeMap<u32, (u64, u64)>>,
 }
 
 impl EnergyStage {
@@ -543,6 +553,7 @@ impl EnergyStage {
         EnergyStage {
             sharing: cfg.cpu_sharing,
             strongest,
+            widest_cache: RefCell::default(),
             costing,
             choice,
             sort_by,
@@ -727,8 +738,15 @@ impl EnergyStage {
             queue.sort_by(|a, b| sort_value(a, key).total_cmp(&sort_value(b, key)));
         }
         let mut out: Vec<Placed> = Vec::new();
+        let mut unplaceable = Unplaceable::default();
         for task in queue {
-            match self.place(&task, rng) {
+            let demand = Demand::of(&task, cpu_of(&task));
+            if unplaceable.rules_out(&demand) {
+                self.deferred += 1;
+                self.queue.push(task);
+                continue;
+            }
+            match self.place(&task, &mut unplaceable, demand, rng) {
                 Some((server, flow)) => {
                     let mut flows = Vec::new();
                     flows.extend(flow);
@@ -757,10 +775,18 @@ impl EnergyStage {
         out
     }
 
-    /// Phase I for one task: the server (and external flow) of least cost.
-    fn place(&mut self, task: &Task, rng: &mut impl RngCore) -> Option<(u32, Option<Flow>)> {
+    /// Phase I for one task: the server (and external flow) of least cost;
+    /// where there is none, `unplaceable` learns its demand.
+    fn place(
+        &mut self,
+        task: &Task,
+        unplaceable: &mut Unplaceable,
+        demand: Demand,
+        rng: &mut impl RngCore,
+    ) -> Option<(u32, Option<Flow>)> {
         let Some((i, route)) = self.choose_among(task, &|_| true, rng) else {
             self.deferred += 1;
+            unplaceable.remember(demand);
             return None;
         };
         self.commit(task, i, route)
@@ -1286,10 +1312,56 @@ impl EnergyStage {
         let Some(pod) = s.mesh_pod() else {
             return false;
         };
-        self.mesh_candidates(pod).any(|acc| {
+        if self.widest_above(pod).is_some_and(|widest| bw > widest) {
+            return false;
+        }
+        let found = self.mesh_candidates(pod).any(|acc| {
             self.links.fits(self.links.mesh_id(acc.id, me), bw)
                 && self.feasible_above(&acc.uppers, bw)
-        })
+        });
+        if !found && self.widest_above(pod).is_none() {
+            self.learn_widest_above(pod);
+        }
+        found
+    }
+
+    /// The most bandwidth any path from a core switch down to an access
+    /// switch of `pod` has free: no flow wider than it reaches a server of
+    /// the pod, whatever its own links. Near saturation the core and
+    /// aggregation links fill first, and this one bound answers what a
+    /// walk over every access switch's paths would (512 × 16 × 8 links on
+    /// §4.2.3's network) for every server the search tries. Computed after
+    /// such a walk fails and kept until a booking changes a link, so a
+    /// search that succeeds never pays for it.
+    fn widest_above(&self, pod: u32) -> Option<u64> {
+        self.widest_cache
+            .borrow()
+            .get(&pod)
+            .filter(|&&(v, _)| v == self.links.version)
+            .map(|&(_, widest)| widest)
+    }
+
+    fn learn_widest_above(&self, pod: u32) {
+        let mut above_agg: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut widest = 0;
+        for up in self
+            .mesh
+            .iter()
+            .filter(|acc| acc.pod == pod)
+            .flat_map(|acc| &acc.uppers)
+        {
+            let above = *above_agg.entry(up.agg).or_insert_with(|| {
+                up.cores
+                    .iter()
+                    .map(|&(_, l)| self.links.free(l).unwrap_or(0))
+                    .max()
+                    .unwrap_or(0)
+            });
+            widest = widest.max(self.links.free(up.link).unwrap_or(0).min(above));
+        }
+        self.widest_cache
+            .borrow_mut()
+            .insert(pod, (self.links.version, widest));
     }
 
     fn best_core(&self, up: &Upper, bw: u64, t_x: f64) -> Option<u32> {
@@ -1424,15 +1496,25 @@ impl EnergyStage {
     /// Servers to evaluate among those `allow` admits, in index order: the
     /// warm ones, and of each cold group (interchangeable servers) its
     /// first admitted member, which stands for the group.
-    fn candidates_among(&self, allow: &dyn Fn(u32) -> bool) -> Vec<u32> {
-        let mut out: Vec<u32> = self.warm.iter().copied().filter(|&i| allow(i)).collect();
-        out.extend(
-            self.cold
-                .values()
-                .filter_map(|set| set.iter().copied().find(|&i| allow(i))),
-        );
-        out.sort_unstable();
-        out
+    fn candidates_among<'a>(
+        &'a self,
+        allow: &'a dyn Fn(u32) -> bool,
+    ) -> impl Iterator<Item = u32> + 'a {
+        let mut firsts: Vec<u32> = self
+            .cold
+            .values()
+            .filter_map(|set| set.iter().copied().find(|&i| allow(i)))
+            .collect();
+        firsts.sort_unstable();
+        // both sorted, and disjoint (a group's members are cold): merge them
+        let mut firsts = firsts.into_iter().peekable();
+        let mut warm = self.warm.iter().copied().filter(|&i| allow(i)).peekable();
+        std::iter::from_fn(move || match (warm.peek(), firsts.peek()) {
+            (Some(w), Some(f)) if w < f => warm.next(),
+            (_, Some(_)) => firsts.next(),
+            (Some(_), None) => warm.next(),
+            (None, None) => None,
+        })
     }
 
     /// Moves server `i` between the warm and cold sets after its load or
@@ -1994,6 +2076,64 @@ mod tests {
     }
 
     #[test]
+    fn the_widest_path_bound_rejects_only_what_a_walk_over_every_path_would() {
+        // Flows of ~270-800 Mb/s fill the 1 Gb/s links above the access
+        // switches; the cached bound must answer as a walk over every
+        // access switch's paths does, before and after flows leave.
+        let cfg = TopologyConfig {
+            kind: TopologyKind::ThreeTier,
+            core: 2,
+            aggregation: 2,
+            access: 4,
+            access_server: dcemu_topology::HostWiring::FullMesh,
+            aggregation_link: Bandwidth::from_bps(1_000_000_000),
+            core_link: Bandwidth::from_bps(1_000_000_000),
+            ..TopologyConfig::default()
+        };
+        let net = Network::build(&cfg, &[Attach::Rack; 4]).unwrap();
+        let mut s = stage(PlacementKind::GemsNonetwork, &net);
+        let mut rng = actor_rng(10, "t");
+        let mut running: Vec<(TaskId, ActorId)> = Vec::new();
+        let mut refused = 0;
+        for round in 0..10u64 {
+            for k in 0..4 {
+                let id = round * 10 + k;
+                let mut j = job(id, true);
+                if let Some(j) = j.as_mut() {
+                    j.external_bytes = 2_000_000_000 + 1_000_000_000 * k;
+                }
+                s.enqueue(task(id, 0.05, j));
+            }
+            for p in s.schedule(&net, &mut rng) {
+                running.push((p.task.id, p.server));
+            }
+            if round % 4 == 3 {
+                for (id, server) in running.drain(..running.len() / 2) {
+                    s.release(id, server);
+                }
+            }
+            for st in &s.servers {
+                let me = st.spec.id.0;
+                for bw in [1, 200_000_000, 500_000_000, 900_000_000] {
+                    let walk = s.mesh.iter().any(|acc| {
+                        s.links.of(acc.id, me).is_some_and(|l| s.links.fits(l, bw))
+                            && s.feasible_above(&acc.uppers, bw)
+                    });
+                    refused += usize::from(!walk);
+                    for _ in 0..2 {
+                        assert_eq!(
+                            s.has_path(st, bw),
+                            walk,
+                            "round {round}, server {me}, {bw} b/s"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(refused > 0, "the links above filled at some point");
+    }
+
+    #[test]
     fn idle_mesh_access_switches_stand_for_their_group_as_a_full_scan_would() {
         // §4.2.3: every server linked to every access switch of its pod.
         // The path search ranks the access switches carrying flows and one
@@ -2063,7 +2203,7 @@ mod tests {
         let net = network();
         let mut s = stage(PlacementKind::Gems, &net);
         assert_eq!(
-            s.candidates_among(&|_| true),
+            s.candidates_among(&|_| true).collect::<Vec<_>>(),
             vec![0],
             "one kind, one pod: one stands for all"
         );
@@ -2071,11 +2211,11 @@ mod tests {
         s.enqueue(task(1, 0.1, job(1, true)));
         s.schedule(&net, &mut rng);
         assert_eq!(
-            s.candidates_among(&|_| true),
+            s.candidates_among(&|_| true).collect::<Vec<_>>(),
             vec![0, 1, 2],
             "server 0 in use, 1 under a switch in use, 2 for the cold rest"
         );
         s.release(1, ActorId(0));
-        assert_eq!(s.candidates_among(&|_| true), vec![0]);
+        assert_eq!(s.candidates_among(&|_| true).collect::<Vec<_>>(), vec![0]);
     }
 }

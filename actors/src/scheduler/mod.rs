@@ -49,6 +49,7 @@ mod outbox;
 pub mod placement;
 pub mod preemption;
 mod run_ledger;
+mod unplaceable;
 pub mod wasc;
 
 pub use cluster_view::{ClusterView, ServerSlots, ServerSpec};
