@@ -61,7 +61,7 @@ use crate::kernel::{ActorId, Metrics};
 use crate::sampling::index;
 use crate::task::{Task, TaskId};
 
-use super::unplaceable::{Demand, Unplaceable};
+use super::unplaceable::{Demand, Free, Unplaceable};
 
 /// One server as the energy stage sees it.
 #[derive(Clone, Debug)]
@@ -738,7 +738,7 @@ impl EnergyStage {
             queue.sort_by(|a, b| sort_value(a, key).total_cmp(&sort_value(b, key)));
         }
         let mut out: Vec<Placed> = Vec::new();
-        let mut unplaceable = Unplaceable::default();
+        let mut unplaceable = Unplaceable::with_most_free(self.most_free());
         for task in queue {
             let demand = Demand::of(&task, cpu_of(&task));
             if unplaceable.rules_out(&demand) {
@@ -773,6 +773,27 @@ impl EnergyStage {
             }
         }
         out
+    }
+
+    /// What the roomiest server has free, in each respect apart: CPU,
+    /// memory and slots (within its primary tenant's room), as [`fits`]
+    /// reads them.
+    fn most_free(&self) -> Free {
+        let mut most = Free {
+            cpu: 0.0,
+            memory_mb: 0,
+            slots: 0,
+        };
+        for s in &self.servers {
+            most.cpu = most.cpu.max(s.capacity - s.cpu_used);
+            most.memory_mb = most
+                .memory_mb
+                .max(s.spec.memory_mb.saturating_sub(s.memory_used));
+            most.slots = most
+                .slots
+                .max(s.spec.slots.min(s.room).saturating_sub(s.slots_used));
+        }
+        most
     }
 
     /// Phase I for one task: the server (and external flow) of least cost;

@@ -79,10 +79,23 @@ impl Demand {
 }
 
 /// The least demands that found no server in this pass (none covers
-/// another), at most [`Unplaceable::CAP`] of them.
+/// another), at most [`Unplaceable::CAP`] of them, and what the roomiest
+/// server had free at the pass's start in each respect apart: a task that
+/// asks for more than that in one respect fits nowhere, and near
+/// saturation most of the queue does.
 #[derive(Debug, Default)]
 pub(super) struct Unplaceable {
     failed: Vec<Demand>,
+    most_free: Option<Free>,
+}
+
+/// The most CPU, memory and slots any one server had free (each its own
+/// maximum; they may be on different servers).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Free {
+    pub cpu: f64,
+    pub memory_mb: u64,
+    pub slots: u32,
 }
 
 impl Unplaceable {
@@ -90,10 +103,23 @@ impl Unplaceable {
     /// failure is simply not remembered (the search runs, as before).
     const CAP: usize = 64;
 
-    /// Whether a demand that found no server in this pass asks for no
-    /// more than `d`.
+    /// A pass's ledger, given what the roomiest server has free in each
+    /// respect (servers only fill up during a pass, so it stays a bound).
+    pub(super) fn with_most_free(most_free: Free) -> Self {
+        Unplaceable {
+            failed: Vec::new(),
+            most_free: Some(most_free),
+        }
+    }
+
+    /// Whether `d` cannot fit anywhere: it asks for more than the roomiest
+    /// server has in some respect, or for no less than a demand that
+    /// found no server in this pass.
     pub(super) fn rules_out(&self, d: &Demand) -> bool {
-        self.failed.iter().any(|f| d.covers(f))
+        let beyond = self.most_free.is_some_and(|m| {
+            d.cpu > m.cpu + 1e-6 || d.memory_mb > m.memory_mb || d.cores > m.slots
+        });
+        beyond || self.failed.iter().any(|f| d.covers(f))
     }
 
     /// `d` found no server.
@@ -180,6 +206,22 @@ mod tests {
             !u.rules_out(&with(50, 100)),
             "a higher rate, fewer bytes (the 1 ms floor)"
         );
+    }
+
+    #[test]
+    fn what_the_roomiest_server_lacks_in_one_respect_rules_a_task_out() {
+        let u = Unplaceable::with_most_free(Free {
+            cpu: 0.5,
+            memory_mb: 1000,
+            slots: 2,
+        });
+        assert!(
+            !u.rules_out(&demand(0.5, 1000, 2, Net::Fixed(5))),
+            "fits the bound"
+        );
+        assert!(u.rules_out(&demand(0.51, 10, 1, Net::Fixed(0))), "CPU");
+        assert!(u.rules_out(&demand(0.1, 1001, 1, Net::Fixed(0))), "memory");
+        assert!(u.rules_out(&demand(0.1, 10, 3, Net::Fixed(0))), "slots");
     }
 
     #[test]
