@@ -478,9 +478,11 @@ fn print_summary(label: &str, s: &Scenario, o: &Outcome, partitions: usize, out:
             .wall_metrics
             .get("sched_decision_us_mean")
             .and_then(Value::as_f64)
-            .unwrap_or(0.0);
+            .map_or_else(String::new, |us| {
+                format!("; {us:.1} µs of wall time per placement decision on average")
+            });
         println!(
-            "  scheduler      {} classified ({:.1} % best configuration), {} reclassified, {} migrations; {decision:.1} µs per placement decision (wall)",
+            "  scheduler      {} classified ({:.1} % best configuration), {} reclassified, {} migrations{decision}",
             n("apps_classified"),
             m("class_best_config_fraction").as_f64().unwrap_or(0.0) * 100.0,
             n("reclassifications"),
