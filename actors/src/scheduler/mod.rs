@@ -240,12 +240,10 @@ impl SlotPlacer for CorePlacer<'_> {
             exclude: None,
         };
         let strict = self.strict;
-        let started = Instant::now();
         let choice = core
             .placement
             .place(&req, &core.cluster, rng)
             .filter(|c| with_path(c.server) && (!strict || core.appropriate(&req, c)));
-        core.decision_us.push(started.elapsed().as_secs_f64() * 1e6);
         let latency = core.placement.decision_latency();
         let held = core.hold_orders(task.id, latency);
         let path = core.placement.take_path();
@@ -263,7 +261,7 @@ impl SlotPlacer for CorePlacer<'_> {
         &mut self,
         task: &Task,
         server: u32,
-        victims: &[TaskId],
+        victim: Option<TaskId>,
         now: SimTime,
         rng: &mut ActorRng,
     ) {
@@ -274,7 +272,7 @@ impl SlotPlacer for CorePlacer<'_> {
         }
         self.pool = core.pool[server as usize];
         let id = core.cluster.servers()[server as usize].id;
-        for &v in victims {
+        if let Some(v) = victim {
             if let Some(p) = core.placed.remove(&v) {
                 core.vacate(v, p.server, p.cores, p.memory_mb);
             }
@@ -286,7 +284,7 @@ impl SlotPlacer for CorePlacer<'_> {
                 }
             }
         }
-        let violation = if !victims.is_empty() {
+        let violation = if victim.is_some() {
             0.0
         } else {
             self.violation
@@ -294,7 +292,7 @@ impl SlotPlacer for CorePlacer<'_> {
         core.occupy(task, Choice { server, violation }, now);
         let Some(energy) = self.energy.as_deref_mut() else {
             let path = match self.path.take() {
-                Some((t, i, route)) if t == task.id && i == server && victims.is_empty() => {
+                Some((t, i, route)) if t == task.id && i == server && victim.is_none() => {
                     Some(route)
                 }
                 _ => None,
@@ -327,7 +325,7 @@ impl SlotPlacer for CorePlacer<'_> {
     /// before it may have taken a shared link's).
     fn start_unit(&mut self, task: &Task, server: u32, now: SimTime, rng: &mut ActorRng) -> bool {
         let before = self.core.notices.len();
-        self.started(task, server, &[], now, rng);
+        self.started(task, server, None, now, rng);
         let refused = self.core.notices[before..]
             .iter()
             .any(|n| matches!(n, Notice::Refused { task: t, .. } if *t == task.id));
@@ -737,9 +735,6 @@ struct PreemptLog<'a> {
     victim: u64,
     victim_priority: u8,
     server: &'a str,
-    /// The other victims of a task of several slots (issue 39).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    also: Vec<u64>,
 }
 
 #[derive(Serialize)]
@@ -1647,7 +1642,6 @@ impl Scheduler {
                     victim_priority,
                     task,
                     server,
-                    also,
                 } => {
                     ctx.log(
                         "preempt",
@@ -1657,12 +1651,10 @@ impl Scheduler {
                             victim,
                             victim_priority,
                             server: world.name(server),
-                            also: also.clone(),
                         },
                     );
                     let (id, submitted_at) = (task.id, task.submitted_at);
-                    let body = Body::Preempt { victim, task, also };
-                    (id, submitted_at, server, body)
+                    (id, submitted_at, server, Body::Preempt { victim, task })
                 }
             };
             self.core.release_held(ctx, id)?;
@@ -1715,7 +1707,7 @@ impl Scheduler {
             let Some(server) = placer.choose(task, &|i| room[i as usize], ctx.rng()) else {
                 return Ok(Attempt::NoRoom);
             };
-            placer.started(task, server, &[], now, ctx.rng());
+            placer.started(task, server, None, now, ctx.rng());
             let pool = placer.pool;
             starts.push((task.clone(), server));
             Ok(Attempt::Placed { pool })
@@ -1922,10 +1914,23 @@ impl Scheduler {
     /// admission stage, then places what it can.
     fn admit(
         &mut self,
-        task: Task,
+        mut task: Task,
         overhead_ns: u64,
         ctx: &mut Ctx<'_, Msg>,
     ) -> Result<(), ModelError> {
+        if self.slots.is_some() {
+            // One slot per task, and so at most one core (thesis §6.2.3.1),
+            // whatever it asked for. An application of `k` threads then runs
+            // at `1/k` of its speed (server.rs), and Paragon, which granted
+            // the one core, expects that of it (§3.4's detection and
+            // migrations compare against it).
+            let asked = task.cores.max(1);
+            task.cores = 1;
+            if let Some(p) = self.core.profiles.get_mut(&task.id) {
+                let width = 1.0 / f64::from(asked);
+                p.speed.iter_mut().for_each(|v| *v *= width);
+            }
+        }
         if let Some(stage) = self.slots.as_mut()
             && !self.slot_admission
         {
@@ -2827,7 +2832,7 @@ impl Core {
         let Some(task_view) = self.placed_task(task) else {
             return Ok(());
         };
-        let slot_free = |s: u32| slots.as_deref().is_none_or(|st| st.has_room(s, &task_view));
+        let slot_free = |s: u32| slots.as_deref().is_none_or(|st| st.has_free(s));
         let req = Request {
             task: &task_view,
             profile: self.profiles.get(&task),
@@ -2988,7 +2993,7 @@ impl Core {
             let Some(view) = self.placed_task(other) else {
                 continue;
             };
-            let slot_free = |s: u32| slots.as_deref().is_none_or(|st| st.has_room(s, &view));
+            let slot_free = |s: u32| slots.as_deref().is_none_or(|st| st.has_free(s));
             let req = Request {
                 task: &view,
                 profile: self.profiles.get(&other),
