@@ -240,10 +240,12 @@ impl SlotPlacer for CorePlacer<'_> {
             exclude: None,
         };
         let strict = self.strict;
+        let started = Instant::now();
         let choice = core
             .placement
             .place(&req, &core.cluster, rng)
             .filter(|c| with_path(c.server) && (!strict || core.appropriate(&req, c)));
+        core.decision_us.push(started.elapsed().as_secs_f64() * 1e6);
         let latency = core.placement.decision_latency();
         let held = core.hold_orders(task.id, latency);
         let path = core.placement.take_path();
