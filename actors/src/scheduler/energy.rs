@@ -1830,6 +1830,26 @@ mod tests {
         Network::build(&cfg, &[Attach::Rack; 4]).unwrap()
     }
 
+    /// Four servers linked to every one of `access` access switches of one
+    /// pod (§4.2.3) under two aggregation and two core switches; `upper`:
+    /// the bandwidth of the links above the access layer, if not the
+    /// default.
+    fn mesh_network(access: u32, upper: Option<Bandwidth>) -> Network {
+        let mut cfg = TopologyConfig {
+            kind: TopologyKind::ThreeTier,
+            core: 2,
+            aggregation: 2,
+            access,
+            access_server: dcemu_topology::HostWiring::FullMesh,
+            ..TopologyConfig::default()
+        };
+        if let Some(bw) = upper {
+            cfg.aggregation_link = bw;
+            cfg.core_link = bw;
+        }
+        Network::build(&cfg, &[Attach::Rack; 4]).unwrap()
+    }
+
     fn stage(placement: PlacementKind, net: &Network) -> EnergyStage {
         let cfg = SchedulerConfig {
             placement,
@@ -2069,15 +2089,7 @@ mod tests {
         // big to share a server land on different servers, yet their
         // flows all cross one access switch (already on, it is cheapest);
         // GEMS(noNetwork) draws paths at random and lights up both.
-        let cfg = TopologyConfig {
-            kind: TopologyKind::ThreeTier,
-            core: 2,
-            aggregation: 2,
-            access: 4,
-            access_server: dcemu_topology::HostWiring::FullMesh,
-            ..TopologyConfig::default()
-        };
-        let net = Network::build(&cfg, &[Attach::Rack; 4]).unwrap();
+        let net = mesh_network(4, None);
         let accesses = |placement| {
             let mut s = stage(placement, &net);
             let mut rng = actor_rng(8, "t");
@@ -2101,17 +2113,7 @@ mod tests {
         // Flows of ~270-800 Mb/s fill the 1 Gb/s links above the access
         // switches; the cached bound must answer as a walk over every
         // access switch's paths does, before and after flows leave.
-        let cfg = TopologyConfig {
-            kind: TopologyKind::ThreeTier,
-            core: 2,
-            aggregation: 2,
-            access: 4,
-            access_server: dcemu_topology::HostWiring::FullMesh,
-            aggregation_link: Bandwidth::from_bps(1_000_000_000),
-            core_link: Bandwidth::from_bps(1_000_000_000),
-            ..TopologyConfig::default()
-        };
-        let net = Network::build(&cfg, &[Attach::Rack; 4]).unwrap();
+        let net = mesh_network(4, Some(Bandwidth::from_bps(1_000_000_000)));
         let mut s = stage(PlacementKind::GemsNonetwork, &net);
         let mut rng = actor_rng(10, "t");
         let mut running: Vec<(TaskId, ActorId)> = Vec::new();
@@ -2160,15 +2162,7 @@ mod tests {
         // The path search ranks the access switches carrying flows and one
         // idle one; ranking all of them must pick the same, while flows
         // come and go.
-        let cfg = TopologyConfig {
-            kind: TopologyKind::ThreeTier,
-            core: 2,
-            aggregation: 2,
-            access: 6,
-            access_server: dcemu_topology::HostWiring::FullMesh,
-            ..TopologyConfig::default()
-        };
-        let net = Network::build(&cfg, &[Attach::Rack; 4]).unwrap();
+        let net = mesh_network(6, None);
         let mut s = stage(PlacementKind::Gems, &net);
         let mut rng = actor_rng(9, "t");
         let mut running: Vec<(TaskId, ActorId)> = Vec::new();
