@@ -128,9 +128,15 @@ pub enum Body {
     /// Server → scheduler: this task was killed to make room for the
     /// primary tenant; it needs another slot.
     Killed(Task),
-    /// Scheduler → server: evict `victim` (if it still runs) for a higher
-    /// priority task and run `task` in the slot it frees (thesis §6.2.3.3).
-    Preempt { victim: TaskId, task: Task },
+    /// Scheduler → server: evict `victim` (if it still runs), and `also`
+    /// (a task of more slots than one victim frees, issue 39), for a
+    /// higher priority task and run `task` in the slots they free (thesis
+    /// §6.2.3.3).
+    Preempt {
+        victim: TaskId,
+        task: Task,
+        also: Vec<TaskId>,
+    },
     /// Server → scheduler: this task was evicted, for a higher priority
     /// task or for memory (thesis §6.2.3.3–4); it needs another slot.
     Evicted { task: Task, cause: EvictionCause },

@@ -545,7 +545,12 @@ impl Server {
             Body::DistDone { task } => self.dist_complete(task, ctx),
             Body::DistStop { task, attempt } => self.dist_stop(task, attempt, ctx),
             Body::Dispatch(task) => self.dispatched(task, ctx),
-            Body::Preempt { victim, task } => self.preempt(victim, task, ctx),
+            Body::Preempt { victim, task, also } => {
+                for v in also {
+                    self.preempt_one(v, ctx)?;
+                }
+                self.preempt(victim, task, ctx)
+            }
             Body::PrimaryLoad { cores, reserve } => self.primary_load(cores, reserve, ctx),
             Body::Reclassify { task } => {
                 ctx.timer(self.world.reclassify_time, Msg::Reclassified { task })
@@ -663,6 +668,13 @@ impl Server {
         task: Task,
         ctx: &mut Ctx<'_, Msg>,
     ) -> Result<(), ModelError> {
+        self.preempt_one(victim, ctx)?;
+        self.dispatched(task, ctx)
+    }
+
+    /// Evicts `victim` for a higher priority task, if it still runs here
+    /// or waits for this server to wake.
+    fn preempt_one(&mut self, victim: TaskId, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         if self.running.contains_key(&victim) {
             self.evict(victim, Eviction::Priority, ctx)?;
         } else if let Some(mut held) = self.power_state.take_held(|t| t.id == victim) {
@@ -689,7 +701,7 @@ impl Server {
                 },
             )?;
         }
-        self.dispatched(task, ctx)
+        Ok(())
     }
 
     /// The primary tenant now uses `cores` and wants `reserve` kept free:
@@ -799,11 +811,13 @@ impl Server {
         let keep_progress = why == Eviction::Migration
             || (matches!(why, Eviction::Memory | Eviction::Priority) && self.world.resume);
         // a distributed unit's work is its run's: the attempt it held its
-        // cores for is lost, core-seconds of it
+        // cores for is lost, core-seconds of it; a task's work is time on
+        // all of its threads (sharing.rs), so what it loses is that times
+        // its threads (thesis WE, core-seconds)
         let wasted = match task.dist {
             Some(_) => (now - started_at) as f64 / 1e9 * f64::from(task.cores),
             None if keep_progress => 0.0,
-            None => done / 1e9,
+            None => done / 1e9 * f64::from(task.cores.max(1)),
         };
         if keep_progress {
             if task.app.is_some() {

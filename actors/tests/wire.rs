@@ -152,6 +152,7 @@ fn batches() -> Vec<(&'static str, Vec<Envelope<Msg>>)> {
             Body::Preempt {
                 victim: 12,
                 task: full_task(13),
+                also: vec![15, 16],
             },
         ),
         packet(

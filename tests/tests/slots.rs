@@ -212,40 +212,53 @@ fn bad_slot_settings_are_refused_with_the_field_named() {
 }
 
 #[test]
-fn a_multi_core_task_takes_one_slot_under_the_slot_stages() {
-    // Thesis §6.2.3.1: one slot per task whatever it asks for; a trace row
-    // with cpu = 3 must not overfill a 2-slot server.
+fn a_four_core_task_holds_four_slots_is_evicted_whole_and_wastes_all_four() {
+    // Issue 39: under every slot stage a task takes a slot per thread on
+    // one server. Two four-core class-0 tasks (400 core·s each, 100 s on
+    // four cores) fill two four-slot servers; at 10 s a four-core class-5
+    // task evicts one of them whole: one priority eviction, 10 s × 4
+    // cores of work wasted, and all three finish. With one slot per task
+    // all three would have run side by side.
     let dir = tempfile::tempdir().unwrap();
     let trace =
-        "arrival_s,priority,cpu,memory_gb,duration_s\n0,0,3,0,100\n0,0,3,0,100\n1,5,3,0,10\n";
+        "arrival_s,priority,cpu,memory_gb,duration_s\n0,0,4,0,400\n0,0,4,0,400\n10,5,4,0,40\n";
     std::fs::write(dir.path().join("t.csv"), trace).unwrap();
-    let text = r#"
+    for (slots, sticky) in [("priority", 0), ("wasp", 0), ("hybrid", 0), ("hybrid", 4)] {
+        let text = format!(
+            r#"
 [run]
-name = "one-slot"
+name = "four-slots"
 end = "10m"
 
 [scheduler]
-slots = "priority"
+slots = "{slots}"
+sticky_slots = {sticky}
 
 [[server_types]]
 name = "a"
-count = 1
+count = 2
 cores = 4
-slots = 2
+slots = 4
 
 [[tenants]]
 name = "t"
-arrivals = { process = "trace", trace = "t.csv" }
-"#;
-    let path = dir.path().join("s.toml");
-    std::fs::write(&path, text).unwrap();
-    let label = path.display().to_string();
-    let o = run_with(&scenario(&label, text, &[]), 1);
-    assert_no_task_lost(&o, "one-slot");
-    assert_eq!(metric(&o, "tasks_completed"), 3.0);
-    assert_eq!(
-        metric(&o, "evictions_priority"),
-        1.0,
-        "the class-5 row evicts"
-    );
+arrivals = {{ process = "trace", trace = "t.csv" }}
+"#
+        );
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, &text).unwrap();
+        let label = path.display().to_string();
+        let o = run_with(&scenario(&label, &text, &[]), 1);
+        assert_no_task_lost(&o, "four-slots");
+        assert_eq!(metric(&o, "tasks_completed"), 3.0, "{slots} {sticky}");
+        assert_eq!(metric(&o, "evictions_priority"), 1.0, "{slots} {sticky}");
+        assert_eq!(metric(&o, "evicted_tasks"), 1.0, "{slots} {sticky}");
+        let wasted = metric(&o, "wasted_cpu_s");
+        assert!(
+            (39.0..=41.0).contains(&wasted),
+            "{slots} {sticky}: WE {wasted} core·s"
+        );
+        let busy = metric(&o, "slot_utilization_mean");
+        assert!(busy > 0.0 && busy <= 1.0, "{slots} {sticky}: {busy}");
+    }
 }

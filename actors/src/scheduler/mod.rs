@@ -263,7 +263,7 @@ impl SlotPlacer for CorePlacer<'_> {
         &mut self,
         task: &Task,
         server: u32,
-        victim: Option<TaskId>,
+        victims: &[TaskId],
         now: SimTime,
         rng: &mut ActorRng,
     ) {
@@ -274,7 +274,7 @@ impl SlotPlacer for CorePlacer<'_> {
         }
         self.pool = core.pool[server as usize];
         let id = core.cluster.servers()[server as usize].id;
-        if let Some(v) = victim {
+        for &v in victims {
             if let Some(p) = core.placed.remove(&v) {
                 core.vacate(v, p.server, p.cores, p.memory_mb);
             }
@@ -286,7 +286,7 @@ impl SlotPlacer for CorePlacer<'_> {
                 }
             }
         }
-        let violation = if victim.is_some() {
+        let violation = if !victims.is_empty() {
             0.0
         } else {
             self.violation
@@ -294,7 +294,7 @@ impl SlotPlacer for CorePlacer<'_> {
         core.occupy(task, Choice { server, violation }, now);
         let Some(energy) = self.energy.as_deref_mut() else {
             let path = match self.path.take() {
-                Some((t, i, route)) if t == task.id && i == server && victim.is_none() => {
+                Some((t, i, route)) if t == task.id && i == server && victims.is_empty() => {
                     Some(route)
                 }
                 _ => None,
@@ -327,7 +327,7 @@ impl SlotPlacer for CorePlacer<'_> {
     /// before it may have taken a shared link's).
     fn start_unit(&mut self, task: &Task, server: u32, now: SimTime, rng: &mut ActorRng) -> bool {
         let before = self.core.notices.len();
-        self.started(task, server, None, now, rng);
+        self.started(task, server, &[], now, rng);
         let refused = self.core.notices[before..]
             .iter()
             .any(|n| matches!(n, Notice::Refused { task: t, .. } if *t == task.id));
@@ -737,6 +737,9 @@ struct PreemptLog<'a> {
     victim: u64,
     victim_priority: u8,
     server: &'a str,
+    /// The other victims of a task of several slots (issue 39).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    also: Vec<u64>,
 }
 
 #[derive(Serialize)]
@@ -1644,6 +1647,7 @@ impl Scheduler {
                     victim_priority,
                     task,
                     server,
+                    also,
                 } => {
                     ctx.log(
                         "preempt",
@@ -1653,10 +1657,12 @@ impl Scheduler {
                             victim,
                             victim_priority,
                             server: world.name(server),
+                            also: also.clone(),
                         },
                     );
                     let (id, submitted_at) = (task.id, task.submitted_at);
-                    (id, submitted_at, server, Body::Preempt { victim, task })
+                    let body = Body::Preempt { victim, task, also };
+                    (id, submitted_at, server, body)
                 }
             };
             self.core.release_held(ctx, id)?;
@@ -1709,7 +1715,7 @@ impl Scheduler {
             let Some(server) = placer.choose(task, &|i| room[i as usize], ctx.rng()) else {
                 return Ok(Attempt::NoRoom);
             };
-            placer.started(task, server, None, now, ctx.rng());
+            placer.started(task, server, &[], now, ctx.rng());
             let pool = placer.pool;
             starts.push((task.clone(), server));
             Ok(Attempt::Placed { pool })
@@ -1916,23 +1922,10 @@ impl Scheduler {
     /// admission stage, then places what it can.
     fn admit(
         &mut self,
-        mut task: Task,
+        task: Task,
         overhead_ns: u64,
         ctx: &mut Ctx<'_, Msg>,
     ) -> Result<(), ModelError> {
-        if self.slots.is_some() {
-            // One slot per task, and so at most one core (thesis §6.2.3.1),
-            // whatever it asked for. An application of `k` threads then runs
-            // at `1/k` of its speed (server.rs), and Paragon, which granted
-            // the one core, expects that of it (§3.4's detection and
-            // migrations compare against it).
-            let asked = task.cores.max(1);
-            task.cores = 1;
-            if let Some(p) = self.core.profiles.get_mut(&task.id) {
-                let width = 1.0 / f64::from(asked);
-                p.speed.iter_mut().for_each(|v| *v *= width);
-            }
-        }
         if let Some(stage) = self.slots.as_mut()
             && !self.slot_admission
         {
@@ -2834,7 +2827,7 @@ impl Core {
         let Some(task_view) = self.placed_task(task) else {
             return Ok(());
         };
-        let slot_free = |s: u32| slots.as_deref().is_none_or(|st| st.has_free(s));
+        let slot_free = |s: u32| slots.as_deref().is_none_or(|st| st.has_room(s, &task_view));
         let req = Request {
             task: &task_view,
             profile: self.profiles.get(&task),
@@ -2995,7 +2988,7 @@ impl Core {
             let Some(view) = self.placed_task(other) else {
                 continue;
             };
-            let slot_free = |s: u32| slots.as_deref().is_none_or(|st| st.has_free(s));
+            let slot_free = |s: u32| slots.as_deref().is_none_or(|st| st.has_room(s, &view));
             let req = Request {
                 task: &view,
                 profile: self.profiles.get(&other),

@@ -4,7 +4,8 @@
 //! needs every unit, ASPLOS'16 §3.2), so it starts whole or not at all,
 //! one unit per host (Figure 5). Under a slot stage:
 //!
-//! - each unit is a task and takes one slot (thesis §6.2.3.1);
+//! - each unit is a task and takes a slot per thread (thesis §6.2.3.1,
+//!   `slots_of`);
 //! - the run queues as its unit 0, with the run's priority class (its
 //!   tenant's) and first arrival (§6.2.3.2), the other units beside it;
 //! - at the head of the priority order (phase II), it starts only if every
@@ -28,7 +29,7 @@ use std::collections::BTreeSet;
 
 use dcemu_topology::SimTime;
 
-use super::{Admits, SlotAction, SlotPlacer, SlotStage};
+use super::{Admits, SlotAction, SlotPlacer, SlotStage, slots_of};
 use crate::kernel::{ActorId, ActorRng};
 use crate::sampling::index;
 use crate::task::{Task, TaskId};
@@ -60,7 +61,7 @@ impl SlotStage {
             .collect();
         let servers = self.gang_servers(&units, allowed, Some(&mut *placer), now, rng);
         let action = servers.map(|servers| self.start_gang(units, servers, now));
-        self.slots.begin_moves(placer, None, None);
+        self.slots.begin_moves(placer, None, &[]);
         action
     }
 
@@ -84,7 +85,7 @@ impl SlotStage {
             self.start_gang(units, servers, now)
         });
         if let Some(p) = placer {
-            self.slots.begin_moves(p, None, None);
+            self.slots.begin_moves(p, None, &[]);
         }
         action
     }
@@ -105,14 +106,16 @@ impl SlotStage {
         now: SimTime,
         rng: &mut ActorRng,
     ) -> Option<Vec<u32>> {
-        let n = units.len() as u32;
+        let n: u32 = units.iter().map(slots_of).sum();
         let regular = self.slots.total - self.sticky_cap;
         if self.regular_used + n > regular || self.slots.free_total < n {
             return None;
         }
         let joint = match placer.as_deref_mut() {
             Some(p) if p.places_gangs() => {
-                let free = |i: u32| self.slots.has_free(i) && allowed.is_none_or(|ok| ok(i));
+                let widest = units.iter().map(slots_of).max().unwrap_or(1);
+                let free =
+                    |i: u32| self.slots.has_room(i, widest) && allowed.is_none_or(|ok| ok(i));
                 let hosts = p.choose_gang(units, &free, rng)?;
                 if hosts.len() != units.len() {
                     return None;
@@ -125,7 +128,9 @@ impl SlotStage {
         let mut servers: Vec<u32> = Vec::with_capacity(units.len());
         for (k, unit) in units.iter().enumerate() {
             let candidates = |i: u32| {
-                self.slots.has_free(i) && allowed.is_none_or(|ok| ok(i)) && !used.contains(&i)
+                self.slots.has_room(i, slots_of(unit))
+                    && allowed.is_none_or(|ok| ok(i))
+                    && !used.contains(&i)
             };
             let server = match placer.as_deref_mut() {
                 Some(p) => joint
@@ -149,7 +154,8 @@ impl SlotStage {
         Some(servers)
     }
 
-    /// A uniformly random free slot among the servers `candidates` holds.
+    /// A uniformly random free slot among the servers `candidates` holds
+    /// (those with room for the unit).
     fn random_free_of(&self, candidates: &dyn Fn(u32) -> bool, rng: &mut ActorRng) -> Option<u32> {
         let free: Vec<(u32, u32)> = (0..self.slots.servers.len() as u32)
             .filter(|&i| candidates(i))
@@ -286,7 +292,7 @@ mod tests {
             First.choose(t, ok, r)
         }
 
-        fn started(&mut self, t: &Task, at: u32, _: Option<TaskId>, _: SimTime, _: &mut ActorRng) {
+        fn started(&mut self, t: &Task, at: u32, _: &[TaskId], _: SimTime, _: &mut ActorRng) {
             self.booked.push((t.id, at));
         }
 
@@ -294,7 +300,7 @@ mod tests {
             if at == self.refused {
                 return false;
             }
-            self.started(t, at, None, now, r);
+            self.started(t, at, &[], now, r);
             true
         }
 
@@ -370,7 +376,7 @@ mod tests {
             First.choose(t, ok, r)
         }
 
-        fn started(&mut self, _: &Task, _: u32, _: Option<TaskId>, _: SimTime, _: &mut ActorRng) {}
+        fn started(&mut self, _: &Task, _: u32, _: &[TaskId], _: SimTime, _: &mut ActorRng) {}
 
         fn choose_gang(
             &mut self,

@@ -6,8 +6,11 @@
 //! [`Preemption`], one file per policy, and `registry.rs` maps
 //! `scheduler.slots` to it (docs/scheduler.md, "Adding a policy"):
 //!
-//! - **Slots** (thesis §6.2.3.1): every task takes exactly one slot, whatever
-//!   it uses; a server runs at most its slot count.
+//! - **Slots** (thesis §6.2.3.1): a task takes one slot per thread, all on
+//!   one server, placed, evicted and released together: the thesis's
+//!   single-threaded tasks one slot each, a four-thread application four
+//!   (as Hadoop gives a job a slot per task, issue 39). A server runs at
+//!   most its slot count.
 //! - **Queue** (§6.2.3.2, Statement 7.1): by priority, highest first, then by
 //!   first arrival (`Task::submitted_at`, which an evicted task keeps, so it
 //!   goes back in front of the tasks of its class that never ran).
@@ -15,6 +18,10 @@
 //!   `slot_interval` until it is empty or no task at its head can get a slot.
 //! - **Evictions** (§6.2.3.3): a task that finds no free slot evicts the
 //!   running task its policy names, if any, and takes the freed slot at once.
+//!   One that needs `k` slots evicts by the same rule on the server of the
+//!   rule's first pick until `k` slots are free there (the server's free
+//!   slots count), or, where that server cannot give `k`, evicts nothing
+//!   there and asks the rule again among the other servers.
 //!   A task evicted more than `eviction_threshold` times leaves (§7.3.4).
 //! - **Sticky slots** (§9.2.1): a policy may hold a pool of slots back for
 //!   a first phase that takes the queue in first-arrival order,
@@ -37,6 +44,8 @@ mod hybrid;
 mod priority;
 mod registry;
 mod wasp;
+#[cfg(test)]
+mod wide_tests;
 
 pub use registry::build;
 
@@ -151,13 +160,14 @@ pub trait SlotPlacer {
         rng: &mut ActorRng,
     ) -> Option<u32>;
 
-    /// `task` starts on `server`, in the slot of `victim` if it preempts one
-    /// (`rng`: for a placement that still draws its path there).
+    /// `task` starts on `server`, in the slots of `victims` if it preempts
+    /// them (none: in free slots; `rng`: for a placement that still draws
+    /// its path there).
     fn started(
         &mut self,
         task: &Task,
         server: u32,
-        victim: Option<TaskId>,
+        victims: &[TaskId],
         now: SimTime,
         rng: &mut ActorRng,
     );
@@ -166,7 +176,7 @@ pub trait SlotPlacer {
     /// slot if the placement can book it there (a path with its bandwidth
     /// included); `false` books nothing (`gang.rs`).
     fn start_unit(&mut self, task: &Task, server: u32, now: SimTime, rng: &mut ActorRng) -> bool {
-        self.started(task, server, None, now, rng);
+        self.started(task, server, &[], now, rng);
         true
     }
 
@@ -293,12 +303,14 @@ pub struct SlotServer {
 pub enum SlotAction {
     /// Run `task` in a free slot of `server`.
     Dispatch { task: Task, server: ActorId },
-    /// Evict `victim` from `server` and run `task` in its slot.
+    /// Evict `victim` (and `also`, for a task of more slots than one
+    /// victim frees) from `server` and run `task` in their slots.
     Preempt {
         victim: TaskId,
         victim_priority: u8,
         task: Task,
         server: ActorId,
+        also: Vec<TaskId>,
     },
     /// Run every unit of a distributed run, each in a free slot of its own
     /// server, unit 0 first (`gang.rs`).
@@ -339,9 +351,17 @@ struct Running {
     /// never while it migrates, so that no `Preempt` can reach a server
     /// before the task does.
     evictable: bool,
-    /// The server whose slot a migration holds for it (Paragon §3.4),
+    /// The server whose slots a migration holds for it (Paragon §3.4),
     /// until it leaves this one.
     moving_to: Option<u32>,
+    /// Slots it holds: one per thread ([`slots_of`]).
+    slots: u32,
+}
+
+/// Slots a task holds under a slot stage: one per thread, at least one
+/// (thesis §6.2.3.1's tasks are single-threaded: one slot each).
+pub fn slots_of(task: &Task) -> u32 {
+    task.cores.max(1)
 }
 
 /// The slots as the scheduler handed them out: free slots per server and
@@ -518,7 +538,44 @@ impl Slots {
             .map_or(0, |l| l.servers[l.free.find(0)])
     }
 
-    /// Asks `placer` where `task` goes, among the servers with a free slot
+    /// A server with `n` free slots (of `level` if it has one), drawn as
+    /// [`Slots::random_free`] draws a slot: with probability in proportion
+    /// to its free slots. `None`: no server has `n`.
+    fn random_room(&self, level: Option<u16>, n: u32, rng: &mut impl RngCore) -> Option<u32> {
+        if n <= 1 {
+            return (self.free_total > 0).then(|| self.random_free(level, rng));
+        }
+        let of_level = |l: u16| {
+            self.levels
+                .get(l as usize)
+                .into_iter()
+                .flat_map(|lv| lv.servers.iter().copied())
+                .filter(|&i| self.free[i as usize] >= n)
+                .map(|i| (i, self.free[i as usize]))
+                .collect::<Vec<(u32, u32)>>()
+        };
+        let mut room = level.map(of_level).unwrap_or_default();
+        if room.is_empty() {
+            room = (0..self.servers.len() as u32)
+                .filter(|&i| self.free[i as usize] >= n)
+                .map(|i| (i, self.free[i as usize]))
+                .collect();
+        }
+        let total: u32 = room.iter().map(|r| r.1).sum();
+        if total == 0 {
+            return None;
+        }
+        let mut k = index(rng, total);
+        for (i, f) in room {
+            if k < f {
+                return Some(i);
+            }
+            k -= f;
+        }
+        None
+    }
+
+    /// Asks `placer` where `task` goes, among the servers with room for it
     /// that `admits` holds (of `level`, if given).
     fn place(
         &mut self,
@@ -528,9 +585,10 @@ impl Slots {
         level: Option<u16>,
         rng: &mut ActorRng,
     ) -> Option<u32> {
+        let n = slots_of(task);
         let chosen = {
             let candidates = |i: u32| {
-                self.has_free(i)
+                self.has_room(i, n)
                     && admits.is_none_or(|ok| ok(i))
                     && level.is_none_or(|l| self.level_of[i as usize] == l)
             };
@@ -538,28 +596,30 @@ impl Slots {
                 .choose(task, &candidates, rng)
                 .filter(|&i| candidates(i))
         };
-        self.begin_moves(placer, chosen, None);
+        self.begin_moves(placer, chosen.map(|i| (i, n)), &[]);
         chosen
     }
 
     /// Begins the moves `placer`'s latest decision ordered
     /// ([`SlotPlacer::take_moves`]) and tells it which began. `keep`: the
-    /// server whose free slot the decision's own start is about to take;
-    /// `victim`: the task it is about to evict. A move the slots cannot
-    /// hold (no free slot left beside the start, the victim, a task not
-    /// running or already moving) is declined; one the placement could
-    /// not book on its side is undone.
+    /// server and number of free slots the decision's own start is about
+    /// to take; `victims`: the tasks it is about to evict. A move the
+    /// slots cannot hold (too few free slots left beside the start, a
+    /// victim, a task not running or already moving) is declined; one the
+    /// placement could not book on its side is undone.
     fn begin_moves(
         &mut self,
         placer: &mut (dyn SlotPlacer + '_),
-        keep: Option<u32>,
-        victim: Option<TaskId>,
+        keep: Option<(u32, u32)>,
+        victims: &[TaskId],
     ) {
         for (task, to) in placer.take_moves() {
             let free = self.free.get(to as usize).copied().unwrap_or(0);
-            let room = free > u32::from(keep == Some(to));
+            let kept = keep.filter(|k| k.0 == to).map_or(0, |k| k.1);
+            let need = self.running.get(&task).map_or(1, |r| r.slots);
+            let room = free >= kept + need;
             let evictable = self.running.get(&task).is_some_and(|r| r.evictable);
-            let begun = room && victim != Some(task) && self.begin_move(task, to);
+            let begun = room && !victims.contains(&task) && self.begin_move(task, to);
             if !placer.move_begun(task, to, begun) && begun {
                 self.undo_move(task, evictable);
             }
@@ -578,14 +638,14 @@ impl Slots {
         r.evictable = evictable;
         let r = r.clone();
         self.index(id, &r);
-        self.free_slot(to, 1);
+        self.free_slot(to, r.slots);
     }
 
-    /// Records task `id` running on `server` from `now`, in a free slot
-    /// (`take`) or in the slot of the task it preempts.
-    fn run(&mut self, id: TaskId, class: u8, server: u32, now: SimTime, mode: Run) {
+    /// Records task `id` running on `server` from `now` in `slots` slots,
+    /// free ones (`take`) or those of the tasks it preempts.
+    fn run(&mut self, id: TaskId, class: u8, server: u32, now: SimTime, slots: u32, mode: Run) {
         if mode.take {
-            self.take_slot(server);
+            self.take_slot(server, slots);
         }
         let level = self.level_of[server as usize];
         let r = Running {
@@ -596,6 +656,7 @@ impl Slots {
             sticky: mode.sticky,
             evictable: mode.evictable,
             moving_to: None,
+            slots,
         };
         self.index(id, &r);
         self.running.insert(id, r);
@@ -619,21 +680,25 @@ impl Slots {
 
     /// Whether server `i` has a free slot.
     fn has_free(&self, i: u32) -> bool {
-        self.free.get(i as usize).is_some_and(|&f| f > 0)
+        self.has_room(i, 1)
     }
 
-    /// Running task `id` is to migrate to a free slot of `to`, held from
+    /// Whether server `i` has `n` free slots (at least one).
+    fn has_room(&self, i: u32, n: u32) -> bool {
+        self.free.get(i as usize).is_some_and(|&f| f >= n.max(1))
+    }
+
+    /// Running task `id` is to migrate to free slots of `to`, held from
     /// now on; it is out of the eviction indexes until [`Slots::arrived`].
     fn begin_move(&mut self, id: TaskId, to: u32) -> bool {
-        let free = self.has_free(to);
         let Some(r) = self.running.get(&id).cloned() else {
             return false;
         };
-        if !free || r.moving_to.is_some() || r.server == to {
+        if !self.has_room(to, r.slots) || r.moving_to.is_some() || r.server == to {
             return false;
         }
         self.unindex(id, &r);
-        self.take_slot(to);
+        self.take_slot(to, r.slots);
         if let Some(r) = self.running.get_mut(&id) {
             r.moving_to = Some(to);
             r.evictable = false;
@@ -655,7 +720,8 @@ impl Slots {
         r.server = to;
         r.level = self.level_of[to as usize];
         r.moving_to = None;
-        self.free_slot(i, 1);
+        let n = r.slots;
+        self.free_slot(i, n);
     }
 
     /// Migrated task `id` runs on its new server: evictable again if its
@@ -681,9 +747,9 @@ impl Slots {
             return None;
         }
         let r = self.evict(id)?;
-        self.free_slot(r.server, 1);
+        self.free_slot(r.server, r.slots);
         if let Some(to) = r.moving_to {
-            self.free_slot(to, 1);
+            self.free_slot(to, r.slots);
         }
         Some(r)
     }
@@ -695,12 +761,12 @@ impl Slots {
         Some(r)
     }
 
-    fn take_slot(&mut self, server: u32) {
-        self.free[server as usize] -= 1;
-        self.free_total -= 1;
+    fn take_slot(&mut self, server: u32, n: u32) {
+        self.free[server as usize] -= n;
+        self.free_total -= n;
         let level = &mut self.levels[self.level_of[server as usize] as usize];
         let pos = level.servers.binary_search(&server).unwrap_or(0);
-        level.free.add(pos, -1);
+        level.free.add(pos, -i64::from(n));
     }
 
     fn free_slot(&mut self, server: u32, n: u32) {
@@ -824,6 +890,11 @@ impl SlotStage {
         self.slots.has_free(i)
     }
 
+    /// Whether server `i` has room for `task`: a free slot per thread.
+    pub fn has_room(&self, i: u32, task: &Task) -> bool {
+        self.slots.has_room(i, slots_of(task))
+    }
+
     /// Paragon's migration (§3.4) under a slot stage: running `task` is to
     /// move to a free slot of server `to`, which it holds from now on. It
     /// cannot be evicted until it runs there ([`SlotStage::arrived`]).
@@ -870,9 +941,9 @@ impl SlotStage {
             return;
         };
         if r.sticky {
-            self.sticky_used -= 1;
+            self.sticky_used -= r.slots;
         } else {
-            self.regular_used -= 1;
+            self.regular_used -= r.slots;
         }
     }
 
@@ -899,15 +970,27 @@ impl SlotStage {
         Returned::ToAdmission(task)
     }
 
-    /// Whether the next start goes to a sticky slot
-    /// ([`Preemption::sticky_slots`]).
-    fn sticky_free(&self) -> bool {
-        self.sticky_used < self.sticky_cap
+    /// Whether a start of `n` slots goes to sticky slots
+    /// ([`Preemption::sticky_slots`]): the pool counts slots.
+    fn sticky_free(&self, n: u32) -> bool {
+        self.sticky_used + n <= self.sticky_cap
     }
 
-    /// Whether a regular (not sticky) start is within its share of slots.
-    fn regular_free(&self) -> bool {
-        self.regular_used < self.slots.total - self.sticky_cap
+    /// Whether a regular (not sticky) start of `n` slots is within its
+    /// share of slots.
+    fn regular_free(&self, n: u32) -> bool {
+        self.regular_used + n <= self.slots.total - self.sticky_cap
+    }
+
+    /// The level [`Preemption::level`] names for a start of `task` on the
+    /// servers `allowed` admits, among those with room for it.
+    fn level_for(&self, task: &Task, allowed: Admits<'_>) -> Option<u16> {
+        let n = slots_of(task);
+        if n <= 1 {
+            return self.policy.level(task.priority, &self.slots, allowed);
+        }
+        let room = |i: u32| self.slots.has_room(i, n) && allowed.is_none_or(|ok| ok(i));
+        self.policy.level(task.priority, &self.slots, Some(&room))
     }
 
     /// Starts `task`, which an admission stage holds in its own queue, if
@@ -928,17 +1011,31 @@ impl SlotStage {
         rng: &mut ActorRng,
         placer: &mut dyn SlotPlacer,
     ) -> Option<SlotAction> {
-        let sticky = self.sticky_free() && self.policy.sticky_admits(task, now);
-        if sticky || self.regular_free() {
+        let n = slots_of(task);
+        let sticky = self.sticky_free(n) && self.policy.sticky_admits(task, now);
+        if sticky || self.regular_free(n) {
             let level = if sticky {
                 None
             } else {
-                self.policy.level(task.priority, &self.slots, allowed)
+                self.level_for(task, allowed)
             };
             if let Some(server) = self.slots.place(placer, task, allowed, level, rng) {
-                placer.started(task, server, None, now, rng);
+                placer.started(task, server, &[], now, rng);
                 return Some(self.start(task.clone(), server, now, sticky));
             }
+        }
+        if n > 1 {
+            let gated = placer.gates_victims(task);
+            let victims = {
+                let cell = RefCell::new(&mut *placer);
+                let fits = |server: u32, v: TaskId| cell.borrow_mut().victim_fits(task, server, v);
+                let scope = Scope {
+                    servers: allowed,
+                    victims: gated.then_some(&fits as &dyn Fn(u32, TaskId) -> bool),
+                };
+                self.victims_for(task, scope, rng)
+            }?;
+            return self.preempt(task.clone(), victims, now, Some(placer), rng);
         }
         let scores = placer.scores_victims(task);
         let (victim, admissible) = {
@@ -952,7 +1049,7 @@ impl SlotStage {
             self.victims(task.priority, scope, scores, rng)
         }?;
         let victim = self.placed_victim(task, victim, &admissible, placer, rng)?;
-        self.preempt(task.clone(), victim, now, Some(placer), rng)
+        self.preempt(task.clone(), vec![victim], now, Some(placer), rng)
     }
 
     /// One time slot's pass over the queue (thesis §6.2.3.2, §9.2), free
@@ -973,7 +1070,7 @@ impl SlotStage {
         // Sticky phase (HYBRID phase I, §9.2.1): first arrivals first,
         // whatever their priority, while a sticky slot is left; runs start
         // in phase II only (`gang.rs`).
-        while self.sticky_free() && self.slots.free_total > 0 {
+        while self.sticky_free(1) && self.slots.free_total > 0 {
             let policy = &self.policy;
             let tasks = &self.tasks;
             let gangs = &self.gang_rest;
@@ -985,24 +1082,25 @@ impl SlotStage {
             }) else {
                 break;
             };
+            let n = self.tasks.get(&id).map_or(1, slots_of);
+            if !self.sticky_free(n) {
+                break;
+            }
             let server = match placer.as_deref_mut() {
-                None => None,
-                Some(p) => match self.place_queued(p, id, None, rng) {
-                    Some(server) => Some(server),
-                    None => break,
-                },
+                None => self.slots.random_room(None, n, rng),
+                Some(p) => self.place_queued(p, id, None, rng),
             };
+            let Some(server) = server else { break };
             let Some(task) = self.take(id) else { break };
-            let server = server.unwrap_or_else(|| self.slots.random_free(None, rng));
             if let Some(p) = placer.as_deref_mut() {
-                p.started(&task, server, None, now, rng);
+                p.started(&task, server, &[], now, rng);
             }
             out.push(self.start(task, server, now, true));
         }
         // Priority order onto the regular slots, evicting when none is free
         // (§6.2.3.2, §6.2.3.3; HYBRID phase II).
         while let Some(&(_, _, id)) = self.by_priority.first() {
-            let Some(class) = self.tasks.get(&id).map(|t| t.priority) else {
+            let Some((class, n)) = self.tasks.get(&id).map(|t| (t.priority, slots_of(t))) else {
                 break;
             };
             if self.gang_rest.contains_key(&id) {
@@ -1017,20 +1115,47 @@ impl SlotStage {
             // A free slot the placement accepts, else a victim's: slots the
             // placement refuses (a primary tenant's room, Paragon's
             // constraints) are not free to this task.
-            if self.regular_free() && self.slots.free_total > 0 {
-                let level = self.policy.level(class, &self.slots, None);
+            if self.regular_free(n) && self.slots.free_total >= n {
+                let level = match self.tasks.get(&id) {
+                    Some(task) => self.level_for(task, None),
+                    None => None,
+                };
                 let server = match placer.as_deref_mut() {
-                    None => Some(self.slots.random_free(level, rng)),
+                    None => self.slots.random_room(level, n, rng),
                     Some(p) => self.place_queued(p, id, level, rng),
                 };
                 if let Some(server) = server {
                     let Some(task) = self.take(id) else { break };
                     if let Some(p) = placer.as_deref_mut() {
-                        p.started(&task, server, None, now, rng);
+                        p.started(&task, server, &[], now, rng);
                     }
                     out.push(self.start(task, server, now, false));
                     continue;
                 }
+            }
+            if n > 1 {
+                let victims = match (placer.as_deref_mut(), self.tasks.get(&id)) {
+                    (Some(p), Some(task)) if p.gates_victims(task) => {
+                        let cell = RefCell::new(p);
+                        let fits =
+                            |server: u32, v: TaskId| cell.borrow_mut().victim_fits(task, server, v);
+                        let scope = Scope {
+                            servers: None,
+                            victims: Some(&fits),
+                        };
+                        self.victims_for(task, scope, rng)
+                    }
+                    (_, Some(task)) => self.victims_for(task, Scope::default(), rng),
+                    (_, None) => None,
+                };
+                let Some(victims) = victims else { break };
+                let Some(task) = self.take(id) else { break };
+                let Some(action) = self.preempt(task, victims, now, placer.as_deref_mut(), rng)
+                else {
+                    break;
+                };
+                out.push(action);
+                continue;
             }
             let (gated, scores) = match (placer.as_deref(), self.tasks.get(&id)) {
                 (Some(p), Some(t)) => (p.gates_victims(t), p.scores_victims(t)),
@@ -1064,7 +1189,8 @@ impl SlotStage {
                 victim = placed;
             }
             let Some(task) = self.take(id) else { break };
-            let Some(action) = self.preempt(task, victim, now, placer.as_deref_mut(), rng) else {
+            let Some(action) = self.preempt(task, vec![victim], now, placer.as_deref_mut(), rng)
+            else {
                 break;
             };
             out.push(action);
@@ -1088,6 +1214,57 @@ impl SlotStage {
             false => Vec::new(),
         };
         Some((victim, admissible))
+    }
+
+    /// The victims a task of more than one slot evicts (module docs): the
+    /// rule's pick within `scope`, then on that pick's server the rule's
+    /// next picks there until the server has the task's slots free; a
+    /// server that cannot give them is left out (nothing evicted there)
+    /// and the rule asked again among the others. `None`: no server can.
+    fn victims_for(
+        &self,
+        task: &Task,
+        scope: Scope<'_>,
+        rng: &mut ActorRng,
+    ) -> Option<Vec<TaskId>> {
+        let n = slots_of(task);
+        let class = task.priority;
+        let mut excluded: BTreeSet<u32> = BTreeSet::new();
+        loop {
+            let outside = |i: u32| !excluded.contains(&i) && scope.servers.is_none_or(|ok| ok(i));
+            let wide = Scope {
+                servers: Some(&outside),
+                victims: scope.victims,
+            };
+            let first = self.policy.victim(class, &self.slots, wide, rng)?;
+            let server = self.slots.running.get(&first)?.server;
+            if self.slots.servers[server as usize].slots < n {
+                excluded.insert(server);
+                continue;
+            }
+            let mut chosen = vec![first];
+            let held = self.slots.running.get(&first).map_or(0, |r| r.slots);
+            let mut room = self.slots.free[server as usize] + held;
+            while room < n {
+                let here = |i: u32| i == server;
+                let taken = |i: u32, v: TaskId| {
+                    !chosen.contains(&v) && scope.victims.is_none_or(|fits| fits(i, v))
+                };
+                let narrow = Scope {
+                    servers: Some(&here),
+                    victims: Some(&taken),
+                };
+                let Some(next) = self.policy.victim(class, &self.slots, narrow, rng) else {
+                    break;
+                };
+                room += self.slots.running.get(&next).map_or(0, |r| r.slots);
+                chosen.push(next);
+            }
+            if room >= n {
+                return Some(chosen);
+            }
+            excluded.insert(server);
+        }
     }
 
     /// The preemption stage decides which running tasks `task` may evict
@@ -1174,7 +1351,7 @@ impl SlotStage {
         let chosen = placer
             .pick_victim(task, &running, rng)
             .filter(|v| ok.contains(v));
-        self.slots.begin_moves(placer, None, chosen);
+        self.slots.begin_moves(placer, None, chosen.as_slice());
         let chosen = chosen?;
         self.victims_placed += u64::from(chosen != victim);
         Some(chosen)
@@ -1201,58 +1378,90 @@ impl SlotStage {
         Some(task)
     }
 
-    /// Starts `task` in a free slot of `server`, sticky or regular.
+    /// Starts `task` in free slots of `server`, sticky or regular.
     fn start(&mut self, task: Task, server: u32, now: SimTime, sticky: bool) -> SlotAction {
+        let n = slots_of(&task);
         if sticky {
-            self.sticky_used += 1;
+            self.sticky_used += n;
             self.sticky_starts += 1;
             if task.evictions > 0 {
                 self.sticky_starts_evicted += 1;
             }
         } else {
-            self.regular_used += 1;
+            self.regular_used += n;
         }
         let mode = Run {
             take: true,
             sticky,
             evictable: self.policy.evictable(sticky),
         };
-        self.slots.run(task.id, task.priority, server, now, mode);
+        self.slots.run(task.id, task.priority, server, now, n, mode);
         SlotAction::Dispatch {
             task,
             server: self.slots.servers[server as usize].id,
         }
     }
 
-    /// Evicts `victim` and starts `task` in its slot (§6.2.3.3).
+    /// Evicts `victims` (the first the rule's pick, all on its server) and
+    /// starts `task` in their slots, taking free ones there for what they
+    /// leave short and freeing what they hold beyond its need (§6.2.3.3).
     fn preempt(
         &mut self,
         task: Task,
-        victim: TaskId,
+        victims: Vec<TaskId>,
         now: SimTime,
         placer: Option<&mut (dyn SlotPlacer + '_)>,
         rng: &mut ActorRng,
     ) -> Option<SlotAction> {
-        let v = self.slots.evict(victim)?;
-        self.preempted.insert(victim);
-        self.preemptions += 1;
-        if v.priority == 0 {
-            self.preemptions_class0 += 1;
+        let first = *victims.first()?;
+        let server = self.slots.running.get(&first)?.server;
+        if victims
+            .iter()
+            .any(|v| self.slots.running.get(v).is_none_or(|r| r.server != server))
+        {
+            return None;
         }
+        let mut held = 0;
+        let mut first_priority = 0;
+        for &victim in &victims {
+            let v = self.slots.evict(victim)?;
+            self.preempted.insert(victim);
+            self.preemptions += 1;
+            if v.priority == 0 {
+                self.preemptions_class0 += 1;
+            }
+            if victim == first {
+                first_priority = v.priority;
+            }
+            held += v.slots;
+            if v.sticky {
+                self.sticky_used -= v.slots;
+            } else {
+                self.regular_used -= v.slots;
+            }
+        }
+        let n = slots_of(&task);
+        if held > n {
+            self.slots.free_slot(server, held - n);
+        } else if n > held {
+            self.slots.take_slot(server, n - held);
+        }
+        self.regular_used += n;
         if let Some(p) = placer {
-            p.started(&task, v.server, Some(victim), now, rng);
+            p.started(&task, server, &victims, now, rng);
         }
         let mode = Run {
             take: false,
             sticky: false,
             evictable: self.policy.evictable(false),
         };
-        self.slots.run(task.id, task.priority, v.server, now, mode);
+        self.slots.run(task.id, task.priority, server, now, n, mode);
         Some(SlotAction::Preempt {
-            victim,
-            victim_priority: v.priority,
+            victim: first,
+            victim_priority: first_priority,
             task,
-            server: self.slots.servers[v.server as usize].id,
+            server: self.slots.servers[server as usize].id,
+            also: victims[1..].to_vec(),
         })
     }
 
@@ -1335,7 +1544,7 @@ mod tests {
             First.choose(task, candidates, rng)
         }
 
-        fn started(&mut self, _: &Task, _: u32, _: Option<TaskId>, _: SimTime, _: &mut ActorRng) {}
+        fn started(&mut self, _: &Task, _: u32, _: &[TaskId], _: SimTime, _: &mut ActorRng) {}
 
         fn scores_victims(&self, _: &Task) -> bool {
             true
@@ -1411,7 +1620,7 @@ mod tests {
             (0..64).find(|&i| candidates(i))
         }
 
-        fn started(&mut self, _: &Task, _: u32, _: Option<TaskId>, _: SimTime, _: &mut ActorRng) {}
+        fn started(&mut self, _: &Task, _: u32, _: &[TaskId], _: SimTime, _: &mut ActorRng) {}
     }
 
     pub(super) fn victim_of(actions: &[SlotAction]) -> Option<TaskId> {
@@ -1441,7 +1650,7 @@ mod tests {
             First.choose(task, candidates, rng)
         }
 
-        fn started(&mut self, _: &Task, _: u32, _: Option<TaskId>, _: SimTime, _: &mut ActorRng) {}
+        fn started(&mut self, _: &Task, _: u32, _: &[TaskId], _: SimTime, _: &mut ActorRng) {}
 
         fn take_moves(&mut self) -> Vec<(TaskId, u32)> {
             std::mem::take(&mut self.moves)
@@ -1608,8 +1817,8 @@ mod tests {
             (0..2).find(|&i| ok(i) && i != self.refused)
         }
 
-        fn started(&mut self, t: &Task, at: u32, v: Option<TaskId>, _: SimTime, _: &mut ActorRng) {
-            self.started.push((t.id, at, v));
+        fn started(&mut self, t: &Task, at: u32, v: &[TaskId], _: SimTime, _: &mut ActorRng) {
+            self.started.push((t.id, at, v.first().copied()));
         }
 
         fn gates_victims(&self, _: &Task) -> bool {
