@@ -344,8 +344,8 @@ fn unit_starts(o: &Outcome) -> std::collections::BTreeMap<(u64, u64), Vec<String
 
 /// Under each slot stage (docs/scheduler.md, "Distributed runs under a
 /// slot stage"), on hosts of four slots crowded by a tenant of a higher
-/// priority class: every run starts whole on distinct hosts, one slot a
-/// unit; a unit evicted for a higher class (or killed for a primary
+/// priority class: every run starts whole on distinct hosts, each unit on
+/// a slot per core (two of its host's four, issue 39); a unit evicted for a higher class (or killed for a primary
 /// tenant) stops its run, which starts again whole; no task is lost, the
 /// servers never get more tasks than slots (the run would stop with an
 /// invariant error), and 1 and 3 partitions agree (issue 22).
@@ -365,7 +365,7 @@ fn every_slot_stage_starts_runs_whole_and_reruns_an_evicted_run() {
                     if slots == "hybrid" { 8 } else { 0 }
                 ),
                 "server_types.0.slots=4".to_string(),
-                "workload.unit_cores=4".to_string(),
+                "workload.unit_cores=2".to_string(),
                 "tenants.1.priority=5".to_string(),
                 "tenants.1.arrivals.rate_per_s=0.2".to_string(),
             ];

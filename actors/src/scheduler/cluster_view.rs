@@ -100,6 +100,20 @@ impl ServerSlots {
 }
 
 impl ClusterView {
+    /// Whether at least `hosts` servers could each hold `cores` now if
+    /// none of the scheduler's tasks ran there: within their slots and
+    /// within the room their primary tenant's use and reserve leave
+    /// ([`ServerSlots::primary_room`]). Where this is false no departure
+    /// can make room ([`super::admission::Attempt::TooLarge`]).
+    pub fn could_hold(&self, cores: u32, hosts: usize) -> bool {
+        self.servers
+            .iter()
+            .filter(|s| cores <= s.slots.min(s.primary_room))
+            .take(hosts)
+            .count()
+            >= hosts
+    }
+
     /// A view of `servers`; with `hardware_contention`, each server's
     /// interference state weighs caused scores by how its hardware passes
     /// contention on ([`crate::server::pressure_weights`] at full slots),
@@ -510,5 +524,33 @@ mod tests {
             counts.iter().all(|&c| (400..600).contains(&c)),
             "{counts:?}"
         );
+    }
+
+    /// A task wider than every server, or than what every primary tenant
+    /// leaves, could not be held however many tasks left; one within a
+    /// server's room could, even while that server is full.
+    #[test]
+    fn could_hold_bounds_by_slots_and_the_primary_tenants_room() {
+        let mut view = ClusterView::new(&specs(&[(1, 12), (2, 4), (3, 4)]), false);
+        view.set_primary_aware();
+        assert!(view.could_hold(12, 1) && !view.could_hold(13, 1));
+        assert!(view.could_hold(4, 3) && !view.could_hold(5, 2));
+        let report = |primary_cores, reserve_cores| ServerReport {
+            free_slots: 0,
+            running: 0,
+            busy_cores: primary_cores,
+            cores: 12,
+            primary_cores,
+            reserve_cores,
+            memory_used_mb: 0,
+            memory_mb: 1 << 20,
+        };
+        view.record_report(ActorId(1), report(2, 4));
+        assert!(view.could_hold(6, 1), "12 cores less 2 used and 4 kept");
+        assert!(!view.could_hold(7, 1), "no server leaves 7 now");
+        view.take(0, 6, 0);
+        assert!(view.could_hold(6, 1), "a full server's room still counts");
+        view.record_report(ActorId(1), report(0, 0));
+        assert!(view.could_hold(12, 1), "the primary tenant let go");
     }
 }

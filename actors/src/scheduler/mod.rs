@@ -377,6 +377,10 @@ impl SlotPlacer for CorePlacer<'_> {
         self.anneal.is_some()
     }
 
+    fn could_hold(&self, slots: u32, hosts: usize) -> bool {
+        self.core.cluster.could_hold(slots, hosts)
+    }
+
     /// Frees what `task` was booked on `server` (view, flows, the energy
     /// stage's ledger) and drops its notices: the switches never hear of
     /// it.
@@ -1169,15 +1173,11 @@ impl Scheduler {
                     return Ok(());
                 }
                 if task.dist.is_some() {
-                    let mut task = task;
                     // a run queues as its unit 0 once complete (gang.rs);
                     // its units are not profiled (their application is
                     // in the distributed catalog, ASPLOS'16, not Paragon's);
-                    // under a slot stage each unit is a task of one slot
-                    // (thesis §6.2.3.1, `preemption/gang.rs`)
-                    if self.slots.is_some() {
-                        task.cores = 1;
-                    }
+                    // under a slot stage each unit takes a slot per core
+                    // (`preemption/gang.rs`)
                     // `annealing` under a slot stage profiles the run's
                     // application (ASPLOS'16 §5.1) and the run joins the
                     // slot stage's queue once complete and profiled
@@ -1620,7 +1620,7 @@ impl Scheduler {
                     None => stage.try_start(task, allowed, now, rng, &mut placer),
                 };
                 let Some(action) = action else {
-                    return Ok(Attempt::NoRoom);
+                    return Ok(core.refusal(task));
                 };
                 let pool = placer.pool;
                 actions.push(action);
@@ -1700,7 +1700,7 @@ impl Scheduler {
                 let Some((servers, pool)) =
                     start_run_placed(&mut placer, &units, &admits, now, ctx.rng())
                 else {
-                    return Ok(Attempt::NoRoom);
+                    return Ok(core.refusal(task));
                 };
                 runs.push(units.into_iter().zip(servers).collect());
                 return Ok(Attempt::Placed { pool });
@@ -1713,7 +1713,7 @@ impl Scheduler {
             let room: Vec<bool> = (0..cluster.servers().len() as u32).map(room).collect();
             let mut placer = CorePlacer::new(&mut *core, energy.as_deref_mut(), scope.strict);
             let Some(server) = placer.choose(task, &|i| room[i as usize], ctx.rng()) else {
-                return Ok(Attempt::NoRoom);
+                return Ok(core.refusal(task));
             };
             placer.started(task, server, &[], now, ctx.rng());
             let pool = placer.pool;
@@ -2264,6 +2264,22 @@ impl Core {
         self.pool_counts.free[pool] += u32::from(free);
     }
 
+    /// Why `task` (with its run's other units, if it is a run's unit 0)
+    /// was not placed: [`Attempt::TooLarge`] if no server, or too few for
+    /// a run's distinct hosts, could hold it even with none of the
+    /// scheduler's tasks on them; else [`Attempt::NoRoom`].
+    fn refusal(&self, task: &Task) -> Attempt {
+        let rest = self.gangs.rest(task.id).unwrap_or_default();
+        let widest = rest.iter().chain([task]).map(|t| t.cores).max();
+        match self
+            .cluster
+            .could_hold(widest.unwrap_or(task.cores), 1 + rest.len())
+        {
+            true => Attempt::NoRoom,
+            false => Attempt::TooLarge,
+        }
+    }
+
     /// One placement attempt for `task` on servers of the `allowed` pools.
     fn try_place(
         &mut self,
@@ -2278,7 +2294,7 @@ impl Core {
             scope.pools.map(<[usize]>::to_vec).unwrap_or_default(),
         );
         if self.no_room.get(&task.id) == Some(&attempt) {
-            return Ok(Attempt::NoRoom);
+            return Ok(self.refusal(task));
         }
         if let Some(rest) = self.gangs.rest(task.id) {
             let rest = rest.to_vec();
@@ -2309,7 +2325,7 @@ impl Core {
         let Some(choice) = choice.filter(|c| !scope.strict || self.appropriate(&req, c)) else {
             self.no_room.insert(task.id, attempt);
             self.send_orders(ctx, orders, moves, latency, None)?;
-            return Ok(Attempt::NoRoom);
+            return Ok(self.refusal(task));
         };
         if self.send_orders(ctx, orders, moves, latency, None)? {
             latency = 0;
@@ -2433,7 +2449,7 @@ impl Core {
                 }
                 self.decision_us.push(started.elapsed().as_secs_f64() * 1e6);
                 self.no_room.insert(first.id, attempt);
-                return Ok(Attempt::NoRoom);
+                return Ok(self.refusal(first));
             };
             self.occupy(unit, choice, now);
             booked.push((k, choice));

@@ -95,6 +95,25 @@ use crate::task::{Task, TaskId};
 use super::fifo::place_in_order;
 use super::{Admission, Attempt, PlaceFn, PoolState, Scope};
 
+/// What offering a waiting application to the servers made of it
+/// ([`Arq::schedule`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Offer {
+    /// Placed in this pool.
+    Placed(usize),
+    /// Not placed: it blocks the rest of its queue (head-of-line).
+    Wait,
+    /// Not placed, and no departure can make room for it
+    /// ([`Attempt::TooLarge`]): the ones behind it are offered.
+    Pass,
+}
+
+impl From<Option<usize>> for Offer {
+    fn from(pool: Option<usize>) -> Self {
+        pool.map_or(Offer::Wait, Offer::Placed)
+    }
+}
+
 /// Number of evenly spaced points of `[0, B]` on which the switching time is
 /// chosen.
 pub const SWITCH_GRID: usize = 64;
@@ -630,10 +649,11 @@ impl Arq {
     /// places it and returns the pool used, or returns `None`, which blocks
     /// the rest of that queue (but not the queues below). Returns the placed
     /// keys in order. A placement in a pool above the application's queue
-    /// counts as a diversion up.
-    pub fn schedule(
+    /// counts as a diversion up. [`Offer::Pass`] leaves the application in
+    /// its place without blocking the ones behind it.
+    pub fn schedule<O: Into<Offer>>(
         &mut self,
-        mut try_place: impl FnMut(u64, &[usize]) -> Option<usize>,
+        mut try_place: impl FnMut(u64, &[usize]) -> O,
     ) -> Vec<u64> {
         let mut placed = Vec::new();
         let mut allowed = Vec::with_capacity(self.classes());
@@ -662,8 +682,10 @@ impl Arq {
             };
             for i in positions {
                 let key = self.queues[q][i].w.key;
-                let Some(pool) = try_place(key, &allowed) else {
-                    break;
+                let pool = match try_place(key, &allowed).into() {
+                    Offer::Placed(pool) => pool,
+                    Offer::Pass => continue,
+                    Offer::Wait => break,
                 };
                 debug_assert!(allowed.contains(&pool), "pool {pool} not offered");
                 taken.push(i);
@@ -798,9 +820,11 @@ impl Admission for ArqAdmission {
         let homes = &self.homes;
         let keys = self.arq.schedule(|key, allowed| {
             if failure.is_some() {
-                return None;
+                return Offer::Wait;
             }
-            let (task, arrived) = tasks.get(&key)?;
+            let Some((task, arrived)) = tasks.get(&key) else {
+                return Offer::Wait;
+            };
             // In its own queue (the first of `allowed` is its current one) an
             // application waits for an appropriate server of its pool or of
             // the empty queues' pools above. Once its switching time has sent
@@ -818,12 +842,13 @@ impl Admission for ArqAdmission {
                 true => Scope::ANY,
             };
             match place(task, *arrived, scope) {
-                Ok(Attempt::Placed { .. }) if diverted => Some(current),
-                Ok(Attempt::Placed { pool }) => Some(pool),
-                Ok(Attempt::NoRoom) => None,
+                Ok(Attempt::Placed { .. }) if diverted => Offer::Placed(current),
+                Ok(Attempt::Placed { pool }) => Offer::Placed(pool),
+                Ok(Attempt::NoRoom) => Offer::Wait,
+                Ok(Attempt::TooLarge) => Offer::Pass,
                 Err(e) => {
                     failure = Some(e);
-                    None
+                    Offer::Wait
                 }
             }
         });
@@ -1292,6 +1317,29 @@ mod tests {
         assert_eq!(tried, [2, 3, 4]);
         assert_eq!(placed, [2, 3]);
         assert_eq!(a.get(1).unwrap().queue, 5);
+    }
+
+    #[test]
+    fn an_application_no_server_could_hold_is_passed_not_waited_on() {
+        let mut a = arq();
+        for key in 1..=4 {
+            put(&mut a, key, 5, 10, 0);
+        }
+        let mut tried = Vec::new();
+        let placed = a.schedule(|key, p| {
+            tried.push(key);
+            match key {
+                2 => Offer::Pass,
+                4 => Offer::Wait,
+                _ => Offer::Placed(p[0]),
+            }
+        });
+        // 2 is passed and keeps its place; 4 blocks what would follow
+        assert_eq!(tried, [1, 2, 3, 4]);
+        assert_eq!(placed, [1, 3]);
+        assert_eq!(a.get(2).unwrap().queue, 5);
+        let placed = a.schedule(|key, p| (key == 2).then_some(p[0]));
+        assert_eq!(placed, [2], "it is first again once it can be held");
     }
 
     #[test]

@@ -12,23 +12,26 @@ use crate::task::Task;
 use super::{Admission, Attempt, PlaceFn, PoolState, Scope};
 
 /// Places the tasks of `queue` in order, on any server, until one finds no
-/// room (it then blocks the rest).
+/// room (it then blocks the rest); one no server could hold
+/// ([`Attempt::TooLarge`]) keeps its place and is passed.
 pub(super) fn place_in_order(
     queue: &mut VecDeque<(Task, SimTime)>,
     place: &mut PlaceFn<'_>,
 ) -> Result<(), ModelError> {
-    while let Some((task, arrived)) = queue.front() {
+    let mut i = 0;
+    while let Some((task, arrived)) = queue.get(i) {
         match place(task, *arrived, Scope::ANY)? {
             Attempt::Placed { .. } => {
-                queue.pop_front();
+                queue.remove(i);
             }
+            Attempt::TooLarge => i += 1,
             Attempt::NoRoom => break,
         }
     }
     Ok(())
 }
 
-/// One queue; the head blocks the rest.
+/// One queue; the head blocks the rest (unless no server could hold it).
 #[derive(Default)]
 pub struct Fifo {
     queue: VecDeque<(Task, SimTime)>,
@@ -69,4 +72,37 @@ impl Admission for Fifo {
     }
 
     fn finish(&self, _: &mut Metrics) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::ActorId;
+
+    /// The head that finds no room blocks the queue; one no server could
+    /// hold is passed and keeps its place at the head.
+    #[test]
+    fn the_head_blocks_unless_no_server_could_hold_it() {
+        let mut fifo = Fifo::default();
+        let pools = PoolState {
+            busy: vec![0],
+            free: vec![0],
+        };
+        for id in 1..=4 {
+            fifo.enqueue(Task::new(id, ActorId(1), 0, 1), 0, None, 0, 0, &pools);
+        }
+        let mut tried = Vec::new();
+        let mut place = |t: &Task, _: SimTime, _: Scope<'_>| {
+            tried.push(t.id);
+            Ok(match t.id {
+                1 => Attempt::TooLarge,
+                3 => Attempt::NoRoom,
+                _ => Attempt::Placed { pool: 0 },
+            })
+        };
+        fifo.schedule(0, &pools, &mut place).unwrap();
+        assert_eq!(tried, [1, 2, 3]);
+        let left: Vec<_> = fifo.queue.iter().map(|(t, _)| t.id).collect();
+        assert_eq!(left, [1, 3, 4]);
+    }
 }

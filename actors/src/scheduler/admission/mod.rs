@@ -26,8 +26,16 @@ use crate::task::Task;
 pub enum Attempt {
     /// Dispatched to a server of this ARQ pool (pool 0 without ARQ).
     Placed { pool: usize },
-    /// No server it may use has room now.
+    /// No server it may use has room now: it holds the head of its queue.
     NoRoom,
+    /// No server could hold it now even if none of the scheduler's tasks
+    /// ran there (its cores exceed every server's slots, or what a primary
+    /// tenant's use and reserve leave, harvesting §5.3): no departure can
+    /// make room for it, so it waits without holding the head of its
+    /// queue, and the tasks behind it are offered (Borg and YARN pass a
+    /// request no machine can take; a head that blocks on it blocks for as
+    /// long as the primary tenant keeps its cores).
+    TooLarge,
 }
 
 /// What the scheduler knows about the servers, for admission decisions.

@@ -52,6 +52,7 @@ pub use registry::build;
 use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound::{Excluded, Unbounded};
 
 use dcemu_topology::SimTime;
 use rand::RngCore;
@@ -196,6 +197,16 @@ pub trait SlotPlacer {
         _rng: &mut ActorRng,
     ) -> Option<Vec<u32>> {
         None
+    }
+
+    /// Whether at least `hosts` servers could each give `slots` slots now
+    /// if none of the scheduler's tasks held them: within what a primary
+    /// tenant's use and reserve leave (harvesting §5.3). A task for which
+    /// this is false is passed in the queue rather than holding its head
+    /// ([`SlotStage::could_hold`]). The default bounds nothing beyond the
+    /// stage's own slots.
+    fn could_hold(&self, _slots: u32, _hosts: usize) -> bool {
+        true
     }
 
     /// Whether the placement chooses a run's hosts jointly
@@ -1069,13 +1080,16 @@ impl SlotStage {
         let mut out = Vec::new();
         // Sticky phase (HYBRID phase I, §9.2.1): first arrivals first,
         // whatever their priority, while a sticky slot is left; runs start
-        // in phase II only (`gang.rs`).
+        // in phase II only (`gang.rs`). A task more sticky slots than the
+        // pool has, or one no server could hold (`could_hold`), is passed.
+        let mut passed: BTreeSet<TaskId> = BTreeSet::new();
         while self.sticky_free(1) && self.slots.free_total > 0 {
             let policy = &self.policy;
             let tasks = &self.tasks;
             let gangs = &self.gang_rest;
             let Some(&(_, id)) = self.by_arrival.iter().find(|(_, id)| {
                 !gangs.contains_key(id)
+                    && !passed.contains(id)
                     && tasks
                         .get(id)
                         .is_some_and(|task| policy.sticky_admits(task, now))
@@ -1083,6 +1097,10 @@ impl SlotStage {
                 break;
             };
             let n = self.tasks.get(&id).map_or(1, slots_of);
+            if n > self.sticky_cap {
+                passed.insert(id);
+                continue;
+            }
             if !self.sticky_free(n) {
                 break;
             }
@@ -1090,7 +1108,13 @@ impl SlotStage {
                 None => self.slots.random_room(None, n, rng),
                 Some(p) => self.place_queued(p, id, None, rng),
             };
-            let Some(server) = server else { break };
+            let Some(server) = server else {
+                if self.could_hold(id, placer.as_deref()) {
+                    break;
+                }
+                passed.insert(id);
+                continue;
+            };
             let Some(task) = self.take(id) else { break };
             if let Some(p) = placer.as_deref_mut() {
                 p.started(&task, server, &[], now, rng);
@@ -1098,44 +1122,91 @@ impl SlotStage {
             out.push(self.start(task, server, now, true));
         }
         // Priority order onto the regular slots, evicting when none is free
-        // (§6.2.3.2, §6.2.3.3; HYBRID phase II).
-        while let Some(&(_, _, id)) = self.by_priority.first() {
+        // (§6.2.3.2, §6.2.3.3; HYBRID phase II). A task that gets no slot
+        // holds the head, unless no server could ever give it its slots
+        // now: then it is passed (`could_hold`).
+        let mut passed: Option<(Reverse<u8>, SimTime, TaskId)> = None;
+        'queue: loop {
+            let next = match passed {
+                None => self.by_priority.first(),
+                Some(key) => self.by_priority.range((Excluded(key), Unbounded)).next(),
+            };
+            let Some(&key) = next else { break };
+            let id = key.2;
             let Some((class, n)) = self.tasks.get(&id).map(|t| (t.priority, slots_of(t))) else {
                 break;
             };
-            if self.gang_rest.contains_key(&id) {
-                match self.start_queued_gang(id, now, placer.as_deref_mut(), rng) {
-                    Some(action) => {
-                        out.push(action);
-                        continue;
+            'attempt: {
+                if self.gang_rest.contains_key(&id) {
+                    match self.start_queued_gang(id, now, placer.as_deref_mut(), rng) {
+                        Some(action) => {
+                            out.push(action);
+                            continue 'queue;
+                        }
+                        None => break 'attempt,
                     }
-                    None => break,
                 }
-            }
-            // A free slot the placement accepts, else a victim's: slots the
-            // placement refuses (a primary tenant's room, Paragon's
-            // constraints) are not free to this task.
-            if self.regular_free(n) && self.slots.free_total >= n {
-                let level = match self.tasks.get(&id) {
-                    Some(task) => self.level_for(task, None),
-                    None => None,
-                };
-                let server = match placer.as_deref_mut() {
-                    None => self.slots.random_room(level, n, rng),
-                    Some(p) => self.place_queued(p, id, level, rng),
-                };
-                if let Some(server) = server {
-                    let Some(task) = self.take(id) else { break };
-                    if let Some(p) = placer.as_deref_mut() {
-                        p.started(&task, server, &[], now, rng);
+                // A free slot the placement accepts, else a victim's: slots the
+                // placement refuses (a primary tenant's room, Paragon's
+                // constraints) are not free to this task.
+                if self.regular_free(n) && self.slots.free_total >= n {
+                    let level = match self.tasks.get(&id) {
+                        Some(task) => self.level_for(task, None),
+                        None => None,
+                    };
+                    let server = match placer.as_deref_mut() {
+                        None => self.slots.random_room(level, n, rng),
+                        Some(p) => self.place_queued(p, id, level, rng),
+                    };
+                    if let Some(server) = server {
+                        let Some(task) = self.take(id) else {
+                            break 'queue;
+                        };
+                        if let Some(p) = placer.as_deref_mut() {
+                            p.started(&task, server, &[], now, rng);
+                        }
+                        out.push(self.start(task, server, now, false));
+                        continue 'queue;
                     }
-                    out.push(self.start(task, server, now, false));
-                    continue;
                 }
-            }
-            if n > 1 {
-                let victims = match (placer.as_deref_mut(), self.tasks.get(&id)) {
-                    (Some(p), Some(task)) if p.gates_victims(task) => {
+                if n > 1 {
+                    let victims = match (placer.as_deref_mut(), self.tasks.get(&id)) {
+                        (Some(p), Some(task)) if p.gates_victims(task) => {
+                            let cell = RefCell::new(p);
+                            let fits = |server: u32, v: TaskId| {
+                                cell.borrow_mut().victim_fits(task, server, v)
+                            };
+                            let scope = Scope {
+                                servers: None,
+                                victims: Some(&fits),
+                            };
+                            self.victims_for(task, scope, rng)
+                        }
+                        (_, Some(task)) => self.victims_for(task, Scope::default(), rng),
+                        (_, None) => None,
+                    };
+                    let Some(victims) = victims else {
+                        break 'attempt;
+                    };
+                    let Some(task) = self.take(id) else {
+                        break 'queue;
+                    };
+                    let Some(action) = self.preempt(task, victims, now, placer.as_deref_mut(), rng)
+                    else {
+                        break 'attempt;
+                    };
+                    out.push(action);
+                    continue 'queue;
+                }
+                let (gated, scores) = match (placer.as_deref(), self.tasks.get(&id)) {
+                    (Some(p), Some(t)) => (p.gates_victims(t), p.scores_victims(t)),
+                    _ => (false, false),
+                };
+                let victims = match placer.as_deref_mut() {
+                    Some(p) if gated => {
+                        let Some(task) = self.tasks.get(&id) else {
+                            break 'attempt;
+                        };
                         let cell = RefCell::new(p);
                         let fits =
                             |server: u32, v: TaskId| cell.borrow_mut().victim_fits(task, server, v);
@@ -1143,59 +1214,56 @@ impl SlotStage {
                             servers: None,
                             victims: Some(&fits),
                         };
-                        self.victims_for(task, scope, rng)
+                        self.victims(class, scope, scores, rng)
                     }
-                    (_, Some(task)) => self.victims_for(task, Scope::default(), rng),
-                    (_, None) => None,
+                    _ => self.victims(class, Scope::default(), scores, rng),
                 };
-                let Some(victims) = victims else { break };
-                let Some(task) = self.take(id) else { break };
-                let Some(action) = self.preempt(task, victims, now, placer.as_deref_mut(), rng)
+                let Some((mut victim, admissible)) = victims else {
+                    break 'attempt;
+                };
+                if scores
+                    && let (Some(p), Some(task)) =
+                        (placer.as_deref_mut(), self.tasks.get(&id).cloned())
+                {
+                    let Some(placed) = self.placed_victim(&task, victim, &admissible, p, rng)
+                    else {
+                        break 'attempt;
+                    };
+                    victim = placed;
+                }
+                let Some(task) = self.take(id) else {
+                    break 'queue;
+                };
+                let Some(action) =
+                    self.preempt(task, vec![victim], now, placer.as_deref_mut(), rng)
                 else {
-                    break;
+                    break 'attempt;
                 };
                 out.push(action);
-                continue;
+                continue 'queue;
             }
-            let (gated, scores) = match (placer.as_deref(), self.tasks.get(&id)) {
-                (Some(p), Some(t)) => (p.gates_victims(t), p.scores_victims(t)),
-                _ => (false, false),
-            };
-            let victims = match placer.as_deref_mut() {
-                Some(p) if gated => {
-                    let Some(task) = self.tasks.get(&id) else {
-                        break;
-                    };
-                    let cell = RefCell::new(p);
-                    let fits =
-                        |server: u32, v: TaskId| cell.borrow_mut().victim_fits(task, server, v);
-                    let scope = Scope {
-                        servers: None,
-                        victims: Some(&fits),
-                    };
-                    self.victims(class, scope, scores, rng)
-                }
-                _ => self.victims(class, Scope::default(), scores, rng),
-            };
-            let Some((mut victim, admissible)) = victims else {
-                break;
-            };
-            if scores
-                && let (Some(p), Some(task)) = (placer.as_deref_mut(), self.tasks.get(&id).cloned())
-            {
-                let Some(placed) = self.placed_victim(&task, victim, &admissible, p, rng) else {
-                    break;
-                };
-                victim = placed;
+            if self.could_hold(id, placer.as_deref()) {
+                break 'queue;
             }
-            let Some(task) = self.take(id) else { break };
-            let Some(action) = self.preempt(task, vec![victim], now, placer.as_deref_mut(), rng)
-            else {
-                break;
-            };
-            out.push(action);
+            passed = Some(key);
         }
         out
+    }
+
+    /// Whether queued task `id` (with its run's other units, if it is a
+    /// run's unit 0) could start if none of the scheduler's tasks held any
+    /// slot: enough servers of its slots count (one per unit) that also
+    /// leave them beside a primary tenant ([`SlotPlacer::could_hold`]).
+    fn could_hold(&self, id: TaskId, placer: Option<&dyn SlotPlacer>) -> bool {
+        let Some(task) = self.tasks.get(&id) else {
+            return true;
+        };
+        let rest = self.gang_rest.get(&id).map_or(&[][..], Vec::as_slice);
+        let n = rest.iter().chain([task]).map(slots_of).max().unwrap_or(1);
+        let hosts = 1 + rest.len();
+        let servers = &self.slots.servers;
+        servers.iter().filter(|s| s.slots >= n).take(hosts).count() >= hosts
+            && placer.is_none_or(|p| p.could_hold(n, hosts))
     }
 
     /// The victim the policy picks for a task of `class` within `scope`

@@ -204,3 +204,73 @@ fn hybrids_sticky_pool_counts_slots() {
     assert_eq!(s.sticky_used, 0);
     assert!(conserved(&s));
 }
+
+/// First fit whose servers leave at most `room` slots beside their primary
+/// tenants, whatever the stage holds there.
+struct Harvested {
+    room: u32,
+}
+
+impl SlotPlacer for Harvested {
+    fn choose(
+        &mut self,
+        task: &Task,
+        candidates: &dyn Fn(u32) -> bool,
+        rng: &mut ActorRng,
+    ) -> Option<u32> {
+        (slots_of(task) <= self.room)
+            .then(|| First.choose(task, candidates, rng))
+            .flatten()
+    }
+
+    fn started(&mut self, _: &Task, _: u32, _: &[TaskId], _: SimTime, _: &mut ActorRng) {}
+
+    fn could_hold(&self, slots: u32, _: usize) -> bool {
+        slots <= self.room
+    }
+}
+
+#[test]
+fn a_head_no_server_could_hold_is_passed_and_one_that_waits_for_room_blocks() {
+    for policy in POLICIES {
+        let mut rng = actor_rng(25, "wide");
+        // more threads than any server has slots: the task behind it starts
+        let mut s = stage(policy, EvictionPolicy::Mrs, &[(4, 1.0), (4, 1.0)]);
+        s.enqueue(wide(1, 10, 0, 8));
+        s.enqueue(task(2, 0, 1));
+        let out = s.schedule(2, &mut rng);
+        assert_eq!(dispatched(&out).len(), 1, "{policy:?}: {out:?}");
+        assert_eq!(dispatched(&out)[0].0, 2, "{policy:?}");
+        assert!(s.tasks.contains_key(&1), "{policy:?}: it keeps its place");
+        assert!(conserved(&s), "{policy:?}");
+    }
+    // a four-thread head on full servers of four slots waits for room and
+    // holds the queue (§6.2.3.2); where the primary tenants leave fewer
+    // than four slots on every server, no departure can make room: passed
+    for (placer_room, behind_starts) in [(4, false), (3, true)] {
+        let mut rng = actor_rng(26, "wide");
+        let mut s = stage(
+            SlotPolicy::Priority,
+            EvictionPolicy::Mrs,
+            &[(4, 1.0), (4, 1.0)],
+        );
+        let mut placer = Harvested { room: placer_room };
+        for id in 0..7 {
+            s.enqueue(task(id, 10, id));
+        }
+        assert_eq!(
+            dispatched(&s.schedule_placed(7, &mut rng, Some(&mut placer))).len(),
+            7
+        );
+        s.enqueue(wide(20, 10, 8, 4));
+        s.enqueue(task(21, 0, 9));
+        let out = s.schedule_placed(10, &mut rng, Some(&mut placer));
+        let started: Vec<_> = dispatched(&out).iter().map(|d| d.0).collect();
+        match behind_starts {
+            true => assert_eq!(started, [21], "room {placer_room}"),
+            false => assert!(started.is_empty(), "room {placer_room}: {out:?}"),
+        }
+        assert!(s.tasks.contains_key(&20));
+        assert!(conserved(&s));
+    }
+}
