@@ -148,7 +148,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<(), Failure> {
             .join(format!("{}-s{}", scenario.run.name, scenario.run.seed))
     });
     let staging = Staging::create(&out, args.force).map_err(|e| match e {
-        WriteError::Exists(_) => Failure::input(e.to_string()),
+        WriteError::Exists(_) | WriteError::ExistsIncomplete(..) => Failure::input(e.to_string()),
         other => Failure::run(other.to_string()),
     })?;
     let opts = CoordinatorOptions {

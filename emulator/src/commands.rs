@@ -100,11 +100,29 @@ pub fn logs(args: LogsArgs) -> Result<(), CommandError> {
         format,
         width,
     );
+    let mut matched: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     let result = printer
         .header()
         .map_err(StreamError::Sink)
-        .and_then(|()| logs::stream(&args.dir, &filter, |e| printer.event(&e).map(|()| true)))
+        .and_then(|()| {
+            logs::stream(&args.dir, &filter, |e| {
+                if !matched.contains(e.kind) {
+                    matched.insert(e.kind.to_string());
+                }
+                printer.event(&e).map(|()| true)
+            })
+        })
         .and_then(|_| printer.flush().map_err(StreamError::Sink));
+    let unmatched: Vec<String> = filter
+        .kinds
+        .iter()
+        .filter(|k| !matched.contains(*k))
+        .cloned()
+        .collect();
+    let result = match result {
+        Ok(()) if !unmatched.is_empty() => logs::check_kinds(&args.dir, &unmatched),
+        other => other,
+    };
     match result {
         Ok(()) => Ok(()),
         // A closed pipe (`| head`) is the reader's choice, not a failure.
@@ -201,12 +219,25 @@ pub fn report_cmd(args: ReportArgs) -> Result<(), CommandError> {
             CommandError::failed(e.to_string())
         }
     };
-    let runs = args
+    let mut seen: Vec<(std::path::PathBuf, &std::path::PathBuf)> = Vec::new();
+    for d in &args.dirs {
+        let canonical = std::fs::canonicalize(d).unwrap_or_else(|_| d.clone());
+        if let Some((_, first)) = seen.iter().find(|(c, _)| *c == canonical) {
+            return Err(CommandError::input(format!(
+                "{} and {} are the same results directory: name each run once",
+                first.display(),
+                d.display()
+            )));
+        }
+        seen.push((canonical, d));
+    }
+    let mut runs = args
         .dirs
         .iter()
         .map(|d| report::load_run(d))
         .collect::<Result<Vec<_>, _>>()
         .map_err(err)?;
+    report::label_runs(&mut runs);
     let written = report::build(&runs, &args.out).map_err(err)?;
     println!(
         "report: {} ({} plots; skipped: {})",

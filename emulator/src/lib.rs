@@ -21,3 +21,4 @@ pub mod reproduce;
 pub mod results;
 pub mod run;
 pub mod scenario;
+pub mod suggest;

@@ -27,6 +27,18 @@ pub const ACTOR_DIR: &str = "actors";
 /// Why the logs could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum LogsError {
+    #[error("{} does not exist (a results directory of `dcemu run` was expected)", .0.display())]
+    NoDir(PathBuf),
+    #[error(
+        "no event of kind {kind:?} in {}{hint}; its logs hold: {}",
+        .dir.display(), .kinds.join(", ")
+    )]
+    NoSuchKind {
+        dir: PathBuf,
+        kind: String,
+        hint: String,
+        kinds: Vec<String>,
+    },
     #[error(
         "{0} has no actor logs (no {ACTOR_DIR}/ directory; was the run made with output.actor_logs = false?)"
     )]
@@ -59,6 +71,28 @@ impl LogsError {
     /// machine's (1).
     pub fn is_bad_input(&self) -> bool {
         !matches!(self, LogsError::Io { .. })
+    }
+}
+
+/// Each of `kinds` that no event of `dir`'s logs has: an error naming the
+/// first, the nearest existing kind and every kind there is (a scan of
+/// every log; called only when a kind asked for matched nothing).
+pub fn check_kinds(dir: &Path, kinds: &[String]) -> Result<(), StreamError> {
+    let mut present = std::collections::BTreeSet::new();
+    stream(dir, &Filter::default(), |e| {
+        if !present.contains(e.kind) {
+            present.insert(e.kind.to_string());
+        }
+        Ok(true)
+    })?;
+    match kinds.iter().find(|k| !present.contains(*k)) {
+        None => Ok(()),
+        Some(kind) => Err(StreamError::Logs(LogsError::NoSuchKind {
+            dir: dir.to_path_buf(),
+            kind: kind.clone(),
+            hint: crate::suggest::did_you_mean(kind, present.iter().map(String::as_str)),
+            kinds: present.into_iter().collect(),
+        })),
     }
 }
 
@@ -229,6 +263,9 @@ impl Source {
 
 /// The actor names that have a log in `dir` and that `filter` keeps, sorted.
 pub fn actor_files(dir: &Path, filter: &Filter) -> Result<Vec<(String, PathBuf)>, LogsError> {
+    if !dir.exists() {
+        return Err(LogsError::NoDir(dir.to_path_buf()));
+    }
     let logs = dir.join(ACTOR_DIR);
     let entries = match std::fs::read_dir(&logs) {
         Ok(e) => e,

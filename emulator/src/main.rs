@@ -76,7 +76,8 @@ struct ScenarioArgs {
 struct RunArgs {
     #[command(flatten)]
     scenario: ScenarioArgs,
-    /// Results directory (default: <output.dir>/<run.name>-s<seed>).
+    /// Results directory (default: <output.dir>/<run.name>-s<seed>, then the
+    /// --set overrides, e.g. results/quickstart-s1-scheduler.slots=none).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Replace the results directory if it exists.
@@ -257,11 +258,16 @@ fn validate(args: ScenarioArgs) -> Result<(), Failure> {
 fn run(args: RunArgs) -> Result<(), Failure> {
     let (label, scenario) = load(&args.scenario)?;
     let out = args.out.clone().unwrap_or_else(|| {
-        Path::new(&scenario.output.dir)
-            .join(format!("{}-s{}", scenario.run.name, scenario.run.seed))
+        let sets: Vec<String> = args.scenario.set.iter().map(|o| o.to_string()).collect();
+        dcemu::results::default_dir(
+            Path::new(&scenario.output.dir),
+            &scenario.run.name,
+            scenario.run.seed,
+            &sets,
+        )
     });
     let staging = Staging::create(&out, args.force).map_err(|e| match e {
-        WriteError::Exists(_) => Failure::input(e.to_string()),
+        WriteError::Exists(_) | WriteError::ExistsIncomplete(..) => Failure::input(e.to_string()),
         other => Failure::run(other.to_string()),
     })?;
     let partitions = args.partitions as usize;

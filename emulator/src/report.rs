@@ -12,6 +12,8 @@
 //! a heat map (Paragon Figure 11); and energy, powered devices, evictions and
 //! storage losses as the thesis and the harvesting paper report them.
 
+mod labels;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -85,6 +87,8 @@ const HEADLINE: &[&str] = &[
 #[derive(Debug, Default)]
 pub struct RunData {
     pub label: String,
+    /// Its `scenario.toml`, flattened, for [`label_runs`].
+    pub fields: Option<labels::Fields>,
     pub metrics: serde_json::Map<String, Value>,
     /// `perf_norm` of each finished application, sorted ascending.
     pub perf_norm: Vec<f64>,
@@ -132,11 +136,38 @@ fn bad(path: &Path, message: impl Into<String>) -> ReportError {
     }
 }
 
+/// Names each run by its scenario, seed and what differs between them
+/// ([`labels::labels`]).
+pub fn label_runs(runs: &mut [RunData]) {
+    let named: Vec<(Option<labels::Fields>, String)> = runs
+        .iter_mut()
+        .map(|r| (r.fields.take(), r.label.clone()))
+        .collect();
+    for (run, label) in runs.iter_mut().zip(labels::labels(&named)) {
+        run.label = label;
+    }
+    for (run, (fields, _)) in runs.iter_mut().zip(named) {
+        run.fields = fields;
+    }
+}
+
 /// Reads what the report needs from a results directory.
 pub fn load_run(dir: &Path) -> Result<RunData, ReportError> {
     let label = dir
         .file_name()
         .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into());
+    if !dir.is_dir() {
+        return Err(bad(dir, "no such results directory"));
+    }
+    if let Some(why) = read_text(&dir.join("INCOMPLETE"))? {
+        return Err(bad(
+            dir,
+            format!(
+                "the results of a run that did not finish ({}); a report compares complete runs",
+                why.trim()
+            ),
+        ));
+    }
     let metrics_path = dir.join("metrics.json");
     let metrics = match read_text(&metrics_path)? {
         Some(t) => serde_json::from_str(&t).map_err(|e| bad(&metrics_path, e.to_string()))?,
@@ -147,8 +178,12 @@ pub fn load_run(dir: &Path) -> Result<RunData, ReportError> {
             ));
         }
     };
+    let fields = read_text(&dir.join("scenario.toml"))?
+        .and_then(|t| t.parse::<toml::Table>().ok())
+        .map(|t| labels::flatten(&t));
     let mut run = RunData {
         label,
+        fields,
         metrics,
         ..RunData::default()
     };
@@ -452,12 +487,17 @@ pub(crate) fn bars_plot(
             .filter_map(|r| value(c, r))
             .collect::<Vec<_>>()
     }));
+    // The legend (one row per run, upper right) gets headroom of its own
+    // above the tallest bar, so that it never covers one.
+    let plot_px = f64::from(H) - 2.0 * 12.0 - 40.0;
+    let legend_px = 22.0 * runs.len() as f64 + 16.0;
+    let y_top = y_max / (1.0 - (legend_px / plot_px).min(0.6));
     svg(plot, (W, H), |root| {
         let mut chart = ChartBuilder::on(&root)
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60)
-            .build_cartesian_2d(0f64..categories.len() as f64, 0f64..y_max)
+            .build_cartesian_2d(0f64..categories.len() as f64, 0f64..y_top)
             .map_err(|e| e.to_string())?;
         chart
             .configure_mesh()

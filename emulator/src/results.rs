@@ -109,6 +109,44 @@ fn hash_header(hasher: &mut Sha256, path: &str, len: u64) {
     hasher.update(len.to_le_bytes());
 }
 
+/// The results directory `dcemu run` picks without `--out`:
+/// `<output_dir>/<name>-s<seed>`, followed by the `--set` overrides that
+/// make this run differ from the file (other than `run.seed` and
+/// `run.name`, which the name already carries), so that two policies on
+/// the same scenario and seed land side by side:
+/// `quickstart-s1-scheduler.placement=least-loaded`. Characters a file
+/// name should not hold become `_`; past 80 characters the overrides are
+/// named by a short hash of them instead (`-o1a2b3c4d`).
+pub fn default_dir(output_dir: &Path, name: &str, seed: u64, overrides: &[String]) -> PathBuf {
+    let shown: Vec<&String> = overrides
+        .iter()
+        .filter(|o| !(o.starts_with("run.seed=") || o.starts_with("run.name=")))
+        .collect();
+    let mut dir = format!("{name}-s{seed}");
+    if !shown.is_empty() {
+        let joined = shown
+            .iter()
+            .map(|o| o.as_str())
+            .collect::<Vec<_>>()
+            .join(",");
+        let safe: String = joined
+            .chars()
+            .map(|c| match c {
+                'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '_' | '=' | '-' | ',' | '+' => c,
+                _ => '_',
+            })
+            .collect();
+        if safe.len() <= 80 {
+            dir.push('-');
+            dir.push_str(&safe);
+        } else {
+            let hash = Sha256::digest(joined.as_bytes());
+            dir.push_str(&format!("-o{}", &hex(&hash)[..8]));
+        }
+    }
+    output_dir.join(dir)
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -130,6 +168,12 @@ impl Staging {
     /// Refuses an existing `target` unless `force`; creates the temporary directory.
     pub fn create(target: &Path, force: bool) -> Result<Self, WriteError> {
         if target.exists() && !force {
+            if let Ok(why) = fs::read_to_string(target.join("INCOMPLETE")) {
+                return Err(WriteError::ExistsIncomplete(
+                    target.to_path_buf(),
+                    why.trim().to_string(),
+                ));
+            }
             return Err(WriteError::Exists(target.to_path_buf()));
         }
         let parent = match target.parent() {
@@ -208,22 +252,32 @@ impl Staging {
 impl Staging {
     /// Moves what a failed run left (e.g. partial logs) into place with a
     /// file `INCOMPLETE` saying why, and no `digest`, so it cannot pass for
-    /// a complete results directory. An existing directory is never
-    /// replaced by an incomplete one: the files then go to `<target>.incomplete`.
+    /// a complete results directory. With `force` it replaces whatever is
+    /// at the target, complete or not, as a complete run would. Without,
+    /// an existing directory (one that appeared while the run went on) is
+    /// never replaced: the files then go to `<target>.incomplete`,
+    /// replacing an older one of that name.
     pub fn mark_incomplete(mut self, reason: &str) -> Result<PathBuf, WriteError> {
         write_file(
             &self.tmp.join("INCOMPLETE"),
             format!("this run did not finish: {reason}\n").as_bytes(),
         )?;
-        let mut target = self.target.clone();
+        let target = match self.target.exists() && !self.force {
+            true => self.parent.join(format!("{}.incomplete", self.base)),
+            false => self.target.clone(),
+        };
         if target.exists() {
-            target = self.parent.join(format!("{}.incomplete", self.base));
-            if target.exists() {
-                fs::remove_dir_all(&target).map_err(|e| WriteError::io(&target, e))?;
-            }
+            let old = self
+                .parent
+                .join(format!(".{}.old-{}", self.base, std::process::id()));
+            fs::rename(&target, &old).map_err(|e| WriteError::io(&target, e))?;
+            fs::rename(&self.tmp, &target).map_err(|e| WriteError::io(&target, e))?;
+            self.committed = true;
+            fs::remove_dir_all(&old).map_err(|e| WriteError::io(&old, e))?;
+        } else {
+            fs::rename(&self.tmp, &target).map_err(|e| WriteError::io(&target, e))?;
+            self.committed = true;
         }
-        fs::rename(&self.tmp, &target).map_err(|e| WriteError::io(&target, e))?;
-        self.committed = true;
         Ok(target)
     }
 }
@@ -275,6 +329,11 @@ pub enum WriteError {
         .0.display()
     )]
     Exists(PathBuf),
+    #[error(
+        "results directory {} already exists, from a run that did not finish ({}); use --force to replace it, or --out to choose another",
+        .0.display(), .1
+    )]
+    ExistsIncomplete(PathBuf, String),
     #[error("cannot use {} as a results directory", .0.display())]
     BadPath(PathBuf),
     #[error("cannot write {}: {source}", .path.display())]
@@ -293,6 +352,33 @@ impl WriteError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_directory_names_the_overrides_that_differ() {
+        let out = Path::new("results");
+        let dir = |sets: &[&str]| {
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            default_dir(out, "quickstart", 1, &sets)
+        };
+        assert_eq!(dir(&[]), out.join("quickstart-s1"));
+        assert_eq!(dir(&["run.seed=1"]), out.join("quickstart-s1"));
+        assert_eq!(
+            dir(&["scheduler.placement=least-loaded"]),
+            out.join("quickstart-s1-scheduler.placement=least-loaded")
+        );
+        assert_eq!(
+            dir(&["run.end=2h", "scheduler.external.command=python3 my/p.py"]),
+            out.join("quickstart-s1-run.end=2h,scheduler.external.command=python3_my_p.py")
+        );
+        assert_ne!(
+            dir(&["scheduler.placement=random"]),
+            dir(&["scheduler.placement=best-fit"])
+        );
+        let long = ["tenants.0.arrivals.rate_per_s=0.25"; 4];
+        let hashed = dir(&long).to_string_lossy().into_owned();
+        assert!(hashed.starts_with("results/quickstart-s1-o"), "{hashed}");
+        assert_eq!(hashed.len(), "results/quickstart-s1-o".len() + 8);
+    }
 
     fn bytes(s: &str) -> Content {
         Content::Bytes(s.as_bytes().to_vec())
@@ -378,5 +464,46 @@ mod tests {
             "old results intact"
         );
         assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 1);
+    }
+
+    /// A failed run leaves its files marked `INCOMPLETE`; a rerun without
+    /// `--force` is refused naming why the first failed; one with `--force`
+    /// replaces it whether it fails again or completes, and no
+    /// `.incomplete` sibling appears.
+    #[test]
+    fn force_replaces_an_incomplete_directory_whatever_the_rerun_does() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("t");
+        let failed = |force: bool, why: &str| {
+            let staging = Staging::create(&dir, force).unwrap();
+            fs::write(staging.logs_dir().join("a.jsonl"), why).unwrap();
+            staging.mark_incomplete(why).unwrap()
+        };
+        assert_eq!(failed(false, "first"), dir);
+        let err = Staging::create(&dir, false).unwrap_err();
+        assert!(err.to_string().contains("did not finish"), "{err}");
+        assert!(err.to_string().contains("first"), "{err}");
+        assert_eq!(failed(true, "second"), dir);
+        let why = fs::read_to_string(dir.join("INCOMPLETE")).unwrap();
+        assert!(why.contains("second") && !why.contains("first"), "{why}");
+        commit(&dir, &set(), true).unwrap();
+        assert!(!dir.join("INCOMPLETE").exists());
+        assert_eq!(digest_dir(&dir).unwrap(), set().digest().unwrap());
+        assert_eq!(
+            fs::read_dir(tmp.path()).unwrap().count(),
+            1,
+            "no t.incomplete"
+        );
+        // a directory that appears during a run without --force is kept
+        let staging = Staging::create(&tmp.path().join("u"), false).unwrap();
+        fs::create_dir(tmp.path().join("u")).unwrap();
+        fs::write(tmp.path().join("u/digest"), "theirs").unwrap();
+        let kept = staging.mark_incomplete("late").unwrap();
+        assert_eq!(kept, tmp.path().join("u.incomplete"));
+        assert!(kept.join("INCOMPLETE").exists());
+        assert_eq!(
+            fs::read_to_string(tmp.path().join("u/digest")).unwrap(),
+            "theirs"
+        );
     }
 }

@@ -143,33 +143,83 @@ fn set_and_seed_change_the_scenario_as_run() {
         ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    let as_run =
-        std::fs::read_to_string(tmp.path().join("results/small-s7/scenario.toml")).unwrap();
+    assert!(
+        stdout(&o).is_empty(),
+        "--quiet prints nothing: {}",
+        stdout(&o)
+    );
+    let dir = "results/small-s7-run.end=5m,tenants.0.count=2";
+    let as_run = std::fs::read_to_string(tmp.path().join(dir).join("scenario.toml")).unwrap();
     assert!(
         as_run.contains("seed = 7") && as_run.contains("end = \"5m\""),
         "{as_run}"
     );
     assert!(
         tmp.path()
-            .join("results/small-s7/actors/tenant-w-1.jsonl")
+            .join(dir)
+            .join("actors/tenant-w-1.jsonl")
             .is_file()
     );
-    let again = dcemu(
-        tmp.path(),
-        &[
-            "run",
-            "results/small-s7/scenario.toml",
-            "-q",
-            "--out",
-            "again",
-        ],
-    );
+    let copied = format!("{dir}/scenario.toml");
+    let again = dcemu(tmp.path(), &["run", &copied, "-q", "--out", "again"]);
     assert!(again.status.success(), "{}", stderr(&again));
     assert_eq!(
         std::fs::read_to_string(tmp.path().join("again/digest")).unwrap(),
-        std::fs::read_to_string(tmp.path().join("results/small-s7/digest")).unwrap(),
+        std::fs::read_to_string(tmp.path().join(dir).join("digest")).unwrap(),
         "the scenario as run reproduces the run"
     );
+}
+
+/// Issue 40 item 5: the same scenario and seed under two placements, one
+/// after the other and without `--out`, land in two directories named by
+/// what differs, each printed.
+#[test]
+fn runs_that_differ_by_their_overrides_get_directories_of_their_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = scenario(tmp.path(), "small.toml", SMALL);
+    for placement in ["random", "best-fit"] {
+        let set = format!("scheduler.placement={placement}");
+        let o = dcemu(tmp.path(), &["run", &path, "--set", &set]);
+        assert!(o.status.success(), "{placement}: {}", stderr(&o));
+        let dir = format!("results/small-s1-{set}");
+        assert!(stdout(&o).contains(&dir), "{}", stdout(&o));
+        assert!(tmp.path().join(&dir).join("digest").is_file());
+    }
+    let o = dcemu(tmp.path(), &["run", &path, "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(tmp.path().join("results/small-s1/digest").is_file());
+}
+
+/// Issue 40 item 4: a failed run leaves its results marked `INCOMPLETE`;
+/// a rerun without `--force` is refused saying so, and `--force` replaces
+/// the directory whether the rerun fails again or completes, without a
+/// `.incomplete` sibling.
+#[test]
+fn force_replaces_the_results_of_a_failed_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let failing =
+        format!("{SMALL}\n[scheduler.external]\ncommand = [\"sh\", \"-c\", \"exit 3\"]\n");
+    let bad = scenario(tmp.path(), "bad.toml", &failing);
+    let good = scenario(tmp.path(), "small.toml", SMALL);
+    let o = dcemu(tmp.path(), &["run", &bad, "-q", "--out", "t"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(tmp.path().join("t/INCOMPLETE").is_file());
+    let o = dcemu(tmp.path(), &["run", &good, "-q", "--out", "t"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("did not finish") && stderr(&o).contains("--force"),
+        "{}",
+        stderr(&o)
+    );
+    let o = dcemu(tmp.path(), &["run", &bad, "-q", "--out", "t", "--force"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(tmp.path().join("t/INCOMPLETE").is_file());
+    assert!(!tmp.path().join("t.incomplete").exists());
+    let o = dcemu(tmp.path(), &["run", &good, "-q", "--out", "t", "--force"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!tmp.path().join("t/INCOMPLETE").exists());
+    assert!(tmp.path().join("t/digest").is_file());
+    assert!(!tmp.path().join("t.incomplete").exists());
 }
 
 #[test]
@@ -359,4 +409,88 @@ fn a_bad_trace_row_is_named_with_its_file_line_and_column() {
         err.contains("tenants[0].arrivals.trace") && err.contains("cannot read the trace"),
         "{err}"
     );
+}
+
+/// Issue 40 items 6 and 12: two placements of one scenario and seed, run
+/// without `--out`, are labelled in the report by their placement; the
+/// same directory twice, a missing one and the results of a failed run
+/// are refused, each saying what is wrong.
+#[test]
+fn report_labels_runs_by_what_differs_and_refuses_what_it_cannot_compare() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = scenario(tmp.path(), "small.toml", SMALL);
+    let mut dirs = Vec::new();
+    for placement in ["random", "best-fit"] {
+        let set = format!("scheduler.placement={placement}");
+        let o = dcemu(tmp.path(), &["run", &path, "-q", "--set", &set]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        dirs.push(format!("results/small-s1-{set}"));
+    }
+    let o = dcemu(tmp.path(), &["report", &dirs[0], &dirs[1], "--out", "rep"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let md = std::fs::read_to_string(tmp.path().join("rep/headline.md")).unwrap();
+    assert!(
+        md.starts_with(
+            "| metric | small s1 scheduler.placement=random | small s1 scheduler.placement=best-fit |"
+        ),
+        "{md}"
+    );
+
+    let o = dcemu(tmp.path(), &["report", &dirs[0], &format!("./{}", dirs[0])]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("same results directory"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = dcemu(tmp.path(), &["report", "results/nonexistent"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no such results directory"),
+        "{}",
+        stderr(&o)
+    );
+
+    let failing =
+        format!("{SMALL}\n[scheduler.external]\ncommand = [\"sh\", \"-c\", \"exit 3\"]\n");
+    let bad = scenario(tmp.path(), "bad.toml", &failing);
+    let o = dcemu(tmp.path(), &["run", &bad, "-q", "--out", "failed"]);
+    assert_eq!(o.status.code(), Some(1));
+    let o = dcemu(tmp.path(), &["report", &dirs[0], "failed"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("did not finish") && stderr(&o).contains("complete runs"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Issue 40 item 10: a kind no event has is named, with the nearest one
+/// and the kinds there are; a directory that does not exist is said not
+/// to exist; a kind that exists but matches nothing in the window is not
+/// an error.
+#[test]
+fn logs_name_a_missing_kind_and_a_missing_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = scenario(tmp.path(), "small.toml", SMALL);
+    assert!(
+        dcemu(tmp.path(), &["run", &path, "-q", "--out", "r"])
+            .status
+            .success()
+    );
+    let o = dcemu(tmp.path(), &["logs", "r", "--kind", "task_arive"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("no event of kind \"task_arive\""), "{e}");
+    assert!(e.contains("did you mean \"task_arrive\"?"), "{e}");
+    assert!(e.contains("task_dispatch"), "the kinds there are: {e}");
+    let o = dcemu(
+        tmp.path(),
+        &["logs", "r", "--kind", "task_arrive", "--to", "0s"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = dcemu(tmp.path(), &["logs", "results/nonexistent"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
 }

@@ -312,7 +312,9 @@ fn report_of_two_ec2_policies_renders_in_headless_chromium() {
     );
     let md = std::fs::read_to_string(out.join("headline.md")).unwrap();
     assert!(
-        md.starts_with("| metric | ec2-paragon | ec2-least-loaded |"),
+        md.starts_with(
+            "| metric | paragon-ec2-low s1 scheduler.placement=paragon | paragon-ec2-low s1 scheduler.placement=least-loaded |"
+        ),
         "{md}"
     );
     let csv = std::fs::read_to_string(out.join("headline.csv")).unwrap();
