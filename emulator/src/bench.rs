@@ -62,11 +62,11 @@ pub struct BenchArgs {
     #[arg(long = "soak-set", value_name = "KEY=VALUE")]
     pub soak_sets: Vec<String>,
     /// Soak: node processes.
-    #[arg(long, default_value_t = 4,
-          value_parser = clap::value_parser!(u32).range(1..=crate::engine::MAX_PARTITIONS as i64))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 4,
+          value_parser = crate::whole::Whole::new(1, crate::engine::MAX_PARTITIONS as u64).as_u32())]
     pub soak_nodes: u32,
     /// Soak: CPU hogs (busy-loop processes) running beside the nodes.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=64))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 2, value_parser = crate::whole::Whole::new(0, 64).as_u32())]
     pub soak_hogs: u32,
     /// Soak: the multi-process run fails if it takes longer than this.
     #[arg(long, value_name = "DURATION", default_value = "3h")]

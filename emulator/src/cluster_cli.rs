@@ -26,10 +26,10 @@ pub struct CoordinatorArgs {
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_override)]
     set: Vec<Override>,
     /// Seed for every actor's random stream (overrides run.seed).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=MAX_SEED))]
+    #[arg(long, allow_negative_numbers = true, value_parser = dcemu::whole::Whole::new(0, MAX_SEED))]
     seed: Option<u64>,
     /// Node processes to wait for; the actors are split among them.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=dcemu::engine::MAX_PARTITIONS as u64))]
+    #[arg(long, allow_negative_numbers = true, value_parser = dcemu::whole::Whole::new(1, dcemu::engine::MAX_PARTITIONS as u64))]
     nodes: u64,
     /// Address to listen on for nodes.
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:7300")]
@@ -52,7 +52,7 @@ pub struct CoordinatorArgs {
     join_timeout: dcemu_topology::Duration,
     /// Largest frame accepted on any link, bytes.
     #[arg(long, value_name = "BYTES", default_value_t = wire::DEFAULT_MAX_FRAME as u64,
-          value_parser = clap::value_parser!(u64).range(1024..=wire::HARD_MAX_FRAME as u64))]
+          value_parser = dcemu::whole::Whole::new(1024, wire::HARD_MAX_FRAME as u64))]
     max_frame: u64,
     /// Nodes that share a network namespace (one host, one container) pass
     /// batches over Unix sockets instead of QUIC: `auto` (the default)

@@ -146,7 +146,7 @@ pub struct ReplayArgs {
     /// Results directory to replay.
     pub dir: PathBuf,
     /// Partitions (threads) for the re-run; results do not depend on it.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=MAX_PARTITIONS as u64))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1, value_parser = crate::whole::Whole::new(1, MAX_PARTITIONS as u64))]
     pub partitions: u64,
     /// Stop at this virtual time, compare the recorded events before it, and
     /// describe the actors named by --dump there.

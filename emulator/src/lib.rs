@@ -22,3 +22,4 @@ pub mod results;
 pub mod run;
 pub mod scenario;
 pub mod suggest;
+pub mod whole;

@@ -64,7 +64,7 @@ struct ScenarioArgs {
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_override)]
     set: Vec<Override>,
     /// Seed for every actor's random stream (overrides run.seed).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=MAX_SEED))]
+    #[arg(long, allow_negative_numbers = true, value_parser = dcemu::whole::Whole::new(0, MAX_SEED))]
     seed: Option<u64>,
     /// Skip bad rows of streamed (public-format) traces and count them
     /// (`trace_rows_skipped`) instead of stopping at the first.
@@ -84,7 +84,7 @@ struct RunArgs {
     #[arg(long)]
     force: bool,
     /// Partitions (threads) to split the actors into; results do not depend on it.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=MAX_PARTITIONS as u64))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1, value_parser = dcemu::whole::Whole::new(1, MAX_PARTITIONS as u64))]
     partitions: u64,
     /// No progress and no summary; errors only.
     #[arg(long, short)]

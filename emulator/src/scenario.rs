@@ -569,22 +569,31 @@ pub fn load_with(
     for (o, v) in overrides.iter().zip(&values) {
         apply(&mut table, o, v.clone()).map_err(|problem| override_err(o, problem))?;
     }
+    // Each override's problem as first read (a number, a boolean), kept
+    // when the field takes no string either: `-3` for a count is a
+    // negative number, not a string.
+    let mut first_problem: Vec<Option<String>> = vec![None; overrides.len()];
     let mut scenario = loop {
         match serde_path_to_error::deserialize::<_, Scenario>(toml::Value::Table(table.clone())) {
             Ok(s) => break s,
             Err(err) => {
                 let field = error_field(err.path().to_string(), err.inner().message());
-                let problem = err.inner().message().trim().to_string();
+                let problem = messages::humanize(err.inner().message());
                 let Some(i) = overrides.iter().rposition(|o| covers(&o.field(), &field)) else {
                     return Err(file_error_from_text(label, text, field, problem));
                 };
                 // A bare word that TOML read as a number or boolean may be meant as a string.
                 if !matches!(values[i], toml::Value::String(_)) {
+                    first_problem[i] = Some(problem);
                     values[i] = toml::Value::String(overrides[i].raw.trim().to_string());
                     apply(&mut table, &overrides[i], values[i].clone())
                         .map_err(|p| override_err(&overrides[i], p))?;
                     continue;
                 }
+                let problem = match err.inner().message().starts_with("invalid type: string") {
+                    true => first_problem[i].take().unwrap_or(problem),
+                    false => problem,
+                };
                 let mut e = override_err(&overrides[i], problem);
                 e.0[0].field = Some(field);
                 return Err(e);
@@ -914,6 +923,7 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
 }
 
 mod distributed;
+mod messages;
 pub mod refusals;
 pub mod streams;
 #[cfg(test)]

@@ -494,3 +494,38 @@ fn logs_name_a_missing_kind_and_a_missing_directory() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
 }
+
+/// Issue 40 item 11: a mistyped field or value gets the nearest one, no
+/// message names a Rust type, and negative numbers are refused as numbers.
+#[test]
+fn typos_and_bad_values_are_refused_in_words() {
+    let tmp = tempfile::tempdir().unwrap();
+    let refused = |args: &[&str]| {
+        let o = dcemu(tmp.path(), args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let e = stderr(&o);
+        for rust in ["u32", "u64", "f64", "usize", "invalid digit", "'-- -1'"] {
+            assert!(!e.contains(rust), "{args:?} leaks {rust:?}: {e}");
+        }
+        e
+    };
+    let e = refused(&["run", "--set", "scheduler.placment=random"]);
+    assert!(e.contains("did you mean \"placement\"?"), "{e}");
+    assert!(
+        !e.contains("sticky_slots"),
+        "the suggestion, not the list: {e}"
+    );
+    let e = refused(&["run", "--set", "scheduler.placement=paragn"]);
+    assert!(e.contains("did you mean \"paragon\"?"), "{e}");
+    let e = refused(&["run", "--set", "run.seed=-3"]);
+    assert!(e.contains("expected a whole number ≥ 0, found -3"), "{e}");
+    let e = refused(&["run", "--set", "tenants.0.count=abc"]);
+    assert!(e.contains("found \"abc\""), "{e}");
+    let e = refused(&["run", "--seed", "-1"]);
+    assert!(
+        e.contains("-1 is out of range: a whole number from 0"),
+        "{e}"
+    );
+    let e = refused(&["run", "--partitions", "two"]);
+    assert!(e.contains("\"two\" is not a whole number from 1"), "{e}");
+}

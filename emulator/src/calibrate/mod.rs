@@ -47,10 +47,10 @@ pub struct CalibrateArgs {
     pub paper: String,
     /// The calibration seeds: every target row runs on each.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3",
-          value_parser = clap::value_parser!(u64).range(0..=MAX_SEED))]
+          value_parser = crate::whole::Whole::new(0, MAX_SEED))]
     pub seeds: Vec<u64>,
     /// Runs at once (default: the cores available); the result does not depend on it.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::whole::Whole::new(1, 256).as_u32())]
     pub jobs: Option<u32>,
     /// Most scenario runs the search may spend (a run shared by two points counts once).
     #[arg(long, value_name = "RUNS", default_value_t = 200)]

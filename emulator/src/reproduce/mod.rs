@@ -45,7 +45,7 @@ pub struct ReproduceArgs {
     /// Seeds every experiment runs on (the calibration seeds: `dcemu
     /// calibrate` fits on the same ones); orderings must hold on each.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3",
-          value_parser = clap::value_parser!(u64).range(0..=MAX_SEED))]
+          value_parser = crate::whole::Whole::new(0, MAX_SEED))]
     pub seeds: Vec<u64>,
     /// Seeds no fit has seen: validated rows (with a paper value) and the
     /// rows of orderings also run on them; a validated magnitude needs both
@@ -54,7 +54,7 @@ pub struct ReproduceArgs {
     #[arg(long, value_name = "SEEDS", default_value = "11,12,13")]
     pub validation_seeds: SeedList,
     /// Runs at once (default: the cores available).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::whole::Whole::new(1, 256).as_u32())]
     pub jobs: Option<u32>,
     /// Where reproduction.md / .csv, report.html and runs/ go.
     #[arg(long, value_name = "DIR", default_value = "results/reproduce")]
