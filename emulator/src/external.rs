@@ -68,7 +68,13 @@ impl Program {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("cannot start it in {}: {e}", dir.display()))?;
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => format!(
+                    "cannot start it: no program {program:?} (relative to {}, or on PATH)",
+                    dir.display()
+                ),
+                _ => format!("cannot start it in {}: {e}", dir.display()),
+            })?;
         let (tx, lines) = bounded(1);
         let stdout = child.stdout.take().ok_or("no stdout")?;
         std::thread::spawn(move || {
@@ -132,6 +138,59 @@ pub fn read_line(reader: &mut impl BufRead) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| "it wrote a line that is not UTF-8".into())
 }
 
+/// Whether `command` can start from `dir`: its program exists (a path,
+/// relative to `dir`, or a name on `PATH`) and so does each argument that
+/// names a script file (`*.py`, `*.sh`, … or a relative path with a `/`).
+/// What `dcemu validate` and every run check before the first exchange, so
+/// that a misspelt script is a scenario error, not a failed run.
+pub fn check_command(command: &[String], dir: &Path) -> Result<(), String> {
+    let Some((program, args)) = command.split_first() else {
+        return Err("the command is empty".into());
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let shown = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let shown = shown.display();
+    if program.contains('/') {
+        if !dir.join(program).is_file() {
+            return Err(format!(
+                "the program {program:?} does not exist (relative to {shown})"
+            ));
+        }
+    } else if !on_path(program) {
+        return Err(format!("no program {program:?} on PATH (is it installed?)"));
+    }
+    for arg in args {
+        if names_a_script(arg) && !dir.join(arg).is_file() {
+            return Err(format!(
+                "{program}'s file {arg:?} does not exist (relative to {shown}, the scenario file's directory)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Script extensions an argument of the command is taken as a file by.
+const SCRIPTS: &[&str] = &[
+    ".py", ".sh", ".js", ".rb", ".pl", ".jl", ".r", ".R", ".lua", ".jar",
+];
+
+fn names_a_script(arg: &str) -> bool {
+    !arg.starts_with('-')
+        && !arg.contains('=')
+        && !arg.contains('{')
+        && (SCRIPTS.iter().any(|ext| arg.ends_with(ext))
+            || (arg.contains('/') && !arg.contains(' ') && !arg.starts_with('/')))
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|p| p.join(program).is_file()))
+}
+
 impl Running {
     /// What became of a program that stopped answering, with the end of
     /// its stderr.
@@ -147,15 +206,16 @@ impl Running {
             }
         };
         let mut out = match status {
-            Some(s) => format!("{why}: it exited ({s})"),
+            Some(s) => format!("it exited ({s}) without answering"),
             None => why.to_string(),
         };
         std::thread::sleep(Duration::from_millis(50));
+        // its stderr went to dcemu's as it came (above): only its last
+        // line, the error a traceback ends with, is repeated here
         if let Ok(tail) = self.stderr.lock()
-            && !tail.is_empty()
+            && let Some(last) = tail.back()
         {
-            out.push_str("; its stderr ended with:\n    ");
-            out.push_str(&tail.iter().cloned().collect::<Vec<_>>().join("\n    "));
+            out.push_str(&format!("; its stderr (above) ended with: {}", last.trim()));
         }
         out
     }
@@ -218,6 +278,29 @@ impl Drop for Program {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_is_checked_for_its_program_and_script() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("mine.py"), "").unwrap();
+        let cmd = |c: &[&str]| c.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            check_command(&cmd(&["sh", "mine.py", "--fast"]), tmp.path()),
+            Ok(())
+        );
+        let e = check_command(&cmd(&["sh", "mnie.py"]), tmp.path()).unwrap_err();
+        assert!(e.contains("sh's file \"mnie.py\" does not exist"), "{e}");
+        let e = check_command(&cmd(&["no-such-program-here"]), tmp.path()).unwrap_err();
+        assert!(e.contains("on PATH"), "{e}");
+        let e = check_command(&cmd(&["./run-me"]), tmp.path()).unwrap_err();
+        assert!(e.contains("\"./run-me\" does not exist"), "{e}");
+        assert!(check_command(&[], tmp.path()).is_err());
+        assert_eq!(
+            check_command(&cmd(&["sh", "-c", "exit 3", "mode=a/b"]), tmp.path()),
+            Ok(()),
+            "flags, inline code and settings are not files"
+        );
+    }
 
     #[test]
     fn lines_are_bounded_and_utf8() {

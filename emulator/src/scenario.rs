@@ -603,7 +603,26 @@ pub fn load_with(
     scenario.scheduler.select_external();
     let problems = scenario.problems();
     if problems.is_empty() {
-        return load_traces(label, scenario, stream_base);
+        let scenario = load_traces(label, scenario, stream_base)?;
+        // a program is looked for beside the scenario file; a scenario
+        // held in memory (a library caller's) meets its program at its
+        // first exchange instead
+        let on_disk = stream_base.is_some() || Path::new(label).is_file();
+        return match scenario
+            .scheduler
+            .external
+            .as_ref()
+            .filter(|_| on_disk)
+            .map(|e| crate::external::check_command(&e.command, &scenario.base))
+        {
+            Some(Err(problem)) => Err(file_error_from_text(
+                label,
+                text,
+                "scheduler.external.command".into(),
+                problem,
+            )),
+            _ => Ok(scenario),
+        };
     }
     let doc = toml_edit::Document::parse(text.to_string()).ok();
     Err(ScenarioErrors(

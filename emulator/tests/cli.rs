@@ -529,3 +529,47 @@ fn typos_and_bad_values_are_refused_in_words() {
     let e = refused(&["run", "--partitions", "two"]);
     assert!(e.contains("\"two\" is not a whole number from 1"), "{e}");
 }
+
+/// Issue 40 item 9: `validate` refuses a program or script that does not
+/// exist, naming the field; a program that crashes has its stderr shown
+/// once, and the error names it and ends with its last line.
+#[test]
+fn an_external_program_is_checked_at_validation_and_its_crash_told_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let with = |command: &str| format!("{SMALL}\n[scheduler.external]\ncommand = {command}\n");
+    let missing = scenario(tmp.path(), "missing.toml", &with(r#"["sh", "sched.sh"]"#));
+    let o = dcemu(tmp.path(), &["validate", &missing]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o)
+            .contains("field `scheduler.external.command`: sh's file \"sched.sh\" does not exist"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::write(
+        tmp.path().join("crash.sh"),
+        "echo 'Traceback (most recent call last):' >&2\necho 'ValueError: boom' >&2\nexit 1\n",
+    )
+    .unwrap();
+    let crashing = scenario(tmp.path(), "crash.toml", &with(r#"["sh", "crash.sh"]"#));
+    let o = dcemu(tmp.path(), &["validate", &crashing]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = dcemu(tmp.path(), &["run", &crashing, "-q", "--out", "c"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert_eq!(e.matches("Traceback").count(), 1, "{e}");
+    let error = e
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or_default();
+    assert!(
+        error.contains("external scheduler `sh crash.sh`"),
+        "{error}"
+    );
+    assert!(
+        error.contains("it exited (exit status: 1) without answering"),
+        "{error}"
+    );
+    assert!(error.contains("ended with: ValueError: boom"), "{error}");
+    assert!(!error.contains("model error in actor"), "{error}");
+}

@@ -124,10 +124,7 @@ fn each_misbehaviour_stops_the_run_with_its_error_and_incomplete_results() {
         ("task", &["request 3", "which is not the task asked about"]),
         ("stale", &["request 4", "answers request 3 (stale"]),
         ("version", &["hello", "protocol v2, dcemu speaks v1"]),
-        (
-            "silent-exit",
-            &["hello", "it closed its output", "it exited"],
-        ),
+        ("silent-exit", &["hello", "it exited", "without answering"]),
     ];
     for (mode, words) in cases {
         let path = scenario(tmp.path(), mode, "1s");
@@ -153,11 +150,14 @@ fn each_misbehaviour_stops_the_run_with_its_error_and_incomplete_results() {
         &["run", &path, "--quiet", "--out", "out-missing"],
     );
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(o.status.code(), Some(2), "a scenario error: {err}");
     assert!(
-        err.contains("`./no-such-program`: hello: cannot start it"),
+        err.contains(
+            "field `scheduler.external.command`: the program \"./no-such-program\" does not exist"
+        ),
         "{err}"
     );
+    assert!(!tmp.path().join("out-missing").exists(), "no run started");
 }
 
 /// Starts `dcemu args` in `cwd` with its stderr collected line by line.

@@ -140,12 +140,22 @@ impl EngineOutput {
     }
 }
 
+/// A model error as the run's error says it: where and when, and for an
+/// external program (which names itself) just when.
+fn model_message(actor: &str, at: SimTime, source: &ModelError) -> String {
+    let t = format!("t={}.{:09} s", at / 1_000_000_000, at % 1_000_000_000);
+    match source {
+        ModelError::External(_) => format!("{source} (at {t})"),
+        _ => format!("model error in actor {actor} at {t}: {source}"),
+    }
+}
+
 /// Why a run stopped early.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error("invalid engine setup: {0}")]
     Setup(String),
-    #[error("model error in actor {actor} at t={}.{:09} s: {source}", *.at / 1_000_000_000, *.at % 1_000_000_000)]
+    #[error("{}", model_message(.actor, *.at, .source))]
     Model {
         actor: String,
         at: SimTime,
