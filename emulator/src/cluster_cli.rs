@@ -133,6 +133,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<(), Failure> {
         set: args.set.clone(),
         seed: args.seed,
         lenient: false,
+        scheduler: None,
     };
     let (label, scenario) = load(&scenario_args)?;
     let secret = match secret_from(args.secret)? {

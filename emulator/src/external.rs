@@ -138,6 +138,64 @@ pub fn read_line(reader: &mut impl BufRead) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| "it wrote a line that is not UTF-8".into())
 }
 
+/// `text` (a scenario) with its scheduler's program set to `command`, a
+/// shell-quoted line (`dcemu run S.toml --scheduler 'python3 my.py'`):
+/// `[scheduler.external]`'s `command` replaced (its other fields kept, or
+/// the section made with the defaults), and, when the program decides
+/// placement, `placement = "external"`. Words naming a file relative to
+/// `cwd` become absolute paths, so the program runs as typed, from
+/// wherever the scenario is, and the scenario recorded with the results
+/// names it wherever that is re-run from.
+pub fn attach_program(text: &str, command: &str, cwd: &Path) -> Result<String, String> {
+    let words = shlex::split(command)
+        .ok_or_else(|| format!("--scheduler {command:?}: unbalanced quotes"))?;
+    if words.is_empty() {
+        return Err("--scheduler: the command is empty".into());
+    }
+    let words: Vec<String> = words
+        .into_iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let path = cwd.join(&w);
+            let file = (i > 0 || w.contains('/')) && !w.starts_with('-') && path.is_file();
+            match file.then(|| path.canonicalize().ok()).flatten() {
+                Some(abs) => abs.display().to_string(),
+                None => w,
+            }
+        })
+        .collect();
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e: toml_edit::TomlError| format!("not valid TOML: {}", e.message()))?;
+    let scheduler = doc
+        .entry("scheduler")
+        .or_insert(toml_edit::table())
+        .as_table_mut()
+        .ok_or("[scheduler] is not a table")?;
+    let external = scheduler
+        .entry("external")
+        .or_insert(toml_edit::table())
+        .as_table_like_mut()
+        .ok_or("[scheduler.external] is not a table")?;
+    external.insert(
+        "command",
+        toml_edit::value(
+            words
+                .iter()
+                .map(String::as_str)
+                .collect::<toml_edit::Array>(),
+        ),
+    );
+    let places = external
+        .get("stages")
+        .and_then(toml_edit::Item::as_array)
+        .is_none_or(|stages| stages.iter().any(|s| s.as_str() == Some("placement")));
+    if places {
+        scheduler.insert("placement", toml_edit::value("external"));
+    }
+    Ok(doc.to_string())
+}
+
 /// Whether `command` can start from `dir`: its program exists (a path,
 /// relative to `dir`, or a name on `PATH`) and so does each argument that
 /// names a script file (`*.py`, `*.sh`, … or a relative path with a `/`).
@@ -278,6 +336,36 @@ impl Drop for Program {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_program_attached_from_the_command_line_replaces_the_placement() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("mine.py"), "").unwrap();
+        let stock = "[run]\nname = \"x\"\n[scheduler]\nplacement = \"paragon\"\nslots = \"none\"\n";
+        let text = attach_program(stock, "python3 'mine.py' --fast", tmp.path()).unwrap();
+        let t: toml::Table = text.parse().unwrap();
+        let abs = tmp.path().join("mine.py").canonicalize().unwrap();
+        assert_eq!(
+            t["scheduler"]["external"]["command"],
+            toml::Value::Array(vec![
+                "python3".into(),
+                abs.display().to_string().into(),
+                "--fast".into()
+            ])
+        );
+        assert_eq!(t["scheduler"]["placement"].as_str(), Some("external"));
+        assert_eq!(t["scheduler"]["slots"].as_str(), Some("none"));
+        let only = "[scheduler.external]\ncommand = [\"old\"]\nstages = [\"preemption\"]\n";
+        let text = attach_program(only, "sh run.sh", tmp.path()).unwrap();
+        let t: toml::Table = text.parse().unwrap();
+        assert_eq!(
+            t["scheduler"]["external"]["stages"][0].as_str(),
+            Some("preemption")
+        );
+        assert!(t["scheduler"].get("placement").is_none(), "preemption only");
+        assert!(attach_program(stock, "python3 'mine.py", tmp.path()).is_err());
+        assert!(attach_program(stock, "  ", tmp.path()).is_err());
+    }
 
     #[test]
     fn a_command_is_checked_for_its_program_and_script() {

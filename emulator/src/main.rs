@@ -70,6 +70,12 @@ struct ScenarioArgs {
     /// (`trace_rows_skipped`) instead of stopping at the first.
     #[arg(long)]
     lenient: bool,
+    /// Your own scheduler program decides placement (and whatever stages
+    /// the scenario's [scheduler.external] names): a shell-quoted command,
+    /// its files relative to the current directory, e.g.
+    /// --scheduler 'python3 my_scheduler.py' (docs/external-scheduler.md).
+    #[arg(long, value_name = "COMMAND")]
+    scheduler: Option<String>,
 }
 
 #[derive(Args)]
@@ -161,6 +167,15 @@ fn load(args: &ScenarioArgs) -> Result<(String, Scenario), Failure> {
                 Failure::input(format!("cannot read scenario file {}: {e}", path.display()))
             })?;
             (path.display().to_string(), text)
+        }
+    };
+    let text = match &args.scheduler {
+        None => text,
+        Some(command) => {
+            let cwd = std::env::current_dir()
+                .map_err(|e| Failure::run(format!("cannot read the current directory: {e}")))?;
+            dcemu::external::attach_program(&text, command, &cwd)
+                .map_err(|e| Failure::input(format!("{label}: {e}")))?
         }
     };
     let mut overrides = args.set.clone();
@@ -258,7 +273,10 @@ fn validate(args: ScenarioArgs) -> Result<(), Failure> {
 fn run(args: RunArgs) -> Result<(), Failure> {
     let (label, scenario) = load(&args.scenario)?;
     let out = args.out.clone().unwrap_or_else(|| {
-        let sets: Vec<String> = args.scenario.set.iter().map(|o| o.to_string()).collect();
+        let mut sets: Vec<String> = args.scenario.set.iter().map(|o| o.to_string()).collect();
+        if let Some(command) = &args.scenario.scheduler {
+            sets.push(format!("scheduler={command}"));
+        }
         dcemu::results::default_dir(
             Path::new(&scenario.output.dir),
             &scenario.run.name,

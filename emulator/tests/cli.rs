@@ -573,3 +573,86 @@ fn an_external_program_is_checked_at_validation_and_its_crash_told_once() {
     assert!(error.contains("ended with: ValueError: boom"), "{error}");
     assert!(!error.contains("model error in actor"), "{error}");
 }
+
+/// Issue 40 item 7: a stock scenario runs under your own program without
+/// a copied TOML, the program's files relative to the current directory;
+/// the run lands in a directory of its own, and its recorded scenario
+/// re-runs to the same digest from elsewhere.
+#[test]
+fn a_stock_scenario_runs_under_a_program_named_on_the_command_line() {
+    let python = Command::new("python3").arg("--version").output();
+    if !python.is_ok_and(|o| o.status.success()) {
+        eprintln!("*** SKIP: python3 not installed ***");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let stock = tmp.path().join("stock");
+    std::fs::create_dir(&stock).unwrap();
+    scenario(&stock, "small.toml", SMALL);
+    let mine = tmp.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::write(
+        mine.join("first_fit.py"),
+        r#"import json, sys
+def send(o):
+    sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
+json.loads(sys.stdin.readline())
+send({"type": "hello", "protocol": 1})
+for line in sys.stdin:
+    req = json.loads(line)
+    fits = [s["index"] for s in req["servers"] if s["free_slots"] >= req["task"]["cores"]]
+    a = {"id": req["id"], "task": req["task"]["id"], "decision": "wait"}
+    if fits:
+        a.update(decision="place", server=fits[0])
+    send(a)
+"#,
+    )
+    .unwrap();
+    let o = dcemu(
+        &mine,
+        &[
+            "run",
+            "../stock/small.toml",
+            "--scheduler",
+            "python3 first_fit.py",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let dir = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("results").map(str::trim))
+        .unwrap_or_else(|| panic!("no results line: {out}"));
+    assert!(
+        dir.contains("small-s1-scheduler=python3_first_fit.py"),
+        "{dir}"
+    );
+    let recorded = std::fs::read_to_string(mine.join(dir).join("scenario.toml")).unwrap();
+    assert!(recorded.contains("placement = \"external\""), "{recorded}");
+    let again = dcemu(
+        tmp.path(),
+        &[
+            "run",
+            &format!("mine/{dir}/scenario.toml"),
+            "-q",
+            "--out",
+            "again",
+        ],
+    );
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("again/digest")).unwrap(),
+        std::fs::read_to_string(mine.join(dir).join("digest")).unwrap()
+    );
+    let o = dcemu(
+        &mine,
+        &[
+            "run",
+            "../stock/small.toml",
+            "--scheduler",
+            "python3 'first_fit.py",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unbalanced quotes"), "{}", stderr(&o));
+}
