@@ -196,6 +196,10 @@ pub fn replay_cmd(args: ReplayArgs) -> Result<(), CommandError> {
             );
             Ok(())
         }
+        Some(d) if !r.program_changes.is_empty() => Err(CommandError::failed(format!(
+            "the external program changed ({}); different: {d}",
+            r.program_changes.join("; ")
+        ))),
         Some(d) => Err(CommandError::failed(format!("different: {d}"))),
     }
 }

@@ -231,6 +231,43 @@ pub fn check_command(command: &[String], dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// The largest program file a results directory keeps a copy of, and how
+/// many files at most: a scheduler's script, not its data.
+const MAX_PROGRAM_FILE: u64 = 1 << 20;
+const MAX_PROGRAM_FILES: usize = 16;
+
+/// The files of `command` (run from `dir`) a results directory records as
+/// `program/<name>`, so that the record of a run includes the scheduler
+/// that made its decisions (issue 40): each argument naming a script file
+/// ([`check_command`]'s rule), and the program itself when it is a path
+/// to a file, up to [`MAX_PROGRAM_FILE`] bytes each, [`MAX_PROGRAM_FILES`]
+/// in all. Returns (the name in the results, the file).
+pub fn program_files(command: &[String], dir: &Path) -> Vec<(String, PathBuf)> {
+    let mut out: Vec<(String, PathBuf)> = Vec::new();
+    for (i, word) in command.iter().enumerate() {
+        let named = if i == 0 {
+            word.contains('/')
+        } else {
+            names_a_script(word) || Path::new(word).is_absolute()
+        };
+        let path = dir.join(word);
+        let small =
+            std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= MAX_PROGRAM_FILE);
+        if !named || !small || out.len() == MAX_PROGRAM_FILES {
+            continue;
+        }
+        let file = path
+            .file_name()
+            .map_or_else(|| format!("file-{i}"), |n| n.to_string_lossy().into_owned());
+        let mut name = format!("program/{file}");
+        if out.iter().any(|(n, _)| *n == name) {
+            name = format!("program/{i}-{file}");
+        }
+        out.push((name, path));
+    }
+    out
+}
+
 /// Script extensions an argument of the command is taken as a file by.
 const SCRIPTS: &[&str] = &[
     ".py", ".sh", ".js", ".rb", ".pl", ".jl", ".r", ".R", ".lua", ".jar",
@@ -365,6 +402,35 @@ mod tests {
         assert!(t["scheduler"].get("placement").is_none(), "preemption only");
         assert!(attach_program(stock, "python3 'mine.py", tmp.path()).is_err());
         assert!(attach_program(stock, "  ", tmp.path()).is_err());
+    }
+
+    #[test]
+    fn the_programs_files_are_named_for_the_record() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("lib")).unwrap();
+        std::fs::write(tmp.path().join("pack.py"), "x").unwrap();
+        std::fs::write(tmp.path().join("lib/pack.py"), "y").unwrap();
+        std::fs::write(
+            tmp.path().join("big.py"),
+            vec![b'#'; (MAX_PROGRAM_FILE + 1) as usize],
+        )
+        .unwrap();
+        let cmd = |c: &[&str]| c.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let files = program_files(
+            &cmd(&[
+                "python3",
+                "pack.py",
+                "--mode",
+                "x",
+                "lib/pack.py",
+                "big.py",
+                "gone.py",
+            ]),
+            tmp.path(),
+        );
+        let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["program/pack.py", "program/4-pack.py"]);
+        assert_eq!(files[1].1, tmp.path().join("lib/pack.py"));
     }
 
     #[test]

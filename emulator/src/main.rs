@@ -182,8 +182,14 @@ fn load(args: &ScenarioArgs) -> Result<(String, Scenario), Failure> {
     if let Some(seed) = args.seed {
         overrides.push(format!("run.seed={seed}").parse().map_err(Failure::input)?);
     }
-    let mut scenario =
-        scenario::load(&label, &text, &overrides).map_err(|e| Failure::input(e.to_string()))?;
+    // the recorded scenario of a results directory runs from where the
+    // original found its streamed traces and program (run.json)
+    let base = args
+        .scenario
+        .as_deref()
+        .and_then(scenario::streams::recorded_base);
+    let mut scenario = scenario::load_with(&label, &text, &overrides, base.as_deref())
+        .map_err(|e| Failure::input(e.to_string()))?;
     if args.lenient {
         scenario::streams::set_lenient(&mut scenario);
     }
@@ -361,6 +367,22 @@ fn peak_rss_kb() -> Option<u64> {
 }
 
 /// `run.json`: facts about this execution that must not reach the digest.
+/// The external program's files the results keep (`program/…`), with
+/// their SHA-256, for `run.json` (they are digested as well).
+fn program_hashes(o: &Outcome) -> Vec<Value> {
+    o.results
+        .paths()
+        .filter(|p| p.starts_with("program/"))
+        .filter_map(|p| {
+            let bytes = o.results.read(p).ok()??;
+            Some(serde_json::json!({
+                "file": p,
+                "sha256": dcemu::results::sha256_hex(&bytes),
+            }))
+        })
+        .collect()
+}
+
 fn run_facts(o: &Outcome, partitions: usize, started_unix: u64) -> Vec<u8> {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
@@ -383,6 +405,7 @@ fn run_facts(o: &Outcome, partitions: usize, started_unix: u64) -> Vec<u8> {
         "actors": o.actors,
         "command": std::env::args().collect::<Vec<_>>(),
         "digest": o.digest,
+        "program": program_hashes(o),
         "wall_metrics": o.wall_metrics,
         "peak_rss_kb": peak_rss_kb(),
     });

@@ -135,6 +135,40 @@ pub struct Replay {
     pub files_compared: usize,
     /// Requested actors' states, in actor-id order.
     pub states: Vec<(String, Value)>,
+    /// The external program's files that are not what the run recorded
+    /// (`program/…`): `pack.py: sha256 1a2b3c4d… recorded, 5e6f7a8b… now`.
+    pub program_changes: Vec<String>,
+}
+
+/// How the files of `scenario`'s external program differ from the copies
+/// the results directory `dir` kept of them.
+fn program_changes(dir: &Path, scenario: &scenario::Scenario) -> Vec<String> {
+    let Some(external) = &scenario.scheduler.external else {
+        return Vec::new();
+    };
+    let short = |h: &str| h[..12.min(h.len())].to_string();
+    crate::external::program_files(&external.command, &scenario.base)
+        .into_iter()
+        .filter_map(|(name, path)| {
+            let shown = name.strip_prefix("program/").unwrap_or(&name).to_string();
+            let now = std::fs::read(&path)
+                .ok()
+                .map(|b| crate::results::sha256_hex(&b));
+            let then = std::fs::read(dir.join(&name))
+                .ok()
+                .map(|b| crate::results::sha256_hex(&b));
+            match (then, now) {
+                (Some(a), Some(b)) if a == b => None,
+                (Some(a), Some(b)) => Some(format!(
+                    "{shown}: sha256 {}… recorded, {}… now",
+                    short(&a),
+                    short(&b)
+                )),
+                (None, _) => Some(format!("{shown}: not recorded with the run")),
+                (Some(_), None) => Some(format!("{shown}: no longer readable")),
+            }
+        })
+        .collect()
 }
 
 /// A scratch directory for the re-run's logs, removed when dropped.
@@ -155,10 +189,7 @@ pub fn replay(dir: &Path, options: &ReplayOptions) -> Result<Replay, ReplayError
     })?;
     let label = scenario_path.display().to_string();
     // Streamed traces stay where the original run found them (run.json).
-    let stream_base: Option<PathBuf> = std::fs::read(dir.join("run.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|v| v.get("stream_base")?.as_str().map(PathBuf::from));
+    let stream_base = scenario::streams::recorded_base(&scenario_path);
     let stream_base = stream_base.as_deref();
     let mut scenario = scenario::load_with(&label, &text, &[], stream_base).map_err(|e| {
         ReplayError::Scenario {
@@ -278,6 +309,7 @@ pub fn replay(dir: &Path, options: &ReplayOptions) -> Result<Replay, ReplayError
         difference,
         files_compared,
         states,
+        program_changes: program_changes(dir, &scenario),
     })
 }
 

@@ -7,6 +7,7 @@
 //! <dir>/timeseries.csv       powered servers and switches over time
 //! <dir>/applications.csv     one row per finished application (if any)
 //! <dir>/traces/<tenant>.csv  copies of replayed traces
+//! <dir>/program/<file>       copies of the external scheduler's files
 //! <dir>/actors/<name>.jsonl  one JSON object per event, per actor
 //! <dir>/digest               hex SHA-256 over all of the above
 //! <dir>/run.json             wall-clock facts (time, host, version): not digested
@@ -145,6 +146,11 @@ pub fn default_dir(output_dir: &Path, name: &str, seed: u64, overrides: &[String
         }
     }
     output_dir.join(dir)
+}
+
+/// Hex SHA-256 of `bytes` (`run.json`'s hashes of the program files).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
 }
 
 fn hex(bytes: &[u8]) -> String {

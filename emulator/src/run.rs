@@ -245,6 +245,13 @@ pub fn assemble(
         .iter_mut()
         .map(|a| (a.name.clone(), std::mem::take(&mut a.state)))
         .collect();
+    if let Some(external) = &scenario.scheduler.external {
+        files.extend(
+            crate::external::program_files(&external.command, &scenario.base)
+                .into_iter()
+                .map(|(name, path)| (name, Content::File(path))),
+        );
+    }
     if scenario.output.actor_logs {
         files.extend(output.actors.into_iter().map(|a| {
             let content = match (a.log, log_dir) {

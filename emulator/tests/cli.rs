@@ -591,23 +591,7 @@ fn a_stock_scenario_runs_under_a_program_named_on_the_command_line() {
     scenario(&stock, "small.toml", SMALL);
     let mine = tmp.path().join("mine");
     std::fs::create_dir(&mine).unwrap();
-    std::fs::write(
-        mine.join("first_fit.py"),
-        r#"import json, sys
-def send(o):
-    sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
-json.loads(sys.stdin.readline())
-send({"type": "hello", "protocol": 1})
-for line in sys.stdin:
-    req = json.loads(line)
-    fits = [s["index"] for s in req["servers"] if s["free_slots"] >= req["task"]["cores"]]
-    a = {"id": req["id"], "task": req["task"]["id"], "decision": "wait"}
-    if fits:
-        a.update(decision="place", server=fits[0])
-    send(a)
-"#,
-    )
-    .unwrap();
+    std::fs::write(mine.join("first_fit.py"), FIRST_FIT).unwrap();
     let o = dcemu(
         &mine,
         &[
@@ -655,4 +639,96 @@ for line in sys.stdin:
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unbalanced quotes"), "{}", stderr(&o));
+}
+
+/// The first-fit program of [`a_stock_scenario_runs_under_a_program_named_on_the_command_line`].
+const FIRST_FIT: &str = r#"import json, sys
+def send(o):
+    sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
+json.loads(sys.stdin.readline())
+send({"type": "hello", "protocol": 1})
+for line in sys.stdin:
+    req = json.loads(line)
+    fits = [s["index"] for s in req["servers"] if s["free_slots"] >= req["task"]["cores"]]
+    a = {"id": req["id"], "task": req["task"]["id"], "decision": "wait"}
+    if fits:
+        a.update(decision="place", server=fits[0])
+    send(a)
+"#;
+
+/// Issue 40 items 1 and 2: the results keep the external program's file
+/// (digested, hashed in run.json); the recorded scenario of an external
+/// run and of a streamed-trace run re-runs to the same digest from another
+/// directory; after the program is edited, replay names the file that
+/// changed before anything else.
+#[test]
+fn the_record_of_a_run_keeps_its_program_and_reruns_from_anywhere() {
+    let python = Command::new("python3").arg("--version").output();
+    if !python.is_ok_and(|o| o.status.success()) {
+        eprintln!("*** SKIP: python3 not installed ***");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    std::fs::write(work.join("pack.py"), FIRST_FIT).unwrap();
+    let text = format!("{SMALL}\n[scheduler.external]\ncommand = [\"python3\", \"pack.py\"]\n");
+    scenario(&work, "pack.toml", &text);
+    let o = dcemu(&work, &["run", "pack.toml", "-q", "--out", "../runs/pack"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let runs = tmp.path().join("runs");
+    assert_eq!(
+        std::fs::read_to_string(runs.join("pack/program/pack.py")).unwrap(),
+        FIRST_FIT
+    );
+    let facts: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(runs.join("pack/run.json")).unwrap()).unwrap();
+    assert_eq!(facts["program"][0]["file"], "program/pack.py");
+    assert_eq!(facts["program"][0]["sha256"].as_str().unwrap().len(), 64);
+    let o = dcemu(
+        &runs,
+        &["run", "pack/scenario.toml", "-q", "--out", "again"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let digest = |d: &Path| std::fs::read_to_string(d.join("digest")).unwrap();
+    assert_eq!(digest(&runs.join("again")), digest(&runs.join("pack")));
+
+    let swf = format!(
+        "{}/../scenarios/traces/swf.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let o = dcemu(
+        &work,
+        &[
+            "run",
+            &swf,
+            "-q",
+            "--set",
+            "run.end=20m",
+            "--out",
+            "../runs/swf",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = dcemu(
+        &work,
+        &[
+            "run",
+            "../runs/swf/scenario.toml",
+            "-q",
+            "--out",
+            "swf-again",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(digest(&work.join("swf-again")), digest(&runs.join("swf")));
+
+    std::fs::write(work.join("pack.py"), format!("{FIRST_FIT}# tuned\n")).unwrap();
+    let o = dcemu(tmp.path(), &["replay", "runs/pack"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(
+        e.contains("the external program changed (pack.py: sha256 "),
+        "{e}"
+    );
 }

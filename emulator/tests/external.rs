@@ -375,11 +375,13 @@ fn over_a_coordinator_and_two_nodes_python_random_gives_the_one_process_results(
     );
     // the same scenario: every file, the digest included
     assert_same(&multi, &tmp.path().join("one-external"), &[]);
-    // the built-in: every file but the scenario naming the program
+    // the built-in: every file but the scenario naming the program and
+    // the copy of the program the record keeps
+    assert!(multi.join("program/random_placement.py").is_file());
     assert_same(
         &multi,
         &tmp.path().join("one-builtin"),
-        &["scenario.toml", "digest"],
+        &["scenario.toml", "digest", "program/random_placement.py"],
     );
     // run.json names where the program ran, for `dcemu replay`
     let facts = std::fs::read_to_string(multi.join("run.json")).unwrap();

@@ -475,8 +475,8 @@ fn a_power_stage_that_cannot_be_handed_out_is_refused_at_load() {
         );
     }
     // Under a slot stage migration is handed out (tests in
-    // external_migration_slots.rs): the scenario passes the checks and
-    // fails only at the program, absent here; without placement it is
+    // external_migration_slots.rs): the scenario passes the checks but
+    // the one for the program's file, absent here; without placement it is
     // still refused.
     for (stages, refused) in [
         (r#"["placement", "migration"]"#, false),
@@ -507,7 +507,7 @@ fn a_power_stage_that_cannot_be_handed_out_is_refused_at_load() {
             "{stages}: {err}"
         );
         assert_eq!(
-            err.contains("external scheduler `python3 power.py ok`"),
+            err.contains("python3's file \"power.py\" does not exist"),
             !refused,
             "{stages}: {err}"
         );

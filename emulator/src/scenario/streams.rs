@@ -181,11 +181,31 @@ pub fn stream_base(label: &str, scenario: &Scenario) -> Option<std::path::PathBu
     {
         return None;
     }
-    let dir = Path::new(label).parent().unwrap_or(Path::new(""));
+    let dir = match scenario.base.as_os_str().is_empty() {
+        true => Path::new(label).parent().unwrap_or(Path::new("")),
+        false => scenario.base.as_path(),
+    };
     let dir = if dir.as_os_str().is_empty() {
         Path::new(".")
     } else {
         dir
     };
     std::fs::canonicalize(dir).ok()
+}
+
+/// The `stream_base` a results directory's `run.json` records, when `path`
+/// is that directory's `scenario.toml`: running the recorded scenario
+/// (`dcemu run DIR/scenario.toml`, `dcemu replay DIR`) finds its streamed
+/// traces and its external program where the original run did, not
+/// beside the copy.
+pub fn recorded_base(path: &Path) -> Option<std::path::PathBuf> {
+    if path.file_name()? != "scenario.toml" {
+        return None;
+    }
+    let facts = std::fs::read(path.parent()?.join("run.json")).ok()?;
+    let facts: serde_json::Value = serde_json::from_slice(&facts).ok()?;
+    facts
+        .get("stream_base")?
+        .as_str()
+        .map(std::path::PathBuf::from)
 }
