@@ -67,6 +67,11 @@ impl Device {
         self.meter.set(now, watts);
     }
 
+    /// Power it draws now (since its last change), watts.
+    pub fn watts(&self) -> f64 {
+        self.meter.watts()
+    }
+
     /// Energy drawn in `[0, end)`, joules.
     pub fn joules(&self, end: SimTime) -> f64 {
         self.meter.joules_at(end)

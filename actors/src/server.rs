@@ -128,6 +128,8 @@ pub struct Server {
     power_orders: u64,
     completed: u64,
     busy_ns: u128,
+    /// When it last completed a task (`makespan_s` is the latest of all).
+    last_done: SimTime,
     /// Distributed units here, and the runs this server coordinates.
     dist: crate::distributed::runtime::DistHost,
     /// Units the scheduler stopped before they reached this server, by
@@ -318,6 +320,7 @@ impl Server {
             power_orders: 0,
             completed: 0,
             busy_ns: 0,
+            last_done: 0,
             dist: Default::default(),
             stopped_early: Default::default(),
             dist_stopped: 0,
@@ -1167,6 +1170,7 @@ impl Server {
         let now = ctx.now();
         self.allocated.remove(&id);
         self.completed += 1;
+        self.last_done = now;
         if task.priority == 0 {
             let response = (now - task.submitted_at) as f64 / 1e9;
             match task.evictions {
@@ -1383,6 +1387,14 @@ impl Server {
         );
         out.add("slots_total", u64::from(self.slots));
         out.add_f64("slot_busy_s", (self.busy_ns + partial) as f64 / 1e9);
+        // what it draws and uses at the end: nothing changes after the
+        // run's last event, so these give every integral up to it
+        // (metrics.rs, the `_active` figures)
+        out.add_f64("power_w_end_server", self.power_state.device.watts());
+        out.add_f64("busy_cores_end", self.busy_cores.watts());
+        if self.completed > 0 {
+            out.sample("task_done_last_s", self.last_done as f64 / 1e9);
+        }
         self.power_state.device.report(
             end,
             out,

@@ -273,6 +273,7 @@ impl Switch {
             Tier::Access => "energy_j_switch_access",
         };
         out.add_f64(by_tier, self.power_state.device.joules(end));
+        out.add_f64("power_w_end_network", self.power_state.device.watts());
         self.power_state.device.report(
             end,
             out,

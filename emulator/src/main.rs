@@ -459,6 +459,23 @@ fn print_summary(label: &str, s: &Scenario, o: &Outcome, partitions: usize, out:
         n("wake_ups_server"),
         n("wake_ups_switch")
     );
+    if o.virtual_end < s.run.end.as_nanos() {
+        let pct = |k: &str| {
+            m(k).as_f64()
+                .map_or("-".into(), |v| format!("{:.1} %", v * 100.0))
+        };
+        let makespan = m("makespan_s")
+            .as_f64()
+            .map_or("-".into(), |v| format_sim_time((v * 1e9) as u64));
+        println!(
+            "  active span    totals and means cover run.end ({}), idle tail included; up to the last event ({}): {:.2} kWh, CPU {} busy, slots {} busy; last task done at {makespan}",
+            format_sim_time(s.run.end.as_nanos()),
+            format_sim_time(o.virtual_end),
+            kwh("energy_kwh_total_active"),
+            pct("utilization_cpu_mean_active"),
+            pct("slot_utilization_mean_active"),
+        );
+    }
     if n("primary_servers") > 0 {
         println!(
             "  primaries      {} tenants on {} servers: {} load spikes, {} containers killed for them, {} disk reimages",

@@ -93,6 +93,9 @@ pub fn summarize(
         m.insert(name.into(), finite(value));
     }
     for (name, values) in merged.samples() {
+        if name == "task_done_last_s" {
+            continue;
+        }
         let mut sorted = values.to_vec();
         sorted.sort_by(f64::total_cmp);
         let mean = (!sorted.is_empty()).then(|| sorted.iter().sum::<f64>() / sorted.len() as f64);
@@ -330,7 +333,55 @@ pub fn summarize(
         "energy_kwh_total".into(),
         finite((server_j + network_j) / 3.6e6),
     );
+    active_figures(&mut m, &merged, out.virtual_end, horizon);
     (m, timeseries(&series, horizon, interval))
+}
+
+/// What a run that ran out of events did while it was active: every
+/// total and mean above covers `[0, horizon)` (`horizon_s`, the scenario's
+/// `run.end`), idle tail included. `makespan_s` is when the last task
+/// finished; the `_active` figures cover `[0, virtual_end)`, up to the
+/// run's last event (its last completion and what followed it: the
+/// release, servers going to sleep). Nothing changes after the last event,
+/// so each is its total less what the devices drew, and the cores and
+/// slots held, at the end, over the idle tail.
+fn active_figures(m: &mut MetricMap, merged: &Metrics, virtual_end: SimTime, horizon: SimTime) {
+    let total_s = seconds(horizon);
+    let active_s = seconds(virtual_end.min(horizon));
+    let tail_s = total_s - active_s;
+    m.insert("horizon_s".into(), finite(total_s));
+    let last = merged
+        .samples_of("task_done_last_s")
+        .iter()
+        .copied()
+        .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
+    m.insert("makespan_s".into(), opt(last));
+    let power_end = merged.sum("power_w_end_server") + merged.sum("power_w_end_network");
+    let joules = merged.sum("energy_j_server") + merged.sum("energy_j_network");
+    m.insert(
+        "energy_kwh_total_active".into(),
+        finite((joules - power_end * tail_s).max(0.0) / 3.6e6),
+    );
+    let mean_over = |busy: f64, at_end: f64, capacity: f64| {
+        (capacity > 0.0 && active_s > 0.0)
+            .then(|| ((busy - at_end * tail_s) / (capacity * active_s)).max(0.0))
+    };
+    m.insert(
+        "utilization_cpu_mean_active".into(),
+        opt(mean_over(
+            merged.sum("cpu_busy_core_s"),
+            merged.sum("busy_cores_end"),
+            merged.counter("cores_total") as f64,
+        )),
+    );
+    m.insert(
+        "slot_utilization_mean_active".into(),
+        opt(mean_over(
+            merged.sum("slot_busy_s"),
+            merged.counter("tasks_running_end") as f64,
+            merged.counter("slots_total") as f64,
+        )),
+    );
 }
 
 /// Means of the wall-clock series the actors measured, as `<name>_mean`

@@ -732,3 +732,61 @@ fn the_record_of_a_run_keeps_its_program_and_reruns_from_anywhere() {
         "{e}"
     );
 }
+
+/// Issue 40 item 3: a fixed workload done long before `run.end` reports
+/// the span its totals cover and what it used while active, exactly: the
+/// active energy is the total less the idle tail's.
+#[test]
+fn a_run_that_ends_early_reports_its_active_span() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = format!(
+        "{}/../scenarios/paragon/local-medium.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let o = dcemu(tmp.path(), &["run", &path, "--out", "r"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("  active span    totals and means cover run.end (12h"),
+        "{}",
+        stdout(&o)
+    );
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("r/metrics.json")).unwrap()).unwrap();
+    let f = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("{k}"));
+    assert_eq!(f("horizon_s"), 12.0 * 3600.0);
+    let (end, makespan) = (f("virtual_end_s"), f("makespan_s"));
+    assert!(makespan > 0.0 && makespan <= end && end < f("horizon_s"));
+    let tail_j = f("power_w_end_server") * (f("horizon_s") - end);
+    let active = f("energy_kwh_total_active");
+    assert!((active - (f("energy_kwh_total") - tail_j / 3.6e6)).abs() < 1e-9);
+    assert!(
+        active < f("energy_kwh_total") / 10.0,
+        "the tail is most of the total"
+    );
+    let ratio = f("utilization_cpu_mean_active") / f("utilization_cpu_mean");
+    assert!(
+        (ratio - f("horizon_s") / end).abs() < 1e-6 * ratio,
+        "{ratio}"
+    );
+    assert!(f("slot_utilization_mean_active") > f("slot_utilization_mean"));
+
+    // an open workload runs to run.end: the active figures are the totals
+    let small = scenario(tmp.path(), "small.toml", SMALL);
+    let o = dcemu(tmp.path(), &["run", &small, "--out", "open"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("active span"), "{}", stdout(&o));
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("open/metrics.json")).unwrap())
+            .unwrap();
+    for k in [
+        "energy_kwh_total",
+        "utilization_cpu_mean",
+        "slot_utilization_mean",
+    ] {
+        let (a, b) = (
+            m[k].as_f64().unwrap(),
+            m[&format!("{k}_active")].as_f64().unwrap(),
+        );
+        assert!((a - b).abs() <= 1e-9 * a.abs().max(1.0), "{k}: {a} vs {b}");
+    }
+}
