@@ -790,3 +790,33 @@ fn a_run_that_ends_early_reports_its_active_span() {
         assert!((a - b).abs() <= 1e-9 * a.abs().max(1.0), "{k}: {a} vs {b}");
     }
 }
+
+/// Issue 40 item 8: in the plain scenario of two server speeds, placements
+/// give different numbers (best-fit packs the slow low-index servers).
+#[test]
+fn placement_matters_in_the_plain_scenario_of_two_server_speeds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = format!(
+        "{}/../scenarios/basic/mixed-servers.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let response = |placement: &str| {
+        let set = format!("scheduler.placement={placement}");
+        let o = dcemu(
+            tmp.path(),
+            &["run", &path, "-q", "--set", "run.end=30m", "--set", &set],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        let dir = tmp
+            .path()
+            .join(format!("results/mixed-servers-s1-run.end=30m,{set}"));
+        let m: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("metrics.json")).unwrap()).unwrap();
+        m["response_s_mean"].as_f64().unwrap()
+    };
+    let (random, packed) = (response("random"), response("best-fit"));
+    assert!(
+        packed > 1.05 * random,
+        "best-fit {packed} s vs random {random} s"
+    );
+}
