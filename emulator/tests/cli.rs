@@ -19,6 +19,19 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// Whether `python3` runs here; says so when it does not (the tests of an
+/// external program in Python are then skipped).
+fn python() -> bool {
+    let ok = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("*** SKIP: python3 not installed ***");
+    }
+    ok
+}
+
 fn scenario(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
@@ -580,9 +593,7 @@ fn an_external_program_is_checked_at_validation_and_its_crash_told_once() {
 /// re-runs to the same digest from elsewhere.
 #[test]
 fn a_stock_scenario_runs_under_a_program_named_on_the_command_line() {
-    let python = Command::new("python3").arg("--version").output();
-    if !python.is_ok_and(|o| o.status.success()) {
-        eprintln!("*** SKIP: python3 not installed ***");
+    if !python() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -663,9 +674,7 @@ for line in sys.stdin:
 /// changed before anything else.
 #[test]
 fn the_record_of_a_run_keeps_its_program_and_reruns_from_anywhere() {
-    let python = Command::new("python3").arg("--version").output();
-    if !python.is_ok_and(|o| o.status.success()) {
-        eprintln!("*** SKIP: python3 not installed ***");
+    if !python() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
