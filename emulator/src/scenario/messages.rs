@@ -42,12 +42,13 @@ fn unknown(what: &str, rest: &str) -> String {
     if names.is_empty() {
         return format!("unknown {what} {word:?} (this table takes none)");
     }
-    match nearest(&word, names.iter().copied()) {
-        Some(near) => format!("unknown {what} {word:?}: did you mean {near:?}?"),
-        None => format!(
-            "unknown {what} {word:?}; expected one of: {}",
-            names.join(", ")
-        ),
+    // a value's few alternatives are worth listing beside the nearest;
+    // a table's many fields are not, once the nearest is named
+    let list = format!("expected one of: {}", names.join(", "));
+    match (nearest(&word, names.iter().copied()), what) {
+        (Some(near), "field") => format!("unknown {what} {word:?}: did you mean {near:?}?"),
+        (Some(near), _) => format!("unknown {what} {word:?}: did you mean {near:?}? ({list})"),
+        (None, _) => format!("unknown {what} {word:?}; {list}"),
     }
 }
 
@@ -110,7 +111,7 @@ mod tests {
         );
         assert_eq!(
             humanize("unknown variant `paragn`, expected one of `random`, `paragon`"),
-            "unknown value \"paragn\": did you mean \"paragon\"?"
+            "unknown value \"paragn\": did you mean \"paragon\"? (expected one of: random, paragon)"
         );
         assert_eq!(
             humanize("unknown variant `x`, expected `fifo` or `arq`"),
