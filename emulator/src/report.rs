@@ -142,15 +142,13 @@ fn bad(path: &Path, message: impl Into<String>) -> ReportError {
 /// Names each run by its scenario, seed and what differs between them
 /// ([`labels::labels`]).
 pub fn label_runs(runs: &mut [RunData]) {
-    let named: Vec<(Option<labels::Fields>, String)> = runs
-        .iter_mut()
-        .map(|r| (r.fields.take(), r.label.clone()))
+    let named: Vec<(Option<&labels::Fields>, &str)> = runs
+        .iter()
+        .map(|r| (r.fields.as_ref(), r.label.as_str()))
         .collect();
-    for (run, label) in runs.iter_mut().zip(labels::labels(&named)) {
+    let new = labels::labels(&named);
+    for (run, label) in runs.iter_mut().zip(new) {
         run.label = label;
-    }
-    for (run, (fields, _)) in runs.iter_mut().zip(named) {
-        run.fields = fields;
     }
 }
 

@@ -49,10 +49,10 @@ fn walk(key: &str, value: &toml::Value, out: &mut Fields) {
 /// (the same scenario and seed) get their directory's name after it.
 /// `runs`: each run's fields (`None`: no readable `scenario.toml`) and its
 /// directory's name.
-pub fn labels(runs: &[(Option<Fields>, String)]) -> Vec<String> {
+pub fn labels(runs: &[(Option<&Fields>, &str)]) -> Vec<String> {
     let keys: BTreeSet<&String> = runs
         .iter()
-        .filter_map(|(f, _)| f.as_ref())
+        .filter_map(|(f, _)| *f)
         .flat_map(|f| f.keys())
         .collect();
     let differing: Vec<&String> = keys
@@ -61,7 +61,7 @@ pub fn labels(runs: &[(Option<Fields>, String)]) -> Vec<String> {
         .filter(|k| {
             let mut values = runs
                 .iter()
-                .filter_map(|(f, _)| f.as_ref())
+                .filter_map(|(f, _)| *f)
                 .map(|f| f.get(*k).map(String::as_str));
             let first = values.next();
             values.any(|v| Some(v) != first)
@@ -71,7 +71,7 @@ pub fn labels(runs: &[(Option<Fields>, String)]) -> Vec<String> {
         .iter()
         .map(|(fields, dir)| {
             let Some(f) = fields else {
-                return dir.clone();
+                return dir.to_string();
             };
             let name = f.get("run.name").map_or("run", String::as_str);
             let seed = f.get("run.seed").map_or("?", String::as_str);
@@ -120,11 +120,8 @@ arrivals = { rate_per_s = 0.5 }
 "#;
         let b = a.replace("\"random\"", "\"best-fit\"");
         let c = a.replace("0.5", "0.25").replace("seed = 1", "seed = 2");
-        let got = labels(&[
-            (fields(a), "x".into()),
-            (fields(&b), "y".into()),
-            (fields(&c), "z".into()),
-        ]);
+        let (fa, fb, fc) = (fields(a), fields(&b), fields(&c));
+        let got = labels(&[(fa.as_ref(), "x"), (fb.as_ref(), "y"), (fc.as_ref(), "z")]);
         assert_eq!(
             got,
             [
@@ -133,9 +130,9 @@ arrivals = { rate_per_s = 0.5 }
                 "quickstart s2 scheduler.placement=random tenants.0.arrivals.rate_per_s=0.25",
             ]
         );
-        let alike = labels(&[(fields(a), "r1".into()), (fields(a), "r2".into())]);
+        let alike = labels(&[(fa.as_ref(), "r1"), (fa.as_ref(), "r2")]);
         assert_eq!(alike, ["quickstart s1 (r1)", "quickstart s1 (r2)"]);
-        let lost = labels(&[(None, "old".into()), (fields(a), "new".into())]);
+        let lost = labels(&[(None, "old"), (fa.as_ref(), "new")]);
         assert_eq!(lost[0], "old");
         assert_eq!(lost[1], "quickstart s1");
     }
@@ -144,7 +141,8 @@ arrivals = { rate_per_s = 0.5 }
     fn many_differences_are_counted_not_listed() {
         let a = "[run]\nname = \"n\"\nseed = 1\n[x]\na = 1\nb = 1\nc = 1\nd = 1\ne = 1\n";
         let b = a.replace("= 1\n", "= 2\n").replace("seed = 2", "seed = 1");
-        let got = labels(&[(fields(a), "a".into()), (fields(&b), "b".into())]);
+        let (fa, fb) = (fields(a), fields(&b));
+        let got = labels(&[(fa.as_ref(), "a"), (fb.as_ref(), "b")]);
         assert_eq!(got[0], "n s1 x.a=1 x.b=1 x.c=1 (+2 more)");
     }
 }
