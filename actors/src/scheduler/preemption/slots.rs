@@ -1,0 +1,488 @@
+//! The slots as the scheduler handed them out ([`Slots`]): free slots per
+//! server and per level, and the running tasks indexed for eviction. The
+//! policies read it to decide; the stage (`mod.rs`) changes it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use dcemu_topology::SimTime;
+use rand::RngCore;
+
+use crate::kernel::{ActorId, ActorRng};
+use crate::sampling::index;
+use crate::task::{Task, TaskId};
+
+use super::fenwick::Fenwick;
+use super::{Admits, Scope, SlotPlacer, SlotServer};
+
+/// Servers of equal CPU per slot, with a Fenwick tree over their free slots
+/// so that a uniformly random free slot is found in O(log n).
+#[derive(Clone, Debug)]
+pub(super) struct Level {
+    pub(super) servers: Vec<u32>,
+    pub(super) free: Fenwick,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct Running {
+    pub(super) server: u32,
+    pub(super) priority: u8,
+    /// When its current execution started: MRS evicts the youngest
+    /// execution, the least work lost (thesis §6.2.3.3). (Keeping the first
+    /// start across evictions instead, as Statement 7.3's wording could
+    /// suggest, makes LRS evict just-restarted tasks and waste less than
+    /// RND, against Table 7.2.)
+    pub(super) started: SimTime,
+    pub(super) level: u16,
+    pub(super) sticky: bool,
+    /// Indexed in `by_start` and `by_power` ([`Preemption::evictable`]);
+    /// never while it migrates, so that no `Preempt` can reach a server
+    /// before the task does.
+    pub(super) evictable: bool,
+    /// The server whose slots a migration holds for it (Paragon §3.4),
+    /// until it leaves this one.
+    pub(super) moving_to: Option<u32>,
+    /// Slots it holds: one per thread ([`slots_of`]).
+    pub(super) slots: u32,
+}
+
+/// Slots a task holds under a slot stage: one per thread, at least one
+/// (thesis §6.2.3.1's tasks are single-threaded: one slot each).
+pub fn slots_of(task: &Task) -> u32 {
+    task.cores.max(1)
+}
+
+/// The slots as the scheduler handed them out: free slots per server and
+/// per level (servers of equal CPU per slot, most powerful first), and the
+/// running tasks indexed for eviction. The policies read it to decide.
+pub struct Slots {
+    pub(super) servers: Vec<SlotServer>,
+    pub(super) index_of: BTreeMap<ActorId, u32>,
+    /// Level of each server; levels are ordered most powerful first.
+    pub(super) level_of: Vec<u16>,
+    pub(super) levels: Vec<Level>,
+    /// Free slots of each server (the Fenwick trees hold the same counts).
+    pub(super) free: Vec<u32>,
+    pub(super) free_total: u32,
+    pub(super) total: u32,
+    pub(super) running: BTreeMap<TaskId, Running>,
+    /// Evictable running tasks by priority and start.
+    pub(super) by_start: BTreeSet<(u8, SimTime, TaskId)>,
+    /// The same, by priority, level and start.
+    pub(super) by_power: BTreeSet<(u8, u16, SimTime, TaskId)>,
+    /// Running tasks per priority among `by_start`, for `rnd`.
+    pub(super) evictable_at: [u32; 256],
+}
+
+impl Slots {
+    pub(super) fn new(servers: Vec<SlotServer>) -> Self {
+        let mut powers: Vec<f64> = servers.iter().map(|s| s.cpu_per_slot).collect();
+        powers.sort_by(|a, b| b.total_cmp(a));
+        powers.dedup();
+        let level_of: Vec<u16> = servers
+            .iter()
+            .map(|s| {
+                powers
+                    .iter()
+                    .position(|p| p.total_cmp(&s.cpu_per_slot).is_eq())
+                    .unwrap_or(0) as u16
+            })
+            .collect();
+        let mut levels: Vec<Level> = (0..powers.len())
+            .map(|_| Level {
+                servers: Vec::new(),
+                free: Fenwick::default(),
+            })
+            .collect();
+        for (i, &l) in level_of.iter().enumerate() {
+            levels[l as usize].servers.push(i as u32);
+        }
+        for level in &mut levels {
+            let counts: Vec<u32> = level
+                .servers
+                .iter()
+                .map(|&s| servers[s as usize].slots)
+                .collect();
+            level.free = Fenwick::from_counts(&counts);
+        }
+        let free: Vec<u32> = servers.iter().map(|s| s.slots).collect();
+        let total: u32 = free.iter().sum();
+        Slots {
+            index_of: servers
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.id, i as u32))
+                .collect(),
+            servers,
+            level_of,
+            levels,
+            free_total: total,
+            free,
+            total,
+            running: BTreeMap::new(),
+            by_start: BTreeSet::new(),
+            by_power: BTreeSet::new(),
+            evictable_at: [0; 256],
+        }
+    }
+
+    /// The most powerful level with a free slot on a server `admits` holds.
+    pub(super) fn most_powerful_free(&self, admits: Admits<'_>) -> Option<u16> {
+        let found = match admits {
+            None => self.levels.iter().position(|l| l.free.total() > 0),
+            Some(ok) => self.levels.iter().position(|l| {
+                l.servers
+                    .iter()
+                    .any(|&i| self.free[i as usize] > 0 && ok(i))
+            }),
+        };
+        found.map(|l| l as u16)
+    }
+
+    /// Whether running task `id` may be a victim within `scope`.
+    pub(super) fn admitted(&self, id: TaskId, scope: Scope<'_>) -> bool {
+        if scope.is_all() {
+            return true;
+        }
+        self.running.get(&id).is_some_and(|r| {
+            scope.servers.is_none_or(|ok| ok(r.server))
+                && scope.victims.is_none_or(|fits| fits(r.server, id))
+        })
+    }
+
+    /// The lowest priority of an evictable task running on a server
+    /// `admits` holds, if it is strictly below `below`.
+    pub(super) fn lowest_evictable(&self, below: u8, admits: Scope<'_>) -> Option<u8> {
+        self.by_start
+            .iter()
+            .take_while(|k| k.0 < below)
+            .find(|k| self.admitted(k.2, admits))
+            .map(|k| k.0)
+    }
+
+    /// The evictable tasks of priority `class` running on servers `admits`
+    /// holds, least recently started first.
+    pub(super) fn by_start(
+        &self,
+        class: u8,
+        admits: Scope<'_>,
+    ) -> impl DoubleEndedIterator<Item = TaskId> + Clone {
+        self.by_start
+            .range((class, 0, 0)..=(class, SimTime::MAX, TaskId::MAX))
+            .map(|k| k.2)
+            .filter(move |&id| self.admitted(id, admits))
+    }
+
+    /// How many [`Slots::by_start`] lists.
+    pub(super) fn evictable_count(&self, class: u8, admits: Scope<'_>) -> u32 {
+        match admits.is_all() {
+            true => self.evictable_at[class as usize],
+            false => self.by_start(class, admits).count() as u32,
+        }
+    }
+
+    /// The most powerful level an evictable task of priority `class` runs
+    /// on, among the servers `admits` holds.
+    pub(super) fn most_powerful_running(&self, class: u8, admits: Scope<'_>) -> Option<u16> {
+        self.by_power
+            .range((class, 0, 0, 0)..=(class, u16::MAX, SimTime::MAX, TaskId::MAX))
+            .find(|k| self.admitted(k.3, admits))
+            .map(|k| k.1)
+    }
+
+    /// The evictable tasks of priority `class` running on `level`, on
+    /// servers `admits` holds, least recently started first.
+    pub(super) fn by_power(
+        &self,
+        class: u8,
+        level: u16,
+        admits: Scope<'_>,
+    ) -> impl DoubleEndedIterator<Item = TaskId> + Clone {
+        self.by_power
+            .range((class, level, 0, 0)..=(class, level, SimTime::MAX, TaskId::MAX))
+            .map(|k| k.3)
+            .filter(move |&id| self.admitted(id, admits))
+    }
+
+    /// A uniformly random free slot (§6.2.3.1), of `level` if given.
+    pub(super) fn random_free(&self, level: Option<u16>, rng: &mut impl RngCore) -> u32 {
+        if let Some(level) = level.and_then(|l| self.levels.get(l as usize)) {
+            let n = level.free.total();
+            if n > 0 {
+                return level.servers[level.free.find(index(rng, n))];
+            }
+        }
+        let mut k = index(rng, self.free_total.max(1));
+        for level in &self.levels {
+            let n = level.free.total();
+            if k < n {
+                return level.servers[level.free.find(k)];
+            }
+            k -= n;
+        }
+        self.levels
+            .iter()
+            .find(|l| l.free.total() > 0)
+            .map_or(0, |l| l.servers[l.free.find(0)])
+    }
+
+    /// A server with `n` free slots (of `level` if it has one), drawn as
+    /// [`Slots::random_free`] draws a slot: with probability in proportion
+    /// to its free slots. `None`: no server has `n`.
+    pub(super) fn random_room(
+        &self,
+        level: Option<u16>,
+        n: u32,
+        rng: &mut impl RngCore,
+    ) -> Option<u32> {
+        if n <= 1 {
+            return (self.free_total > 0).then(|| self.random_free(level, rng));
+        }
+        let of_level = |l: u16| {
+            self.levels
+                .get(l as usize)
+                .into_iter()
+                .flat_map(|lv| lv.servers.iter().copied())
+                .filter(|&i| self.free[i as usize] >= n)
+                .map(|i| (i, self.free[i as usize]))
+                .collect::<Vec<(u32, u32)>>()
+        };
+        let mut room = level.map(of_level).unwrap_or_default();
+        if room.is_empty() {
+            room = (0..self.servers.len() as u32)
+                .filter(|&i| self.free[i as usize] >= n)
+                .map(|i| (i, self.free[i as usize]))
+                .collect();
+        }
+        let total: u32 = room.iter().map(|r| r.1).sum();
+        if total == 0 {
+            return None;
+        }
+        let mut k = index(rng, total);
+        for (i, f) in room {
+            if k < f {
+                return Some(i);
+            }
+            k -= f;
+        }
+        None
+    }
+
+    /// Asks `placer` where `task` goes, among the servers with room for it
+    /// that `admits` holds (of `level`, if given).
+    pub(super) fn place(
+        &mut self,
+        placer: &mut dyn SlotPlacer,
+        task: &Task,
+        admits: Admits<'_>,
+        level: Option<u16>,
+        rng: &mut ActorRng,
+    ) -> Option<u32> {
+        let n = slots_of(task);
+        let chosen = {
+            let candidates = |i: u32| {
+                self.has_room(i, n)
+                    && admits.is_none_or(|ok| ok(i))
+                    && level.is_none_or(|l| self.level_of[i as usize] == l)
+            };
+            placer
+                .choose(task, &candidates, rng)
+                .filter(|&i| candidates(i))
+        };
+        self.begin_moves(placer, chosen.map(|i| (i, n)), &[]);
+        chosen
+    }
+
+    /// Begins the moves `placer`'s latest decision ordered
+    /// ([`SlotPlacer::take_moves`]) and tells it which began. `keep`: the
+    /// server and number of free slots the decision's own start is about
+    /// to take; `victims`: the tasks it is about to evict. A move the
+    /// slots cannot hold (too few free slots left beside the start, a
+    /// victim, a task not running or already moving) is declined; one the
+    /// placement could not book on its side is undone.
+    pub(super) fn begin_moves(
+        &mut self,
+        placer: &mut (dyn SlotPlacer + '_),
+        keep: Option<(u32, u32)>,
+        victims: &[TaskId],
+    ) {
+        for (task, to) in placer.take_moves() {
+            let free = self.free.get(to as usize).copied().unwrap_or(0);
+            let kept = keep.filter(|k| k.0 == to).map_or(0, |k| k.1);
+            let need = self.running.get(&task).map_or(1, |r| r.slots);
+            let room = free >= kept + need;
+            let evictable = self.running.get(&task).is_some_and(|r| r.evictable);
+            let begun = room && !victims.contains(&task) && self.begin_move(task, to);
+            if !placer.move_begun(task, to, begun) && begun {
+                self.undo_move(task, evictable);
+            }
+        }
+    }
+
+    /// Undoes [`Slots::begin_move`] of `id`: its target's slot is free
+    /// again and it is `evictable` as before.
+    pub(super) fn undo_move(&mut self, id: TaskId, evictable: bool) {
+        let Some(r) = self.running.get_mut(&id) else {
+            return;
+        };
+        let Some(to) = r.moving_to.take() else {
+            return;
+        };
+        r.evictable = evictable;
+        let r = r.clone();
+        self.index(id, &r);
+        self.free_slot(to, r.slots);
+    }
+
+    /// Records task `id` running on `server` from `now` in `slots` slots,
+    /// free ones (`take`) or those of the tasks it preempts.
+    pub(super) fn run(
+        &mut self,
+        id: TaskId,
+        class: u8,
+        server: u32,
+        now: SimTime,
+        slots: u32,
+        mode: Run,
+    ) {
+        if mode.take {
+            self.take_slot(server, slots);
+        }
+        let level = self.level_of[server as usize];
+        let r = Running {
+            server,
+            priority: class,
+            started: now,
+            level,
+            sticky: mode.sticky,
+            evictable: mode.evictable,
+            moving_to: None,
+            slots,
+        };
+        self.index(id, &r);
+        self.running.insert(id, r);
+    }
+
+    pub(super) fn index(&mut self, id: TaskId, r: &Running) {
+        if r.evictable {
+            self.by_start.insert((r.priority, r.started, id));
+            self.by_power.insert((r.priority, r.level, r.started, id));
+            self.evictable_at[r.priority as usize] += 1;
+        }
+    }
+
+    pub(super) fn unindex(&mut self, id: TaskId, r: &Running) {
+        if r.evictable {
+            self.by_start.remove(&(r.priority, r.started, id));
+            self.by_power.remove(&(r.priority, r.level, r.started, id));
+            self.evictable_at[r.priority as usize] -= 1;
+        }
+    }
+
+    /// Whether server `i` has a free slot.
+    pub(super) fn has_free(&self, i: u32) -> bool {
+        self.has_room(i, 1)
+    }
+
+    /// Whether server `i` has `n` free slots (at least one).
+    pub(super) fn has_room(&self, i: u32, n: u32) -> bool {
+        self.free.get(i as usize).is_some_and(|&f| f >= n.max(1))
+    }
+
+    /// Running task `id` is to migrate to free slots of `to`, held from
+    /// now on; it is out of the eviction indexes until [`Slots::arrived`].
+    pub(super) fn begin_move(&mut self, id: TaskId, to: u32) -> bool {
+        let Some(r) = self.running.get(&id).cloned() else {
+            return false;
+        };
+        if !self.has_room(to, r.slots) || r.moving_to.is_some() || r.server == to {
+            return false;
+        }
+        self.unindex(id, &r);
+        self.take_slot(to, r.slots);
+        if let Some(r) = self.running.get_mut(&id) {
+            r.moving_to = Some(to);
+            r.evictable = false;
+        }
+        true
+    }
+
+    /// Migrating task `id` left `from`: it now holds only its new slot.
+    pub(super) fn left(&mut self, id: TaskId, from: ActorId) {
+        let Some(&i) = self.index_of.get(&from) else {
+            return;
+        };
+        let Some(r) = self.running.get_mut(&id) else {
+            return;
+        };
+        let Some(to) = r.moving_to.filter(|_| r.server == i) else {
+            return;
+        };
+        r.server = to;
+        r.level = self.level_of[to as usize];
+        r.moving_to = None;
+        let n = r.slots;
+        self.free_slot(i, n);
+    }
+
+    /// Migrated task `id` runs on its new server: evictable again if its
+    /// policy says so.
+    pub(super) fn arrived(&mut self, id: TaskId, evictable: bool) {
+        let Some(r) = self.running.get_mut(&id) else {
+            return;
+        };
+        if r.moving_to.is_some() || r.evictable || !evictable {
+            return;
+        }
+        r.evictable = true;
+        let r = r.clone();
+        self.index(id, &r);
+    }
+
+    /// Task `id` left `server`: its slot is free again. `None` if it was
+    /// not running there (as far as we know).
+    pub(super) fn vacate(&mut self, id: TaskId, server: ActorId) -> Option<Running> {
+        let r = self.running.get(&id)?;
+        if self.index_of.get(&server) != Some(&r.server) {
+            // Not where we sent it: nothing of ours to free.
+            return None;
+        }
+        let r = self.evict(id)?;
+        self.free_slot(r.server, r.slots);
+        if let Some(to) = r.moving_to {
+            self.free_slot(to, r.slots);
+        }
+        Some(r)
+    }
+
+    /// Task `id` stops running; its slot goes to its evictor.
+    pub(super) fn evict(&mut self, id: TaskId) -> Option<Running> {
+        let r = self.running.remove(&id)?;
+        self.unindex(id, &r);
+        Some(r)
+    }
+
+    pub(super) fn take_slot(&mut self, server: u32, n: u32) {
+        self.free[server as usize] -= n;
+        self.free_total -= n;
+        let level = &mut self.levels[self.level_of[server as usize] as usize];
+        let pos = level.servers.binary_search(&server).unwrap_or(0);
+        level.free.add(pos, -i64::from(n));
+    }
+
+    pub(super) fn free_slot(&mut self, server: u32, n: u32) {
+        self.free[server as usize] += n;
+        self.free_total += n;
+        let level = &mut self.levels[self.level_of[server as usize] as usize];
+        let pos = level.servers.binary_search(&server).unwrap_or(0);
+        level.free.add(pos, n as i64);
+    }
+}
+
+/// How a task starts: in a free slot or a preempted one, sticky or not,
+/// evictable or not.
+#[derive(Clone, Copy)]
+pub(super) struct Run {
+    pub(super) take: bool,
+    pub(super) sticky: bool,
+    pub(super) evictable: bool,
+}
