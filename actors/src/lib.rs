@@ -27,6 +27,7 @@ pub mod scheduler;
 pub mod server;
 pub mod sharing;
 pub mod slot_plan;
+pub mod slot_share;
 pub mod storage_placement;
 pub mod switch;
 pub mod task;

@@ -108,7 +108,9 @@ pub enum Body {
     Submit(Task),
     /// Scheduler → server: run this task in a free slot.
     Dispatch(Task),
-    /// Server → scheduler: the `slots` slots that ran `task` are free again.
+    /// Server → scheduler: the slots that ran `task` are free again;
+    /// `slots` is its threads, from which every ledger counts the slots it
+    /// held there (`crate::slot_share`).
     Finished { task: TaskId, slots: u32 },
     /// Server → tenant: your task ran from `started_at` to `finished_at`.
     Done {

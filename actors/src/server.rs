@@ -31,6 +31,7 @@ use crate::net::{AppRate, Body, EvictionCause, Inbox, Nic, ServerReport};
 use crate::net::{Msg, unexpected};
 use crate::sampling::{normal, to_nanos, uniform_open0};
 use crate::sharing::CpuShare;
+use crate::slot_share::slots_for;
 use crate::task::{Kind, Task, TaskId};
 use crate::world::World;
 
@@ -639,7 +640,7 @@ impl Server {
                 .nic
                 .send(&world, ctx, world.scheduler, Body::Killed(task));
         }
-        if self.slots_taken() + task.cores > self.slots {
+        if self.slots_taken() + self.slots_of(task.cores) > self.slots {
             return Err(ModelError::Invariant(format!(
                 "{} got task {} with all {} slots taken",
                 self.world.name(ctx.me()),
@@ -947,8 +948,18 @@ impl Server {
 
     /// Slots held by running tasks and by tasks waiting for the wake-up.
     fn slots_taken(&self) -> u32 {
-        let running: u32 = self.running.values().map(|(t, _)| t.cores).sum();
-        running + self.power_state.held().iter().map(|t| t.cores).sum::<u32>()
+        let running: u32 = self
+            .running
+            .values()
+            .map(|(t, _)| self.slots_of(t.cores))
+            .sum();
+        let held = self.power_state.held().iter();
+        running + held.map(|t| self.slots_of(t.cores)).sum::<u32>()
+    }
+
+    /// Slots a task of `threads` threads takes here ([`slots_for`]).
+    fn slots_of(&self, threads: u32) -> u32 {
+        slots_for(threads, self.cores_total, self.slots)
     }
 
     fn woke(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {

@@ -262,3 +262,63 @@ arrivals = {{ process = "trace", trace = "t.csv" }}
         assert!(busy > 0.0 && busy <= 1.0, "{slots} {sticky}: {busy}");
     }
 }
+
+#[test]
+fn a_slot_of_two_cores_holds_two_threads_under_every_slot_stage() {
+    // Issue 39: a slot is `cores / slots` cores (never less than one), and
+    // a task takes ceil(threads / share) slots of one server. Servers of 8
+    // cores in 4 slots hold two four-thread tasks each (2 slots apiece),
+    // so four class-0 tasks (400 core·s, 100 s on four cores) all start at
+    // once; a slot per thread would have run two and queued two for 100 s.
+    // At 10 s a four-thread class-5 task evicts one of them whole (its 2
+    // slots, 10 s × 4 threads wasted). The same on 1 and 3 partitions.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = "arrival_s,priority,cpu,memory_gb,duration_s\n\
+                 0,0,4,0,400\n0,0,4,0,400\n0,0,4,0,400\n0,0,4,0,400\n10,5,4,0,40\n";
+    std::fs::write(dir.path().join("t.csv"), trace).unwrap();
+    for (slots, sticky) in [("priority", 0), ("wasp", 0), ("hybrid", 4)] {
+        let text = format!(
+            r#"
+[run]
+name = "two-core-slots"
+end = "10m"
+
+[scheduler]
+slots = "{slots}"
+sticky_slots = {sticky}
+
+[[server_types]]
+name = "a"
+count = 2
+cores = 8
+slots = 4
+
+[[tenants]]
+name = "t"
+arrivals = {{ process = "trace", trace = "t.csv" }}
+"#
+        );
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, &text).unwrap();
+        let label = path.display().to_string();
+        let s = scenario(&label, &text, &[]);
+        let o = run_with(&s, 1);
+        assert_no_task_lost(&o, "two-core-slots");
+        assert_eq!(metric(&o, "tasks_completed"), 5.0, "{slots}");
+        assert_eq!(metric(&o, "evictions_priority"), 1.0, "{slots}");
+        let wasted = metric(&o, "wasted_cpu_s");
+        assert!((39.0..=41.0).contains(&wasted), "{slots}: WE {wasted}");
+        // none of the first four queued; only the evicted task and its
+        // evictor waited, for tens of seconds at most. A slot per thread
+        // would have queued two for 100 s (a mean of 40 s or more)
+        let wait = metric(&o, "queue_wait_s_mean");
+        assert!(wait < 20.0, "{slots}: mean queue wait {wait} s");
+        let busy = metric(&o, "slot_utilization_mean");
+        assert!(busy > 0.0 && busy <= 1.0, "{slots}: {busy}");
+        assert_eq!(
+            outcome_digest(&o),
+            outcome_digest(&run_with(&s, 3)),
+            "{slots}: partitioning changed the run"
+        );
+    }
+}

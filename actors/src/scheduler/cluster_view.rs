@@ -6,6 +6,7 @@ use crate::external::PowerView;
 use crate::kernel::ActorId;
 use crate::net::ServerReport;
 use crate::server::pressure_weights;
+use crate::slot_share::{slots_for, threads_in};
 use crate::task::Task;
 
 use super::placement::greedy::ServerInterference;
@@ -49,12 +50,16 @@ pub struct ServerSlots {
     pub id: ActorId,
     pub slots: u32,
     pub free: u32,
+    pub cores: u32,
+    /// Threads of the tasks it was handed (a task takes
+    /// [`ServerSlots::slots_for`] slots for them).
+    pub threads: u32,
     /// Index of its configuration (server type), as in profiles' `speed`.
     pub class: usize,
     pub memory_mb: u64,
     /// Memory not promised to the tasks dispatched to it.
     pub memory_free_mb: u64,
-    /// Slots the server's primary tenant leaves to secondary tasks, from
+    /// Cores the server's primary tenant leaves to secondary tasks, from
     /// its latest report: cores less the primary's use and reserve
     /// (harvesting §5.3; its node manager kills the youngest tasks beyond
     /// that). `u32::MAX` when the view is not primary-aware or no report
@@ -87,15 +92,33 @@ impl ServerSlots {
     /// Whether `task` fits its free slots and the room its primary tenant
     /// leaves, and its free memory if `memory`.
     pub fn fits(&self, task: &Task, memory: bool) -> bool {
-        self.free >= task.cores
+        self.free >= self.slots_for(task.cores)
             && self.primary_leaves(task.cores)
             && (!memory || self.memory_free_mb >= task.memory_mb)
     }
 
+    /// Slots a task of `threads` threads takes here
+    /// ([`crate::slot_share::slots_for`]).
+    pub fn slots_for(&self, threads: u32) -> u32 {
+        slots_for(threads, self.cores, self.slots)
+    }
+
+    /// The most threads a task may have to fit its free slots
+    /// ([`crate::slot_share::threads_in`]).
+    pub fn free_threads(&self) -> u32 {
+        threads_in(self.free, self.cores, self.slots)
+    }
+
     /// Whether its primary tenant's room ([`ServerSlots::primary_room`])
-    /// takes `slots` more beside what the scheduler has there.
-    pub fn primary_leaves(&self, slots: u32) -> bool {
-        (self.slots - self.free).saturating_add(slots) <= self.primary_room
+    /// takes `threads` more beside what the scheduler has there.
+    pub fn primary_leaves(&self, threads: u32) -> bool {
+        self.threads.saturating_add(threads) <= self.primary_room
+    }
+
+    /// Whether it could hold a task of `threads` threads if none of the
+    /// scheduler's tasks ran there.
+    pub fn could_hold(&self, threads: u32) -> bool {
+        self.slots_for(threads) <= self.slots && threads <= self.primary_room
     }
 }
 
@@ -108,7 +131,7 @@ impl ClusterView {
     pub fn could_hold(&self, cores: u32, hosts: usize) -> bool {
         self.servers
             .iter()
-            .filter(|s| cores <= s.slots.min(s.primary_room))
+            .filter(|s| s.could_hold(cores))
             .take(hosts)
             .count()
             >= hosts
@@ -126,6 +149,8 @@ impl ClusterView {
                     id: s.id,
                     slots: s.slots,
                     free: s.slots,
+                    cores: s.cores,
+                    threads: 0,
                     class: s.class,
                     memory_mb: s.memory_mb,
                     memory_free_mb: s.memory_mb,
@@ -315,8 +340,9 @@ impl ClusterView {
         &mut self.interference[i as usize]
     }
 
-    /// Takes `k` slots and `memory_mb` on server `i` and returns its actor id.
-    pub(crate) fn take(&mut self, i: u32, k: u32, memory_mb: u64) -> ActorId {
+    /// Takes the slots of a task of `threads` threads and `memory_mb` on
+    /// server `i` and returns its actor id.
+    pub(crate) fn take(&mut self, i: u32, threads: u32, memory_mb: u64) -> ActorId {
         self.note(i);
         if let Some(p) = self.power.get_mut(i as usize)
             && p.0 == PowerView::Asleep
@@ -325,7 +351,8 @@ impl ClusterView {
         }
         let s = &mut self.servers[i as usize];
         s.memory_free_mb = s.memory_free_mb.saturating_sub(memory_mb);
-        s.free = s.free.saturating_sub(k);
+        s.free = s.free.saturating_sub(s.slots_for(threads));
+        s.threads = s.threads.saturating_add(threads.max(1));
         let id = s.id;
         if s.free == 0 {
             self.unmark_free(i);
@@ -333,11 +360,12 @@ impl ClusterView {
         id
     }
 
-    /// Returns `k` slots and `memory_mb` of the server with actor id `id`;
-    /// `None` if it is not a server of this view or has fewer than `k`
-    /// slots out.
-    pub(crate) fn release(&mut self, id: ActorId, k: u32, memory_mb: u64) -> Option<()> {
+    /// Returns the slots of a task of `threads` threads and `memory_mb` of
+    /// the server with actor id `id`; `None` if it is not a server of this
+    /// view or has fewer than those slots out.
+    pub(crate) fn release(&mut self, id: ActorId, threads: u32, memory_mb: u64) -> Option<()> {
         let i = *self.by_actor.get(&id)?;
+        let k = self.servers[i as usize].slots_for(threads);
         if self.servers[i as usize].free + k > self.servers[i as usize].slots {
             return None;
         }
@@ -346,6 +374,7 @@ impl ClusterView {
         s.memory_free_mb = (s.memory_free_mb + memory_mb).min(s.memory_mb);
         let was_full = s.free == 0;
         s.free += k;
+        s.threads = s.threads.saturating_sub(threads.max(1));
         if was_full && k > 0 {
             self.mark_free(i);
         }
@@ -507,6 +536,46 @@ mod tests {
         );
         assert_eq!(view.release(ActorId(3), 4, 0), Some(()));
         assert_eq!(random(&wide, &view, &mut rng), Some(2));
+    }
+
+    /// A server of 12 cores in 6 slots (a slot is 2 cores) counts a task
+    /// of 4 threads as 2 slots, in `fits`, `take` and `release` alike,
+    /// and its primary tenant's room in threads.
+    #[test]
+    fn a_slot_of_several_cores_holds_as_many_threads() {
+        let spec = ServerSpec {
+            cores: 12,
+            slots: 6,
+            ..specs(&[(1, 6)])[0]
+        };
+        let mut view = ClusterView::new(&[spec], false);
+        let four = Task { cores: 4, ..task() };
+        assert!(view.servers()[0].fits(&four, true));
+        view.take(0, 4, 0);
+        view.take(0, 4, 0);
+        assert_eq!(view.servers()[0].free, 2);
+        assert_eq!(view.servers()[0].threads, 8);
+        assert_eq!(view.servers()[0].free_threads(), 4);
+        assert!(view.servers()[0].fits(&four, true));
+        assert!(!view.servers()[0].fits(&Task { cores: 5, ..task() }, true));
+        view.set_primary_aware();
+        view.record_report(
+            ActorId(1),
+            ServerReport {
+                cores: 12,
+                primary_cores: 2,
+                reserve_cores: 0,
+                ..ServerReport::default()
+            },
+        );
+        assert!(
+            !view.servers()[0].fits(&four, true),
+            "10 cores left, 8 used"
+        );
+        assert!(view.could_hold(10, 1) && !view.could_hold(11, 1));
+        assert_eq!(view.release(ActorId(1), 4, 0), Some(()));
+        assert_eq!(view.servers()[0].free, 4);
+        assert_eq!(view.servers()[0].threads, 4);
     }
 
     #[test]

@@ -59,6 +59,7 @@ use rand::RngCore;
 use crate::config::{CpuSharing, PlacementKind, SchedulerConfig, SortKey};
 use crate::kernel::{ActorId, Metrics};
 use crate::sampling::index;
+use crate::slot_share::{slots_for, threads_in};
 use crate::task::{Task, TaskId};
 
 use super::unplaceable::{Demand, Free, Unplaceable};
@@ -132,9 +133,11 @@ struct ServerState {
     cpu_used: f64,
     memory_used: u64,
     tasks: u32,
-    /// Slots its tasks hold: one per thread, as the server counts them.
+    /// Slots its tasks hold, as the server counts them
+    /// ([`crate::slot_share::slots_for`]), and their threads.
     slots_used: u32,
-    /// Slots its primary tenant leaves to tasks, by its latest report
+    threads_used: u32,
+    /// Cores its primary tenant leaves to tasks, by its latest report
     /// (harvesting §5.3; `ClusterView`'s primary room); `u32::MAX` without
     /// a primary tenant.
     room: u32,
@@ -314,8 +317,9 @@ struct Running {
     server: u32,
     cpu: f64,
     memory_mb: u64,
-    /// Slots it holds (its threads).
+    /// Slots it holds and its threads.
     slots: u32,
+    threads: u32,
     job: Option<TaskId>,
     master: bool,
     /// Its worst-case execution time estimate and bandwidths, kept for
@@ -485,6 +489,7 @@ impl EnergyStage {
                     memory_used: 0,
                     tasks: 0,
                     slots_used: 0,
+                    threads_used: 0,
                     room: u32::MAX,
                     spec,
                 }
@@ -625,10 +630,12 @@ impl EnergyStage {
         s.memory_used = s.memory_used.saturating_sub(r.memory_mb);
         s.tasks = s.tasks.saturating_sub(1);
         s.slots_used = s.slots_used.saturating_sub(r.slots);
+        s.threads_used = s.threads_used.saturating_sub(r.threads);
         if s.tasks == 0 {
             s.cpu_used = 0.0;
             s.memory_used = 0;
             s.slots_used = 0;
+            s.threads_used = 0;
         }
         self.refresh(r.server);
         if let (Some(job), true) = (r.job, r.master) {
@@ -708,10 +715,16 @@ impl EnergyStage {
             let s = &self.servers[i as usize];
             return fits(task, cpu, s) && self.has_path(s, self.task_bps(task, s));
         };
-        let (flows, victim_cpu, victim_mb, victim_slots) =
-            (r.flows.clone(), r.cpu, r.memory_mb, r.slots);
+        let (flows, victim_cpu, victim_mb, victim_slots, victim_threads) =
+            (r.flows.clone(), r.cpu, r.memory_mb, r.slots, r.threads);
         let s = &self.servers[i as usize];
-        let saved = (s.cpu_used, s.memory_used, s.tasks, s.slots_used);
+        let saved = (
+            s.cpu_used,
+            s.memory_used,
+            s.tasks,
+            s.slots_used,
+            s.threads_used,
+        );
         for f in &flows {
             self.unbook(f);
         }
@@ -720,10 +733,17 @@ impl EnergyStage {
         s.memory_used = s.memory_used.saturating_sub(victim_mb);
         s.tasks = s.tasks.saturating_sub(1);
         s.slots_used = s.slots_used.saturating_sub(victim_slots);
+        s.threads_used = s.threads_used.saturating_sub(victim_threads);
         let s = &self.servers[i as usize];
         let ok = fits(task, cpu, s) && self.has_path(s, self.task_bps(task, s));
         let s = &mut self.servers[i as usize];
-        (s.cpu_used, s.memory_used, s.tasks, s.slots_used) = saved;
+        (
+            s.cpu_used,
+            s.memory_used,
+            s.tasks,
+            s.slots_used,
+            s.threads_used,
+        ) = saved;
         for f in &flows {
             self.rebook(f);
         }
@@ -776,22 +796,23 @@ impl EnergyStage {
     }
 
     /// What the roomiest server has free, in each respect apart: CPU,
-    /// memory and slots (within its primary tenant's room), as [`fits`]
+    /// memory and threads (within its free slots and its primary tenant's room), as [`fits`]
     /// reads them.
     fn most_free(&self) -> Free {
         let mut most = Free {
             cpu: 0.0,
             memory_mb: 0,
-            slots: 0,
+            threads: 0,
         };
         for s in &self.servers {
             most.cpu = most.cpu.max(s.capacity - s.cpu_used);
             most.memory_mb = most
                 .memory_mb
                 .max(s.spec.memory_mb.saturating_sub(s.memory_used));
-            most.slots = most
-                .slots
-                .max(s.spec.slots.min(s.room).saturating_sub(s.slots_used));
+            let free = s.spec.slots.saturating_sub(s.slots_used);
+            let threads = threads_in(free, s.spec.cores, s.spec.slots)
+                .min(s.room.saturating_sub(s.threads_used));
+            most.threads = most.threads.max(threads);
         }
         most
     }
@@ -963,7 +984,9 @@ impl EnergyStage {
         s.cpu_used += cpu;
         s.memory_used += task.memory_mb;
         s.tasks += 1;
-        s.slots_used += task.cores;
+        let slots = slots_for(task.cores, s.spec.cores, s.spec.slots);
+        s.slots_used += slots;
+        s.threads_used += task.cores.max(1);
         self.refresh(i);
         self.placed += 1;
         if let Some(job) = task.job
@@ -977,7 +1000,8 @@ impl EnergyStage {
                 server: i,
                 cpu,
                 memory_mb: task.memory_mb,
-                slots: task.cores,
+                slots,
+                threads: task.cores.max(1),
                 job: task.job.map(|j| j.id),
                 master: task.job.is_some_and(|j| j.master),
                 t_x,
@@ -1772,7 +1796,8 @@ fn draw_feasible<'a, T>(
 }
 
 fn fits(task: &Task, cpu: f64, s: &ServerState) -> bool {
-    s.slots_used + task.cores <= s.spec.slots.min(s.room)
+    s.slots_used + slots_for(task.cores, s.spec.cores, s.spec.slots) <= s.spec.slots
+        && s.threads_used + task.cores.max(1) <= s.room
         && s.cpu_used + cpu <= s.capacity + 1e-9
         && s.memory_used + task.memory_mb <= s.spec.memory_mb
 }

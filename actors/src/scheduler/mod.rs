@@ -377,8 +377,8 @@ impl SlotPlacer for CorePlacer<'_> {
         self.anneal.is_some()
     }
 
-    fn could_hold(&self, slots: u32, hosts: usize) -> bool {
-        self.core.cluster.could_hold(slots, hosts)
+    fn could_hold(&self, threads: u32, hosts: usize) -> bool {
+        self.core.cluster.could_hold(threads, hosts)
     }
 
     /// Frees what `task` was booked on `server` (view, flows, the energy
@@ -861,6 +861,7 @@ impl Scheduler {
                     .map(|s| SlotServer {
                         id: s.id,
                         slots: s.slots,
+                        cores: s.cores,
                         cpu_per_slot: s.core_speed * f64::from(s.cores) / f64::from(s.slots.max(1)),
                     })
                     .collect(),
@@ -1540,7 +1541,10 @@ impl Scheduler {
             .cluster
             .servers()
             .iter()
-            .map(|s| s.free.min(s.primary_room.saturating_sub(s.slots - s.free)))
+            .map(|s| {
+                s.free_threads()
+                    .min(s.primary_room.saturating_sub(s.threads))
+            })
             .collect();
         let pass = stage.place(now, &room, &names, ctx.rng());
         self.core

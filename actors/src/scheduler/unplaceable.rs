@@ -89,13 +89,14 @@ pub(super) struct Unplaceable {
     most_free: Option<Free>,
 }
 
-/// The most CPU, memory and slots any one server had free (each its own
-/// maximum; they may be on different servers).
+/// The most CPU, memory and threads any one server had room for (each its
+/// own maximum; they may be on different servers; threads within its free
+/// slots, `crate::slot_share::threads_in`, and its primary tenant's room).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Free {
     pub cpu: f64,
     pub memory_mb: u64,
-    pub slots: u32,
+    pub threads: u32,
 }
 
 impl Unplaceable {
@@ -117,7 +118,7 @@ impl Unplaceable {
     /// found no server in this pass.
     pub(super) fn rules_out(&self, d: &Demand) -> bool {
         let beyond = self.most_free.is_some_and(|m| {
-            d.cpu > m.cpu + 1e-6 || d.memory_mb > m.memory_mb || d.cores > m.slots
+            d.cpu > m.cpu + 1e-6 || d.memory_mb > m.memory_mb || d.cores > m.threads
         });
         beyond || self.failed.iter().any(|f| d.covers(f))
     }
@@ -213,7 +214,7 @@ mod tests {
         let u = Unplaceable::with_most_free(Free {
             cpu: 0.5,
             memory_mb: 1000,
-            slots: 2,
+            threads: 2,
         });
         assert!(
             !u.rules_out(&demand(0.5, 1000, 2, Net::Fixed(5))),

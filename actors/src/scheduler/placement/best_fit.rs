@@ -22,7 +22,10 @@ impl Placement for BestFit {
     ) -> Option<Choice> {
         let servers = cluster.servers();
         req.fitting(cluster, true)
-            .min_by_key(|&i| (servers[i as usize].free - req.task.cores, i))
+            .min_by_key(|&i| {
+                let s = &servers[i as usize];
+                (s.free - s.slots_for(req.task.cores), i)
+            })
             .map(Choice::clean)
     }
 

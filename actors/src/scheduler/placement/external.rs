@@ -203,14 +203,15 @@ impl External {
                 ));
             }
             let more: u32 = taken.iter().filter(|x| x.0 == to).map(|x| x.1).sum();
-            if s.free < more.saturating_add(r.cores) {
+            let need = s.slots_for(r.cores);
+            if s.free < more.saturating_add(need) {
                 return Err(format!(
-                    "{what}: it migrates task {t} to server {to}, which has not its {} slot(s) \
+                    "{what}: it migrates task {t} to server {to}, which has not its {need} slot(s) \
                      free: {} free, {more} of them taken by this response",
-                    r.cores, s.free
+                    s.free
                 ));
             }
-            taken.push((to, r.cores));
+            taken.push((to, need));
         }
         self.migrations = migrate.to_vec();
         Ok(())
@@ -522,7 +523,7 @@ impl External {
             return Err(format!(
                 "{what}: server {server} is not free for the task: it needs {} slot(s), \
                  the server has {} free{}",
-                t.cores,
+                s.slots_for(t.cores),
                 s.free,
                 if s.primary_room == u32::MAX {
                     String::new()
@@ -535,7 +536,8 @@ impl External {
             self.check_path(&what, t, server, k)?;
         }
         self.check_power(&what, &response.power, Some(server), cluster)?;
-        self.check_migrations(&what, &response.migrate, Some((server, t.cores)), cluster)?;
+        let starts = Some((server, s.slots_for(t.cores)));
+        self.check_migrations(&what, &response.migrate, starts, cluster)?;
         Ok(Some(Choice::clean(server)))
     }
 

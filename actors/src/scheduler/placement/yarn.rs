@@ -127,12 +127,12 @@ impl YarnPt {
             return 0;
         };
         let s = &cluster.servers()[i as usize];
-        let held = s.slots - s.free;
+        let held = s.threads;
         let cores = self.cores.get(i as usize).copied().unwrap_or(r.cores);
         cores
             .saturating_sub(r.primary_cores + r.reserve_cores)
             .saturating_sub(held)
-            .min(s.free)
+            .min(s.free_threads())
     }
 
     /// A server for `req.task` among `among` (all servers with a free slot
@@ -399,7 +399,7 @@ impl YarnH {
                         st.cores += f64::from(self.pt.cores[i as usize]);
                         st.reserve +=
                             f64::from(report.map_or(self.tenant_reserve[t], |r| r.reserve_cores));
-                        st.allocated += f64::from(s.slots - s.free);
+                        st.allocated += f64::from(s.threads);
                         n += 1.0;
                     }
                 }
@@ -437,9 +437,8 @@ impl YarnH {
             JobLength::Long => class.peak.max(current),
         };
         let s = &cluster.servers()[i as usize];
-        let room = cores * (1.0 - u.clamp(0.0, 1.0))
-            - f64::from(r.reserve_cores)
-            - f64::from(s.slots - s.free);
+        let room =
+            cores * (1.0 - u.clamp(0.0, 1.0)) - f64::from(r.reserve_cores) - f64::from(s.threads);
         libm::floor(room.max(0.0) + 1e-9) as u32
     }
 

@@ -4,8 +4,9 @@
 //! needs every unit, ASPLOS'16 §3.2), so it starts whole or not at all,
 //! one unit per host (Figure 5). Under a slot stage:
 //!
-//! - each unit is a task and takes a slot per thread (thesis §6.2.3.1,
-//!   `slots_of`);
+//! - each unit is a task and takes the slots its threads need on its
+//!   server (`crate::slot_share`: a slot per thread where slots are at
+//!   most a core, thesis §6.2.3.1);
 //! - the run queues as its unit 0, with the run's priority class (its
 //!   tenant's) and first arrival (§6.2.3.2), the other units beside it;
 //! - at the head of the priority order (phase II), it starts only if every
@@ -29,7 +30,7 @@ use std::collections::BTreeSet;
 
 use dcemu_topology::SimTime;
 
-use super::{Admits, SlotAction, SlotPlacer, SlotStage, slots_of};
+use super::{Admits, SlotAction, SlotPlacer, SlotStage};
 use crate::kernel::{ActorId, ActorRng};
 use crate::sampling::index;
 use crate::task::{Task, TaskId};
@@ -106,16 +107,18 @@ impl SlotStage {
         now: SimTime,
         rng: &mut ActorRng,
     ) -> Option<Vec<u32>> {
-        let n: u32 = units.iter().map(slots_of).sum();
+        let n: u32 = units.iter().map(|u| self.slots.fewest(u.cores)).sum();
         let regular = self.slots.total - self.sticky_cap;
         if self.regular_used + n > regular || self.slots.free_total < n {
             return None;
         }
         let joint = match placer.as_deref_mut() {
             Some(p) if p.places_gangs() => {
-                let widest = units.iter().map(slots_of).max().unwrap_or(1);
-                let free =
-                    |i: u32| self.slots.has_room(i, widest) && allowed.is_none_or(|ok| ok(i));
+                let widest = units.iter().map(|u| u.cores).max().unwrap_or(1);
+                let free = |i: u32| {
+                    self.slots.has_room(i, self.slots.slots_at(i, widest))
+                        && allowed.is_none_or(|ok| ok(i))
+                };
                 let hosts = p.choose_gang(units, &free, rng)?;
                 if hosts.len() != units.len() {
                     return None;
@@ -128,7 +131,7 @@ impl SlotStage {
         let mut servers: Vec<u32> = Vec::with_capacity(units.len());
         for (k, unit) in units.iter().enumerate() {
             let candidates = |i: u32| {
-                self.slots.has_room(i, slots_of(unit))
+                self.slots.has_room(i, self.slots.slots_at(i, unit.cores))
                     && allowed.is_none_or(|ok| ok(i))
                     && !used.contains(&i)
             };
@@ -150,6 +153,19 @@ impl SlotStage {
             };
             used.insert(server);
             servers.push(server);
+        }
+        let taken: u32 = units
+            .iter()
+            .zip(&servers)
+            .map(|(u, &i)| self.slots.slots_at(i, u.cores))
+            .sum();
+        if self.regular_used + taken > regular {
+            if let Some(p) = placer {
+                for (u, &i) in units.iter().zip(&servers) {
+                    p.withdraw(u, i);
+                }
+            }
+            return None;
         }
         Some(servers)
     }

@@ -148,6 +148,7 @@ mod tests {
                 vec![SlotServer {
                     id: ActorId(3),
                     slots: 6,
+                    cores: 6,
                     cpu_per_slot: 0.5,
                 }],
             )
@@ -203,6 +204,7 @@ mod tests {
             vec![SlotServer {
                 id: ActorId(3),
                 slots: 4,
+                cores: 4,
                 cpu_per_slot: 0.5,
             }],
         );
@@ -262,6 +264,7 @@ mod tests {
             vec![SlotServer {
                 id: ActorId(3),
                 slots: 2,
+                cores: 2,
                 cpu_per_slot: 0.5,
             }],
         );

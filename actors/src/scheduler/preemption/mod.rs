@@ -42,8 +42,11 @@ mod gang;
 mod hybrid;
 // A local variable named `priority` in this file would read as a path into
 // this module to the layers test (actors/tests/layers.rs): they are `class`.
+mod placer;
 mod priority;
 mod registry;
+#[cfg(test)]
+mod size_tests;
 mod slots;
 mod wasp;
 #[cfg(test)]
@@ -63,29 +66,9 @@ use crate::config::EvictionPolicy;
 use crate::kernel::{ActorId, ActorRng, Metrics};
 use crate::task::{Task, TaskId};
 
-use slots::Run;
-pub use slots::{Slots, slots_of};
-
-/// The servers a start may use (an admission stage's scope, ARQ's pools);
-/// `None`: all of them.
-pub type Admits<'a> = Option<&'a dyn Fn(u32) -> bool>;
-
-/// Where a victim may run: on a server the admission stage's scope holds,
-/// and, for a task that needs more than a slot (a flow's bandwidth, an
-/// energy-aware placement's room, [`SlotPlacer::gates_victims`]), where its
-/// eviction makes that room (server, victim). The default: anywhere.
-#[derive(Clone, Copy, Default)]
-pub struct Scope<'a> {
-    pub servers: Admits<'a>,
-    pub victims: Option<&'a dyn Fn(u32, TaskId) -> bool>,
-}
-
-impl Scope<'_> {
-    /// Whether any running task may be a victim.
-    fn is_all(&self) -> bool {
-        self.servers.is_none() && self.victims.is_none()
-    }
-}
+pub use placer::{RunningSlot, SlotPlacer};
+pub use slots::{Admits, Scope, SlotServer, Slots};
+use slots::{Need, Run};
 
 /// What one slot policy decides; the rest (queue, slots, time slots,
 /// thresholds) is the stage's. Each policy is one file of this folder;
@@ -145,170 +128,6 @@ pub trait Preemption: Send {
     /// The rule `victim` applies among the admissible victims
     /// (`scheduler.eviction`, §6.2.3.3).
     fn eviction(&self) -> EvictionPolicy;
-}
-
-/// The placement stage, as the slot stage consults it when the scenario's
-/// `scheduler.placement` is not `random` (docs/scheduler.md, "How the
-/// stages combine"): the slot stage decides *whether* a task starts now and
-/// which task it evicts; the placement decides *where* a task that gets a
-/// free slot goes.
-pub trait SlotPlacer {
-    /// The server (index) `task` should take a free slot of, among the
-    /// servers for which `candidates` holds; `None` leaves it queued, and
-    /// with it the rest of the queue this time slot (§6.2.3.2).
-    fn choose(
-        &mut self,
-        task: &Task,
-        candidates: &dyn Fn(u32) -> bool,
-        rng: &mut ActorRng,
-    ) -> Option<u32>;
-
-    /// `task` starts on `server`, in the slots of `victims` if it preempts
-    /// them (none: in free slots; `rng`: for a placement that still draws
-    /// its path there).
-    fn started(
-        &mut self,
-        task: &Task,
-        server: u32,
-        victims: &[TaskId],
-        now: SimTime,
-        rng: &mut ActorRng,
-    );
-
-    /// `task`, a unit of a distributed run, starts on `server` in a free
-    /// slot if the placement can book it there (a path with its bandwidth
-    /// included); `false` books nothing (`gang.rs`).
-    fn start_unit(&mut self, task: &Task, server: u32, now: SimTime, rng: &mut ActorRng) -> bool {
-        self.started(task, server, &[], now, rng);
-        true
-    }
-
-    /// Undoes [`SlotPlacer::start_unit`] of `task` on `server`: its run
-    /// cannot start whole.
-    fn withdraw(&mut self, _task: &Task, _server: u32) {}
-
-    /// The hosts of a distributed run's `units`, in their order, chosen
-    /// jointly among the servers `candidates` holds (`annealing` under a
-    /// slot stage, ASPLOS'16 §5.1); `None` starts nothing. Only asked if
-    /// [`SlotPlacer::places_gangs`]; the slot stage still checks every
-    /// host (a free slot it allows, distinct) before it books one.
-    fn choose_gang(
-        &mut self,
-        _units: &[Task],
-        _candidates: &dyn Fn(u32) -> bool,
-        _rng: &mut ActorRng,
-    ) -> Option<Vec<u32>> {
-        None
-    }
-
-    /// Whether at least `hosts` servers could each give `slots` slots now
-    /// if none of the scheduler's tasks held them: within what a primary
-    /// tenant's use and reserve leave (harvesting §5.3). A task for which
-    /// this is false is passed in the queue rather than holding its head
-    /// ([`SlotStage::could_hold`]). The default bounds nothing beyond the
-    /// stage's own slots.
-    fn could_hold(&self, _slots: u32, _hosts: usize) -> bool {
-        true
-    }
-
-    /// Whether the placement chooses a run's hosts jointly
-    /// ([`SlotPlacer::choose_gang`]) rather than unit by unit.
-    fn places_gangs(&self) -> bool {
-        false
-    }
-
-    /// Whether a start of `task` needs more than a slot where the placement
-    /// is concerned (bandwidth on a path for its flow, an energy-aware
-    /// placement's CPU, memory and path): then a victim is one whose
-    /// eviction makes that room ([`SlotPlacer::victim_fits`]).
-    fn gates_victims(&self, _task: &Task) -> bool {
-        false
-    }
-
-    /// Whether `task` would fit on `server` once `victim` left it.
-    fn victim_fits(&mut self, _task: &Task, _server: u32, _victim: TaskId) -> bool {
-        true
-    }
-
-    /// Whether the placement has a criterion of its own among the servers
-    /// holding admissible victims for `task` ([`SlotPlacer::choose_victim`]).
-    /// The default, `false`, leaves the preemption stage's choice alone
-    /// (and draws nothing more).
-    fn scores_victims(&self, _task: &Task) -> bool {
-        false
-    }
-
-    /// Where `task` starts by evicting: an index into `options`, one
-    /// (server, victim) per server holding admissible victims, the victim
-    /// the eviction rule picks there, the preemption stage's own choice
-    /// first; `None` keeps that choice.
-    fn choose_victim(
-        &mut self,
-        _task: &Task,
-        _options: &[(u32, TaskId)],
-        _rng: &mut ActorRng,
-    ) -> Option<usize> {
-        None
-    }
-
-    /// Whether the placement picks `task`'s victim itself among every
-    /// admissible one ([`SlotPlacer::pick_victim`]), in place of the
-    /// eviction rule (an external program deciding the preemption stage).
-    /// Asked only where [`SlotPlacer::scores_victims`] holds.
-    fn picks_victims(&self, _task: &Task) -> bool {
-        false
-    }
-
-    /// The victim `task` evicts, one of `running` (every running task, by
-    /// server and start, the ones the stage admits marked); `None`: it
-    /// waits.
-    fn pick_victim(
-        &mut self,
-        _task: &Task,
-        _running: &[RunningSlot],
-        _rng: &mut ActorRng,
-    ) -> Option<TaskId> {
-        None
-    }
-
-    /// The migrations the placement's latest decisions ordered (an external
-    /// program's migration stage, protocol v3), as (task, target server),
-    /// in order; the stage takes them right after each decision and begins
-    /// each move in its own slots ([`SlotStage::begin_move`]), so that the
-    /// pass's later decisions see the move: the target's slot held, the
-    /// moving task no victim.
-    fn take_moves(&mut self) -> Vec<(TaskId, u32)> {
-        Vec::new()
-    }
-
-    /// The stage began the move of `task` to `to` (`begun`), or declined
-    /// it: then nothing of it may stay booked. Returns whether the
-    /// placement booked a move it was told began; `false` makes the stage
-    /// undo it.
-    fn move_begun(&mut self, _task: TaskId, _to: u32, begun: bool) -> bool {
-        begun
-    }
-}
-
-/// A running task as the slot stage knows it, offered to a placement that
-/// picks victims itself ([`SlotPlacer::pick_victim`]).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RunningSlot {
-    pub server: u32,
-    pub task: TaskId,
-    pub priority: u8,
-    pub started: SimTime,
-    /// Whether the stage admits it as a victim for the task asking.
-    pub admissible: bool,
-}
-
-/// One server as the slot stage sees it.
-#[derive(Clone, Debug)]
-pub struct SlotServer {
-    pub id: ActorId,
-    pub slots: u32,
-    /// CPU a slot gets when the server is full: `core_speed × cores / slots`.
-    pub cpu_per_slot: f64,
 }
 
 /// What a scheduling pass decided.
@@ -409,9 +228,9 @@ impl SlotStage {
         self.slots.has_free(i)
     }
 
-    /// Whether server `i` has room for `task`: a free slot per thread.
+    /// Whether server `i` has room for `task`: its slots there free.
     pub fn has_room(&self, i: u32, task: &Task) -> bool {
-        self.slots.has_room(i, slots_of(task))
+        self.slots.has_room(i, self.slots.slots_at(i, task.cores))
     }
 
     /// Paragon's migration (§3.4) under a slot stage: running `task` is to
@@ -423,10 +242,17 @@ impl SlotStage {
         self.slots.begin_move(task, to)
     }
 
-    /// A migrating task left `from` with its progress: its slot there is
-    /// free.
+    /// A migrating task left `from` with its progress: its slots there are
+    /// free, and its share counts the slots it holds on its new server.
     pub fn left(&mut self, task: TaskId, from: ActorId) {
-        self.slots.left(task, from);
+        let Some((before, now, sticky)) = self.slots.left(task, from) else {
+            return;
+        };
+        let used = match sticky {
+            true => &mut self.sticky_used,
+            false => &mut self.regular_used,
+        };
+        *used = (*used + now).saturating_sub(before);
     }
 
     /// A migrated task is dispatched to its new server: it can be evicted
@@ -501,14 +327,22 @@ impl SlotStage {
         self.regular_used + n <= self.slots.total - self.sticky_cap
     }
 
+    /// Slots the sticky pool and the regular share have left.
+    fn sticky_left(&self) -> u32 {
+        self.sticky_cap.saturating_sub(self.sticky_used)
+    }
+
+    fn regular_left(&self) -> u32 {
+        (self.slots.total - self.sticky_cap).saturating_sub(self.regular_used)
+    }
+
     /// The level [`Preemption::level`] names for a start of `task` on the
-    /// servers `allowed` admits, among those with room for it.
-    fn level_for(&self, task: &Task, allowed: Admits<'_>) -> Option<u16> {
-        let n = slots_of(task);
-        if n <= 1 {
+    /// servers `allowed` admits, among those with room for `need`.
+    fn level_for(&self, task: &Task, need: Need, allowed: Admits<'_>) -> Option<u16> {
+        if self.slots.one_slot(need) {
             return self.policy.level(task.priority, &self.slots, allowed);
         }
-        let room = |i: u32| self.slots.has_room(i, n) && allowed.is_none_or(|ok| ok(i));
+        let room = |i: u32| self.slots.fits(i, need) && allowed.is_none_or(|ok| ok(i));
         self.policy.level(task.priority, &self.slots, Some(&room))
     }
 
@@ -530,20 +364,26 @@ impl SlotStage {
         rng: &mut ActorRng,
         placer: &mut dyn SlotPlacer,
     ) -> Option<SlotAction> {
-        let n = slots_of(task);
+        let n = self.slots.fewest(task.cores);
         let sticky = self.sticky_free(n) && self.policy.sticky_admits(task, now);
         if sticky || self.regular_free(n) {
+            let cap = match sticky {
+                true => self.sticky_left(),
+                false => self.regular_left(),
+            };
+            let need = self.slots.need(task.cores, cap, allowed);
             let level = if sticky {
                 None
             } else {
-                self.level_for(task, allowed)
+                self.level_for(task, need, allowed)
             };
-            if let Some(server) = self.slots.place(placer, task, allowed, level, rng) {
+            let within = (allowed, level);
+            if let Some(server) = self.slots.place(placer, task, within, need, rng) {
                 placer.started(task, server, &[], now, rng);
                 return Some(self.start(task.clone(), server, now, sticky));
             }
         }
-        if n > 1 {
+        if task.cores > 1 {
             let gated = placer.gates_victims(task);
             let victims = {
                 let cell = RefCell::new(&mut *placer);
@@ -604,7 +444,8 @@ impl SlotStage {
             }) else {
                 break;
             };
-            let n = self.tasks.get(&id).map_or(1, slots_of);
+            let threads = self.tasks.get(&id).map_or(1, |t| t.cores);
+            let n = self.slots.fewest(threads);
             if n > self.sticky_cap {
                 passed.insert(id);
                 continue;
@@ -612,9 +453,10 @@ impl SlotStage {
             if !self.sticky_free(n) {
                 break;
             }
+            let need = self.slots.need(threads, self.sticky_left(), None);
             let server = match placer.as_deref_mut() {
-                None => self.slots.random_room(None, n, rng),
-                Some(p) => self.place_queued(p, id, None, rng),
+                None => self.slots.random_room(None, need, rng),
+                Some(p) => self.place_queued(p, id, None, need, rng),
             };
             let Some(server) = server else {
                 if self.could_hold(id, placer.as_deref()) {
@@ -641,9 +483,10 @@ impl SlotStage {
             };
             let Some(&key) = next else { break };
             let id = key.2;
-            let Some((class, n)) = self.tasks.get(&id).map(|t| (t.priority, slots_of(t))) else {
+            let Some((class, threads)) = self.tasks.get(&id).map(|t| (t.priority, t.cores)) else {
                 break;
             };
+            let n = self.slots.fewest(threads);
             'attempt: {
                 if self.gang_rest.contains_key(&id) {
                     match self.start_queued_gang(id, now, placer.as_deref_mut(), rng) {
@@ -658,13 +501,14 @@ impl SlotStage {
                 // placement refuses (a primary tenant's room, Paragon's
                 // constraints) are not free to this task.
                 if self.regular_free(n) && self.slots.free_total >= n {
+                    let need = self.slots.need(threads, self.regular_left(), None);
                     let level = match self.tasks.get(&id) {
-                        Some(task) => self.level_for(task, None),
+                        Some(task) => self.level_for(task, need, None),
                         None => None,
                     };
                     let server = match placer.as_deref_mut() {
-                        None => self.slots.random_room(level, n, rng),
-                        Some(p) => self.place_queued(p, id, level, rng),
+                        None => self.slots.random_room(level, need, rng),
+                        Some(p) => self.place_queued(p, id, level, need, rng),
                     };
                     if let Some(server) = server {
                         let Some(task) = self.take(id) else {
@@ -677,7 +521,7 @@ impl SlotStage {
                         continue 'queue;
                     }
                 }
-                if n > 1 {
+                if threads > 1 {
                     let victims = match (placer.as_deref_mut(), self.tasks.get(&id)) {
                         (Some(p), Some(task)) if p.gates_victims(task) => {
                             let cell = RefCell::new(p);
@@ -760,18 +604,28 @@ impl SlotStage {
 
     /// Whether queued task `id` (with its run's other units, if it is a
     /// run's unit 0) could start if none of the scheduler's tasks held any
-    /// slot: enough servers of its slots count (one per unit) that also
-    /// leave them beside a primary tenant ([`SlotPlacer::could_hold`]).
+    /// slot: within the larger of the sticky pool and the regular share,
+    /// on enough servers with its slots (one per unit) that also leave its
+    /// threads beside a primary tenant ([`SlotPlacer::could_hold`]).
     fn could_hold(&self, id: TaskId, placer: Option<&dyn SlotPlacer>) -> bool {
         let Some(task) = self.tasks.get(&id) else {
             return true;
         };
         let rest = self.gang_rest.get(&id).map_or(&[][..], Vec::as_slice);
-        let n = rest.iter().chain([task]).map(slots_of).max().unwrap_or(1);
+        let threads = rest
+            .iter()
+            .chain([task])
+            .map(|t| t.cores)
+            .max()
+            .unwrap_or(1);
+        let share = self.sticky_cap.max(self.slots.total - self.sticky_cap);
+        if self.slots.fewest(threads) > share {
+            return false;
+        }
         let hosts = 1 + rest.len();
         let servers = &self.slots.servers;
-        servers.iter().filter(|s| s.slots >= n).take(hosts).count() >= hosts
-            && placer.is_none_or(|p| p.could_hold(n, hosts))
+        let holding = servers.iter().filter(|s| s.slots_for(threads) <= s.slots);
+        holding.take(hosts).count() >= hosts && placer.is_none_or(|p| p.could_hold(threads, hosts))
     }
 
     /// The victim the policy picks for a task of `class` within `scope`
@@ -803,7 +657,6 @@ impl SlotStage {
         scope: Scope<'_>,
         rng: &mut ActorRng,
     ) -> Option<Vec<TaskId>> {
-        let n = slots_of(task);
         let class = task.priority;
         let mut excluded: BTreeSet<u32> = BTreeSet::new();
         loop {
@@ -814,6 +667,7 @@ impl SlotStage {
             };
             let first = self.policy.victim(class, &self.slots, wide, rng)?;
             let server = self.slots.running.get(&first)?.server;
+            let n = self.slots.slots_at(server, task.cores);
             if self.slots.servers[server as usize].slots < n {
                 excluded.insert(server);
                 continue;
@@ -933,17 +787,18 @@ impl SlotStage {
         Some(chosen)
     }
 
-    /// Asks `placer` where queued task `id` goes, among the servers with a
-    /// free slot (of `level`, if given).
+    /// Asks `placer` where queued task `id` goes, among the servers with
+    /// room for `need` (of `level`, if given).
     fn place_queued(
         &mut self,
         placer: &mut dyn SlotPlacer,
         id: TaskId,
         level: Option<u16>,
+        need: Need,
         rng: &mut ActorRng,
     ) -> Option<u32> {
         let task = self.tasks.get(&id)?;
-        self.slots.place(placer, task, None, level, rng)
+        self.slots.place(placer, task, (None, level), need, rng)
     }
 
     fn take(&mut self, id: TaskId) -> Option<Task> {
@@ -956,7 +811,7 @@ impl SlotStage {
 
     /// Starts `task` in free slots of `server`, sticky or regular.
     fn start(&mut self, task: Task, server: u32, now: SimTime, sticky: bool) -> SlotAction {
-        let n = slots_of(&task);
+        let n = self.slots.slots_at(server, task.cores);
         if sticky {
             self.sticky_used += n;
             self.sticky_starts += 1;
@@ -971,7 +826,8 @@ impl SlotStage {
             sticky,
             evictable: self.policy.evictable(sticky),
         };
-        self.slots.run(task.id, task.priority, server, now, n, mode);
+        self.slots
+            .run(task.id, task.priority, server, now, task.cores, mode);
         SlotAction::Dispatch {
             task,
             server: self.slots.servers[server as usize].id,
@@ -1016,7 +872,7 @@ impl SlotStage {
                 self.regular_used -= v.slots;
             }
         }
-        let n = slots_of(&task);
+        let n = self.slots.slots_at(server, task.cores);
         if held > n {
             self.slots.free_slot(server, held - n);
         } else if n > held {
@@ -1031,7 +887,8 @@ impl SlotStage {
             sticky: false,
             evictable: self.policy.evictable(false),
         };
-        self.slots.run(task.id, task.priority, server, now, n, mode);
+        self.slots
+            .run(task.id, task.priority, server, now, task.cores, mode);
         Some(SlotAction::Preempt {
             victim: first,
             victim_priority: first_priority,

@@ -12,7 +12,52 @@ use crate::sampling::index;
 use crate::task::{Task, TaskId};
 
 use super::fenwick::Fenwick;
-use super::{Admits, Scope, SlotPlacer, SlotServer};
+use super::placer::SlotPlacer;
+use crate::slot_share::{SlotSize, slots_for};
+
+/// The servers a start may use (an admission stage's scope, ARQ's pools);
+/// `None`: all of them.
+pub type Admits<'a> = Option<&'a dyn Fn(u32) -> bool>;
+
+/// Where a victim may run: on a server the admission stage's scope holds,
+/// and, for a task that needs more than a slot (a flow's bandwidth, an
+/// energy-aware placement's room, [`SlotPlacer::gates_victims`]), where its
+/// eviction makes that room (server, victim). The default: anywhere.
+#[derive(Clone, Copy, Default)]
+pub struct Scope<'a> {
+    pub servers: Admits<'a>,
+    pub victims: Option<&'a dyn Fn(u32, TaskId) -> bool>,
+}
+
+impl Scope<'_> {
+    /// Whether any running task may be a victim.
+    fn is_all(&self) -> bool {
+        self.servers.is_none() && self.victims.is_none()
+    }
+}
+
+/// One server as the slot stage sees it.
+#[derive(Clone, Debug)]
+pub struct SlotServer {
+    pub id: ActorId,
+    pub slots: u32,
+    pub cores: u32,
+    /// CPU a slot gets when the server is full: `core_speed × cores / slots`.
+    pub cpu_per_slot: f64,
+}
+
+impl SlotServer {
+    /// Slots a task of `threads` threads takes here
+    /// ([`crate::slot_share::slots_for`]).
+    pub fn slots_for(&self, threads: u32) -> u32 {
+        slots_for(threads, self.cores, self.slots)
+    }
+
+    /// How large one of its slots is, in cores.
+    pub fn size(&self) -> SlotSize {
+        SlotSize::of(self.cores, self.slots)
+    }
+}
 
 /// Servers of equal CPU per slot, with a Fenwick tree over their free slots
 /// so that a uniformly random free slot is found in O(log n).
@@ -41,14 +86,21 @@ pub(super) struct Running {
     /// The server whose slots a migration holds for it (Paragon §3.4),
     /// until it leaves this one.
     pub(super) moving_to: Option<u32>,
-    /// Slots it holds: one per thread ([`slots_of`]).
+    /// Slots it holds on `server` ([`SlotServer::slots_for`] its threads).
     pub(super) slots: u32,
+    pub(super) threads: u32,
 }
 
-/// Slots a task holds under a slot stage: one per thread, at least one
-/// (thesis §6.2.3.1's tasks are single-threaded: one slot each).
-pub fn slots_of(task: &Task) -> u32 {
-    task.cores.max(1)
+/// What a start asks of the slots: the task's threads, the most slots the
+/// stage's share leaves it (`cap`: HYBRID's sticky pool or the regular
+/// rest), and, where the cluster's slots come in several sizes, the one
+/// size it takes: the smallest that holds it in one slot (WASC's
+/// heterogeneous slots, issue 39). `None`: any size.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Need {
+    pub(super) threads: u32,
+    pub(super) cap: u32,
+    pub(super) size: Option<SlotSize>,
 }
 
 /// The slots as the scheduler handed them out: free slots per server and
@@ -71,6 +123,11 @@ pub struct Slots {
     pub(super) by_power: BTreeSet<(u8, u16, SimTime, TaskId)>,
     /// Running tasks per priority among `by_start`, for `rnd`.
     pub(super) evictable_at: [u32; 256],
+    /// The slot sizes of the cluster, smallest first, where it has more
+    /// than one (empty otherwise: no task has a size to choose).
+    pub(super) sizes: Vec<SlotSize>,
+    /// The distinct (cores, slots) of its servers.
+    shapes: Vec<(u32, u32)>,
 }
 
 impl Slots {
@@ -106,6 +163,13 @@ impl Slots {
         }
         let free: Vec<u32> = servers.iter().map(|s| s.slots).collect();
         let total: u32 = free.iter().sum();
+        let mut sizes: Vec<SlotSize> = servers.iter().map(SlotServer::size).collect();
+        sizes.sort();
+        sizes.dedup();
+        if sizes.len() < 2 {
+            sizes.clear();
+        }
+        let shapes: BTreeSet<(u32, u32)> = servers.iter().map(|s| (s.cores, s.slots)).collect();
         Slots {
             index_of: servers
                 .iter()
@@ -122,7 +186,56 @@ impl Slots {
             by_start: BTreeSet::new(),
             by_power: BTreeSet::new(),
             evictable_at: [0; 256],
+            sizes,
+            shapes: shapes.into_iter().collect(),
         }
+    }
+
+    /// Slots a task of `threads` threads takes on server `i`.
+    pub(super) fn slots_at(&self, i: u32, threads: u32) -> u32 {
+        self.servers
+            .get(i as usize)
+            .map_or(threads.max(1), |s| s.slots_for(threads))
+    }
+
+    /// The fewest slots a task of `threads` threads takes on any server.
+    pub(super) fn fewest(&self, threads: u32) -> u32 {
+        self.shapes
+            .iter()
+            .map(|&(cores, slots)| slots_for(threads, cores, slots))
+            .min()
+            .unwrap_or(threads.max(1))
+    }
+
+    /// What a start of a task of `threads` threads within `cap` slots
+    /// asks (see [`Need`]): among the servers `admits` holds, the smallest
+    /// slot size that holds it in one slot and has one free.
+    pub(super) fn need(&self, threads: u32, cap: u32, admits: Admits<'_>) -> Need {
+        let size = match self.sizes.is_empty() || cap == 0 {
+            true => None,
+            false => (0..self.servers.len() as u32)
+                .filter(|&i| self.free[i as usize] > 0 && admits.is_none_or(|ok| ok(i)))
+                .map(|i| self.servers[i as usize].size())
+                .filter(|z| z.holds(threads))
+                .min(),
+        };
+        Need { threads, cap, size }
+    }
+
+    /// Whether server `i` has room for a start of `need`.
+    pub(super) fn fits(&self, i: u32, need: Need) -> bool {
+        let k = self.slots_at(i, need.threads);
+        k <= need.cap
+            && self.has_room(i, k)
+            && need
+                .size
+                .is_none_or(|z| self.servers[i as usize].size() == z)
+    }
+
+    /// Whether `need` takes one slot of any server with no size to
+    /// choose: then the levels' Fenwick trees find its slot.
+    pub(super) fn one_slot(&self, need: Need) -> bool {
+        need.threads <= 1 && need.size.is_none() && need.cap >= 1
     }
 
     /// The most powerful level with a free slot on a server `admits` holds.
@@ -225,16 +338,16 @@ impl Slots {
             .map_or(0, |l| l.servers[l.free.find(0)])
     }
 
-    /// A server with `n` free slots (of `level` if it has one), drawn as
+    /// A server with room for `need` (of `level` if it has one), drawn as
     /// [`Slots::random_free`] draws a slot: with probability in proportion
-    /// to its free slots. `None`: no server has `n`.
+    /// to its free slots. `None`: no server has room.
     pub(super) fn random_room(
         &self,
         level: Option<u16>,
-        n: u32,
+        need: Need,
         rng: &mut impl RngCore,
     ) -> Option<u32> {
-        if n <= 1 {
+        if self.one_slot(need) {
             return (self.free_total > 0).then(|| self.random_free(level, rng));
         }
         let of_level = |l: u16| {
@@ -242,14 +355,14 @@ impl Slots {
                 .get(l as usize)
                 .into_iter()
                 .flat_map(|lv| lv.servers.iter().copied())
-                .filter(|&i| self.free[i as usize] >= n)
+                .filter(|&i| self.fits(i, need))
                 .map(|i| (i, self.free[i as usize]))
                 .collect::<Vec<(u32, u32)>>()
         };
         let mut room = level.map(of_level).unwrap_or_default();
         if room.is_empty() {
             room = (0..self.servers.len() as u32)
-                .filter(|&i| self.free[i as usize] >= n)
+                .filter(|&i| self.fits(i, need))
                 .map(|i| (i, self.free[i as usize]))
                 .collect();
         }
@@ -267,20 +380,19 @@ impl Slots {
         None
     }
 
-    /// Asks `placer` where `task` goes, among the servers with room for it
-    /// that `admits` holds (of `level`, if given).
+    /// Asks `placer` where `task` goes, among the servers with room for
+    /// `need` that `admits` holds (of `level`, if given).
     pub(super) fn place(
         &mut self,
         placer: &mut dyn SlotPlacer,
         task: &Task,
-        admits: Admits<'_>,
-        level: Option<u16>,
+        (admits, level): (Admits<'_>, Option<u16>),
+        need: Need,
         rng: &mut ActorRng,
     ) -> Option<u32> {
-        let n = slots_of(task);
         let chosen = {
             let candidates = |i: u32| {
-                self.has_room(i, n)
+                self.fits(i, need)
                     && admits.is_none_or(|ok| ok(i))
                     && level.is_none_or(|l| self.level_of[i as usize] == l)
             };
@@ -288,7 +400,8 @@ impl Slots {
                 .choose(task, &candidates, rng)
                 .filter(|&i| candidates(i))
         };
-        self.begin_moves(placer, chosen.map(|i| (i, n)), &[]);
+        let keep = chosen.map(|i| (i, self.slots_at(i, task.cores)));
+        self.begin_moves(placer, keep, &[]);
         chosen
     }
 
@@ -308,7 +421,10 @@ impl Slots {
         for (task, to) in placer.take_moves() {
             let free = self.free.get(to as usize).copied().unwrap_or(0);
             let kept = keep.filter(|k| k.0 == to).map_or(0, |k| k.1);
-            let need = self.running.get(&task).map_or(1, |r| r.slots);
+            let need = self
+                .running
+                .get(&task)
+                .map_or(1, |r| self.slots_at(to, r.threads));
             let room = free >= kept + need;
             let evictable = self.running.get(&task).is_some_and(|r| r.evictable);
             let begun = room && !victims.contains(&task) && self.begin_move(task, to);
@@ -330,20 +446,22 @@ impl Slots {
         r.evictable = evictable;
         let r = r.clone();
         self.index(id, &r);
-        self.free_slot(to, r.slots);
+        self.free_slot(to, self.slots_at(to, r.threads));
     }
 
-    /// Records task `id` running on `server` from `now` in `slots` slots,
-    /// free ones (`take`) or those of the tasks it preempts.
+    /// Records task `id` of `threads` threads running on `server` from
+    /// `now` in its slots there, free ones (`take`) or those of the tasks
+    /// it preempts.
     pub(super) fn run(
         &mut self,
         id: TaskId,
         class: u8,
         server: u32,
         now: SimTime,
-        slots: u32,
+        threads: u32,
         mode: Run,
     ) {
+        let slots = self.slots_at(server, threads);
         if mode.take {
             self.take_slot(server, slots);
         }
@@ -357,6 +475,7 @@ impl Slots {
             evictable: mode.evictable,
             moving_to: None,
             slots,
+            threads,
         };
         self.index(id, &r);
         self.running.insert(id, r);
@@ -394,11 +513,12 @@ impl Slots {
         let Some(r) = self.running.get(&id).cloned() else {
             return false;
         };
-        if !self.has_room(to, r.slots) || r.moving_to.is_some() || r.server == to {
+        let k = self.slots_at(to, r.threads);
+        if !self.has_room(to, k) || r.moving_to.is_some() || r.server == to {
             return false;
         }
         self.unindex(id, &r);
-        self.take_slot(to, r.slots);
+        self.take_slot(to, k);
         if let Some(r) = self.running.get_mut(&id) {
             r.moving_to = Some(to);
             r.evictable = false;
@@ -406,22 +526,20 @@ impl Slots {
         true
     }
 
-    /// Migrating task `id` left `from`: it now holds only its new slot.
-    pub(super) fn left(&mut self, id: TaskId, from: ActorId) {
-        let Some(&i) = self.index_of.get(&from) else {
-            return;
-        };
-        let Some(r) = self.running.get_mut(&id) else {
-            return;
-        };
-        let Some(to) = r.moving_to.filter(|_| r.server == i) else {
-            return;
-        };
+    /// Migrating task `id` left `from`: it now holds only its new slots.
+    /// Returns the slots it held there and holds now, and whether sticky.
+    pub(super) fn left(&mut self, id: TaskId, from: ActorId) -> Option<(u32, u32, bool)> {
+        let &i = self.index_of.get(&from)?;
+        let r = self.running.get_mut(&id)?;
+        let to = r.moving_to.filter(|_| r.server == i)?;
+        let n = r.slots;
         r.server = to;
         r.level = self.level_of[to as usize];
         r.moving_to = None;
-        let n = r.slots;
+        r.slots = self.servers[to as usize].slots_for(r.threads);
+        let now = (n, r.slots, r.sticky);
         self.free_slot(i, n);
+        Some(now)
     }
 
     /// Migrated task `id` runs on its new server: evictable again if its
@@ -449,7 +567,7 @@ impl Slots {
         let r = self.evict(id)?;
         self.free_slot(r.server, r.slots);
         if let Some(to) = r.moving_to {
-            self.free_slot(to, r.slots);
+            self.free_slot(to, self.slots_at(to, r.threads));
         }
         Some(r)
     }

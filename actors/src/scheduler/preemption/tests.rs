@@ -30,6 +30,7 @@ pub(super) fn stage(
         .map(|(i, &(slots, cpu))| SlotServer {
             id: ActorId(10 + i as u32),
             slots,
+            cores: slots,
             cpu_per_slot: cpu,
         })
         .collect();
@@ -418,6 +419,7 @@ fn a_task_evicted_past_the_threshold_is_dropped() {
         vec![SlotServer {
             id: ActorId(3),
             slots: 1,
+            cores: 1,
             cpu_per_slot: 0.5,
         }],
     );

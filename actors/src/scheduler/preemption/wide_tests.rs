@@ -218,15 +218,15 @@ impl SlotPlacer for Harvested {
         candidates: &dyn Fn(u32) -> bool,
         rng: &mut ActorRng,
     ) -> Option<u32> {
-        (slots_of(task) <= self.room)
+        (task.cores.max(1) <= self.room)
             .then(|| First.choose(task, candidates, rng))
             .flatten()
     }
 
     fn started(&mut self, _: &Task, _: u32, _: &[TaskId], _: SimTime, _: &mut ActorRng) {}
 
-    fn could_hold(&self, slots: u32, _: usize) -> bool {
-        slots <= self.room
+    fn could_hold(&self, threads: u32, _: usize) -> bool {
+        threads <= self.room
     }
 }
 
