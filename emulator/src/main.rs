@@ -193,6 +193,7 @@ fn load(args: &ScenarioArgs) -> Result<(String, Scenario), Failure> {
     if args.lenient {
         scenario::streams::set_lenient(&mut scenario);
     }
+    scenario::streams::check_before_run(&scenario).map_err(|e| Failure::input(e.to_string()))?;
     Ok((label, scenario))
 }
 

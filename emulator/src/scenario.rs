@@ -729,6 +729,7 @@ fn load_traces(
                         lookahead: 0,
                         run_end: scenario.run.end.as_nanos(),
                         lenient: false,
+                        machine_cores: None,
                     },
                 });
                 scenario.traces[i] = Some(loaded);

@@ -829,3 +829,35 @@ fn placement_matters_in_the_plain_scenario_of_two_server_speeds() {
         "best-fit {packed} s vs random {random} s"
     );
 }
+
+/// Issue 41: `dcemu validate` and `dcemu run` refuse an SWF log holding a
+/// job larger than the scenario's whole machine, naming file, line and
+/// field, before anything runs; `--lenient` skips and counts it.
+#[test]
+fn an_swf_job_larger_than_the_machine_is_refused_with_its_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = format!("{}/../scenarios/traces", env!("CARGO_MANIFEST_DIR"));
+    let log = std::fs::read_to_string(format!("{root}/swf/sample.swf")).unwrap();
+    let log = log.replacen(
+        "    2     30      0     45     1",
+        "    2     30      0     45   512",
+        1,
+    );
+    std::fs::create_dir(tmp.path().join("swf")).unwrap();
+    std::fs::write(tmp.path().join("swf/sample.swf"), log).unwrap();
+    let text = std::fs::read_to_string(format!("{root}/swf.toml")).unwrap();
+    std::fs::write(tmp.path().join("swf.toml"), text).unwrap();
+    for cmd in ["validate", "run"] {
+        let o = dcemu(tmp.path(), &[cmd, "swf.toml"]);
+        assert_eq!(o.status.code(), Some(2), "{cmd}: {}", stdout(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("sample.swf:24:30")
+                && e.contains("field 5 (allocated processors): the job needs 512 processors"),
+            "{cmd}: {e}"
+        );
+    }
+    assert!(!tmp.path().join("results").exists(), "nothing ran");
+    let o = dcemu(tmp.path(), &["validate", "swf.toml", "--lenient"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use dcemu::run::{Outcome, RunOptions, execute};
 use dcemu::scenario::{Scenario, load, streams};
 use dcemu_actors::trace_formats::{TraceStream, machines::read_machines};
-use dcemu_tests::assert_no_task_lost;
+use dcemu_tests::{assert_no_task_lost, metric, run_with, scenario};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -265,8 +265,45 @@ fn unsorted_and_malformed_rows_of_each_format_are_errors() {
         let (_dir, path) = with_trace(name, file, edit);
         let s = load_file(&path);
         let e = streams::scan(&s).expect_err(name).to_string();
+        if name == "swf" {
+            let before = streams::check_before_run(&s).expect_err("swf is read before a run");
+            assert_eq!(before.to_string(), e);
+        }
         assert!(e.contains(&format!("{file}{expect}")), "{name}: {e}");
     }
+}
+
+/// Issue 41: an SWF job of more processors than the scenario's whole
+/// machine stops the scenario before it runs, naming its line and field;
+/// with `lenient` it is skipped and counted, and the rest runs.
+#[test]
+fn an_swf_job_larger_than_the_machine_is_refused_before_the_run() {
+    let (_dir, path) = with_trace("swf", "sample.swf", |b| {
+        b.replacen(
+            "    2     30      0     45     1",
+            "    2     30      0     45   512",
+            1,
+        )
+    });
+    let label = path.display().to_string();
+    let text = std::fs::read_to_string(&path).expect("scenario");
+    let s = load_file(&path);
+    let e = streams::check_before_run(&s)
+        .expect_err("too large")
+        .to_string();
+    assert!(
+        e.contains(
+            "sample.swf:24:30: field 5 (allocated processors): the job needs 512 processors"
+        ),
+        "{e}"
+    );
+    assert!(e.contains("more than the whole machine's"), "{e}");
+    let s = scenario(&label, &text, &["tenants.0.arrivals.lenient=true"]);
+    let counts = streams::scan(&s).expect("lenient scan");
+    assert_eq!(counts[0].1.rows_skipped, 1, "{counts:?}");
+    let o = run_with(&s, 1);
+    assert_no_task_lost(&o, "lenient swf");
+    assert_eq!(metric(&o, "trace_rows_skipped"), 1.0);
 }
 
 #[test]

@@ -121,6 +121,10 @@ pub struct ImportOptions {
     pub run_end: SimTime,
     /// Skip bad rows (counted) instead of stopping at the first.
     pub lenient: bool,
+    /// Cores of the whole machine the trace runs on (every server of the
+    /// scenario), when known: an SWF job asking for more is a bad row
+    /// naming its line (no machine could ever have run it).
+    pub machine_cores: Option<u64>,
 }
 
 /// A trace file to stream, as a tenant's work: what the model needs to open

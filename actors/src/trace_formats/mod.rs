@@ -152,6 +152,7 @@ pub(crate) mod test_support {
             lookahead: 3_600_000_000_000,
             run_end: 10_000_000_000_000,
             lenient: false,
+            machine_cores: None,
         }
     }
 

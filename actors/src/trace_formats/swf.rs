@@ -60,6 +60,7 @@ pub struct Reader {
     spans: Vec<(usize, usize)>,
     cores_per_unit: f64,
     priority: u8,
+    machine_cores: Option<u64>,
     last: (u64, u64),
 }
 
@@ -78,6 +79,7 @@ impl Reader {
             spans: Vec::new(),
             cores_per_unit: o.cores_per_unit,
             priority: o.default_priority,
+            machine_cores: o.machine_cores,
             last: (0, 0),
         }
     }
@@ -116,10 +118,24 @@ impl Reader {
         let (Some(run), Some(procs)) = (run, procs) else {
             return Ok(Some(None));
         };
+        let cores = procs * self.cores_per_unit;
+        if let Some(machine) = self.machine_cores
+            && cores > machine as f64
+        {
+            let field = if row.text(4)? == "-1" { 7 } else { 4 };
+            return Err(row.err(
+                field,
+                format!(
+                    "the job needs {procs} processors ({cores} cores), more than the whole \
+                     machine's {machine} cores: no schedule could run it (skip such jobs with \
+                     `lenient`)"
+                ),
+            ));
+        }
         Ok(Some(Some(TraceTask {
             arrival: submit,
             priority: self.priority,
-            cpu: procs * self.cores_per_unit,
+            cpu: cores,
             memory_gb: kb.unwrap_or(0.0) * procs / (1024.0 * 1024.0),
             duration: if run == 0 { ZERO_RUN_NS } else { run },
             app: AppRef::None,
@@ -244,6 +260,56 @@ mod tests {
             e.to_string()
                 .starts_with("t:1:10: field 5 (allocated processors)"),
             "{e}"
+        );
+    }
+
+    /// Issue 41: a job of more processors than the whole machine has cores
+    /// is a row error naming the field it took its processors from; with
+    /// `lenient` it is skipped and counted.
+    #[test]
+    fn a_job_larger_than_the_machine_is_a_row_error() {
+        let mut o = options();
+        o.cores_per_unit = 1.0;
+        o.machine_cores = Some(8);
+        let text = "\
+1 0 0 10 8 -1 -1 8 -1 -1 1 1 1 -1 1 -1 -1 -1
+2 5 0 10 9 -1 -1 9 -1 -1 1 1 1 -1 1 -1 -1 -1
+3 6 0 10 -1 -1 -1 12 -1 -1 1 1 1 -1 1 -1 -1 -1
+";
+        let e = read(TraceFormat::Swf, text, &o).expect_err("too large");
+        assert_eq!(
+            e.to_string(),
+            "t:2:10: field 5 (allocated processors): the job needs 9 processors (9 cores), \
+             more than the whole machine's 8 cores: no schedule could run it (skip such jobs \
+             with `lenient`)"
+        );
+        o.lenient = true;
+        let (tasks, stats) = read(TraceFormat::Swf, text, &o).expect("lenient");
+        assert_eq!(tasks.len(), 1);
+        assert_eq!(stats.rows_skipped, 2);
+        let e = read(
+            TraceFormat::Swf,
+            &text.replacen("9 -1 -1 9", "8 -1 -1 9", 1),
+            &{
+                let mut o = o.clone();
+                o.lenient = false;
+                o
+            },
+        )
+        .expect_err("requested processors");
+        assert!(
+            e.to_string()
+                .starts_with("t:3:19: field 8 (requested processors): the job needs 12"),
+            "{e}"
+        );
+        o.machine_cores = None;
+        o.lenient = false;
+        assert_eq!(
+            read(TraceFormat::Swf, text, &o)
+                .expect("unknown machine")
+                .0
+                .len(),
+            3
         );
     }
 

@@ -2,14 +2,18 @@
 //! docs/traces.md): their files are found and checked when the scenario
 //! loads, their units filled in from the server types, and a machine table
 //! (`arrivals.machines`) turned into the server list. The trace itself is
-//! read by the tenant as the run goes, never here (only `dcemu validate`
-//! reads it through, with [`scan`]).
+//! read by the tenant as the run goes; before a run only an SWF log is
+//! read through once, for its jobs' sizes against the machine
+//! ([`check_before_run`]; `dcemu validate` reads every trace through, with
+//! [`scan`]).
 
 use std::path::Path;
 
 use dcemu_actors::config::{DEFAULT_LOOKAHEAD, ServerTypeConfig};
 use dcemu_actors::trace_formats::machines::read_machines;
-use dcemu_actors::trace_formats::{ImportError, ImportOptions, ImportStats, StreamSpec};
+use dcemu_actors::trace_formats::{
+    ImportError, ImportOptions, ImportStats, StreamSpec, TraceFormat,
+};
 
 use super::{Origin, Scenario, ScenarioError};
 
@@ -120,9 +124,14 @@ pub fn load_stream(
         // The scenario as run holds the servers built; a replay needs no table.
         scenario.tenants[i].arrivals.machines = None;
     }
+    let machine_cores = scenario
+        .server_types
+        .iter()
+        .map(|t| u64::from(t.count) * u64::from(t.cores()))
+        .sum();
     let tenant = &scenario.tenants[i];
     let a = &tenant.arrivals;
-    scenario.streams[i] = Some(StreamSpec {
+    let spec = StreamSpec {
         path,
         label: shown,
         format: f,
@@ -133,8 +142,10 @@ pub fn load_stream(
             lookahead: a.lookahead.unwrap_or(DEFAULT_LOOKAHEAD).as_nanos(),
             run_end: scenario.run.end.as_nanos(),
             lenient: a.lenient,
+            machine_cores: Some(machine_cores),
         },
-    });
+    };
+    scenario.streams[i] = Some(spec);
     Ok(())
 }
 
@@ -149,6 +160,20 @@ pub fn scan(scenario: &Scenario) -> Result<Vec<(String, ImportStats)>, ScenarioE
         }
     }
     Ok(out)
+}
+
+/// Reads every SWF log of `scenario` through before a run starts
+/// (`dcemu run` and `validate`, after `--lenient`), so that a job no
+/// machine of the scenario could run, or any bad row, stops it naming its
+/// line, as a CSV trace's would, rather than when the run reaches it.
+/// Memory stays that of one stream.
+pub fn check_before_run(scenario: &Scenario) -> Result<(), ScenarioError> {
+    for spec in scenario.streams.iter().flatten() {
+        if spec.format == TraceFormat::Swf {
+            dcemu_actors::trace_formats::scan(spec).map_err(import_error)?;
+        }
+    }
+    Ok(())
 }
 
 /// `--lenient`: every streamed trace skips and counts its bad rows. The
