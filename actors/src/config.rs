@@ -1391,6 +1391,10 @@ pub enum AdmissionKind {
     /// ARQ: queues per resource-quality class with server pools, diverted
     /// up or down to bound waiting (Paragon §4, ARQ).
     Arq,
+    /// EASY backfilling: FCFS whose blocked head gets a reservation by the
+    /// running tasks' requested times; later tasks start now where they do
+    /// not delay it (Lifka 1995; Mu'alem and Feitelson 2001).
+    EasyBackfill,
 }
 
 /// `scheduler.arq_order` (Paragon §4.4).

@@ -16,6 +16,7 @@ pub mod external;
 pub mod flow_sizes;
 pub mod google;
 pub mod ground_truth;
+pub mod hpc_jobs;
 pub mod kernel;
 pub mod model;
 pub mod namenode;

@@ -487,20 +487,19 @@ impl Server {
                     },
                 ) => {
                     let now = ctx.now();
-                    let outs = match &self.world.distributed {
-                        Some(w) => self.dist.pressure(w, src, dist, task, pressure_milli, now),
-                        None => Vec::new(),
-                    };
+                    let world = Arc::clone(&self.world);
+                    let catalog = world.dist_catalog();
+                    let outs = self
+                        .dist
+                        .pressure(catalog, src, dist, task, pressure_milli, now);
                     self.dist_apply(outs, ctx)
                 }
                 (_, body) => self.packet(body, ctx),
             },
             Msg::DistFinish { run, generation } => {
                 let (me, now) = (ctx.me(), ctx.now());
-                let outs = match &self.world.distributed {
-                    Some(w) => self.dist.finish_timer(w, me, run, generation, now),
-                    None => Vec::new(),
-                };
+                let world = Arc::clone(&self.world);
+                let outs = (self.dist).finish_timer(world.dist_catalog(), me, run, generation, now);
                 self.dist_apply(outs, ctx)
             }
             other => self.timer_event(other, ctx),
@@ -535,10 +534,8 @@ impl Server {
         let now = ctx.now();
         self.cpu.remove(now, task);
         self.complete(task, ctx)?;
-        let outs = match &self.world.distributed {
-            Some(w) => self.dist.ended(w, ctx.me(), task, now),
-            None => Vec::new(),
-        };
+        let world = Arc::clone(&self.world);
+        let outs = self.dist.ended(world.dist_catalog(), ctx.me(), task, now);
         self.dist_apply(outs, ctx)?;
         self.refresh_rates(now);
         self.reschedule(ctx)
@@ -857,10 +854,8 @@ impl Server {
             }
         }
         if task.dist.is_some() && why != Eviction::Migration {
-            let outs = match &self.world.distributed {
-                Some(w) => self.dist.stopped(w, ctx.me(), id, now),
-                None => Vec::new(),
-            };
+            let world = Arc::clone(&self.world);
+            let outs = self.dist.stopped(world.dist_catalog(), ctx.me(), id, now);
             self.dist_apply(outs, ctx)?;
         }
         if matches!(why, Eviction::Memory | Eviction::Priority) {
@@ -1052,8 +1047,9 @@ impl Server {
             },
         );
         self.running.insert(id, (task, ctx.now()));
-        if let (Some(d), Some(w)) = (dist, &self.world.distributed) {
-            let outs = self.dist.started(w, ctx.me(), id, d, ctx.now());
+        if let Some(d) = dist {
+            let world = Arc::clone(&self.world);
+            let outs = (self.dist).started(world.dist_catalog(), ctx.me(), id, d, ctx.now());
             self.dist_apply(outs, ctx)?;
         }
         self.enforce_reserve(ctx)?;
@@ -1320,9 +1316,7 @@ impl Server {
 
     pub fn finish(&mut self, end: SimTime, out: &mut Metrics) {
         self.inbox.finish(out);
-        if self.world.distributed.is_some() {
-            self.dist.finish(out);
-        }
+        self.dist.finish(self.world.distributed.is_some(), out);
         if self.dist_stopped > 0 {
             out.add("dist_units_stopped", self.dist_stopped);
         }

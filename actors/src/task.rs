@@ -55,6 +55,11 @@ pub struct Task {
     pub job: Option<JobRef>,
     /// The DAG job it belongs to (harvesting §4.1, §6.1), if any.
     pub dag: Option<crate::google::DagRef>,
+    /// The run time its submitter asked for, ns (an SWF job's requested
+    /// time, field 9); 0: none given. EASY backfilling reserves by it
+    /// (else by the task's work).
+    #[serde(default)]
+    pub requested_ns: u64,
     /// The distributed run it is a unit of (ASPLOS'16), if any. Always
     /// written: bincode (the wire format) has no field names, so a skipped
     /// field would make the decoder read the next value in its place.
@@ -63,6 +68,15 @@ pub struct Task {
 }
 
 impl Task {
+    /// How long it should run: its requested time where it has one, else
+    /// its work (EASY backfilling's estimate).
+    pub fn expected_ns(&self) -> u64 {
+        match self.requested_ns {
+            0 => self.service_ns,
+            r => r,
+        }
+    }
+
     /// A one-core task of `service_ns` work that nothing more is known of:
     /// no application, flow, memory, job or history yet. Tenants and tests
     /// fill in the rest with struct update syntax.
@@ -85,6 +99,7 @@ impl Task {
             cpu_ppm: 0,
             job: None,
             dag: None,
+            requested_ns: 0,
             dist: None,
         }
     }
@@ -181,6 +196,12 @@ pub struct DistRef {
     /// what the old attempt's units still say is told apart by it).
     #[serde(default)]
     pub attempt: u32,
+    /// How long the run lasts once all its units run, ns: a parallel job
+    /// of a log (SWF), whose run time the log records, ends exactly then
+    /// whatever shares its servers. 0: its application's profile and its
+    /// units' co-runners decide (ASPLOS'16 §3).
+    #[serde(default)]
+    pub fixed_ns: u64,
 }
 
 #[cfg(test)]

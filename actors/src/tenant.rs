@@ -18,13 +18,14 @@ use crate::config::{
     TenantConfig,
 };
 use crate::google::{self, DagRef, JobLength, Template};
+use crate::hpc_jobs::HpcJobs;
 use crate::kernel::{Ctx, Metrics, ModelError};
 use crate::net::{Body, Inbox, Nic};
 use crate::net::{Msg, unexpected};
 use crate::sampling::{exponential, index, normal, to_nanos};
-use crate::task::{JobRef, TASK_ID_BLOCK, Task};
+use crate::task::{DistRef, JobRef, TASK_ID_BLOCK, Task};
 use crate::trace::{AppRef, TraceTask};
-use crate::trace_formats::{ImportStats, StreamSpec, TraceStream};
+use crate::trace_formats::{ImportStats, StreamSpec, TraceFormat, TraceStream};
 use crate::world::World;
 
 pub struct WorkloadTenant {
@@ -60,6 +61,9 @@ pub struct WorkloadTenant {
     /// Paragon §5's load level: cores × ideal seconds of the catalog
     /// applications submitted, and the first and last submission times.
     offered: Offered,
+    /// An SWF log's jobs, graded as HPC schedulers are (wait, bounded
+    /// slowdown; `jobs.csv`); none for other work.
+    hpc: Option<Box<HpcJobs>>,
 }
 
 /// The inputs a Google-like generator drew, to set beside the statistics
@@ -246,6 +250,8 @@ fn synthetic(g: &SyntheticConfig) -> google::Synthetic {
 /// One submission's demands.
 struct Demand {
     service_ns: u64,
+    /// The run time its submitter asked for (a log's), ns; 0: none.
+    requested_ns: u64,
     app: Option<u32>,
     priority: u8,
     memory_mb: u64,
@@ -495,6 +501,8 @@ impl WorkloadTenant {
                 _ => None,
             },
             drawn: matches!(work, Work::Google { .. } | Work::Synthetic(_)).then(Drawn::default),
+            hpc: matches!(&work, Work::Stream(s) if s.spec.format == TraceFormat::Swf)
+                .then(Box::default),
             work,
             start: cfg.start.as_nanos(),
             flow_bps: cfg.flow_bandwidth.map_or(0, |b| b.bps()),
@@ -579,6 +587,7 @@ impl WorkloadTenant {
                 let app = self.trace_app(ctx, &row.app, row.line)?;
                 Ok(Demand {
                     service_ns: row.duration,
+                    requested_ns: row.requested,
                     app,
                     priority: row.priority,
                     memory_mb: mb(row.memory_gb),
@@ -593,10 +602,12 @@ impl WorkloadTenant {
                 };
                 *next += 1;
                 let (duration, app, line) = (row.duration, row.app.clone(), row.line);
+                let requested_ns = row.requested;
                 let (priority, memory_mb, cpu) = (row.priority, mb(row.memory_gb), row.cpu);
                 let app = self.trace_app(ctx, &app, line)?;
                 Ok(Demand {
                     service_ns: duration,
+                    requested_ns,
                     app,
                     priority,
                     memory_mb,
@@ -608,6 +619,7 @@ impl WorkloadTenant {
                 mean_ns,
                 memory_mb,
             } => Ok(Demand {
+                requested_ns: 0,
                 service_ns: match distribution {
                     ServiceDistribution::Exponential => {
                         to_nanos(exponential(ctx.rng(), mean_ns)).max(1)
@@ -657,6 +669,7 @@ impl WorkloadTenant {
                 let app = &self.world.catalog[id as usize];
                 self.offered.record(app.cores, app.ideal_s);
                 Ok(Demand {
+                    requested_ns: 0,
                     service_ns: to_nanos(app.ideal_s * 1e9).max(1),
                     app: Some(id),
                     priority,
@@ -670,6 +683,7 @@ impl WorkloadTenant {
     /// A plain one-core task from a Google-like generator.
     fn generated(t: google::GoogleTask) -> Demand {
         Demand {
+            requested_ns: 0,
             service_ns: to_nanos(t.work_s * 1e9).max(1),
             app: None,
             priority: t.priority,
@@ -766,8 +780,16 @@ impl WorkloadTenant {
                 } else {
                     self.check_ids(ctx, 1)?;
                     let demand = self.next_work(ctx)?;
-                    let task = self.task(ctx, &demand);
-                    self.submit(ctx, task)?;
+                    let width = self.world.max_slots.max(1);
+                    if demand.cores > width && self.runs_parallel_jobs() {
+                        self.submit_parallel(ctx, &demand, width)?;
+                    } else {
+                        let task = self.task(ctx, &demand);
+                        if let Some(h) = self.hpc.as_mut() {
+                            h.submitted(task.id, 1, task.cores, ctx.now());
+                        }
+                        self.submit(ctx, task)?;
+                    }
                 }
                 let gap = self.gap(ctx);
                 self.arm(ctx, gap)
@@ -814,6 +836,7 @@ impl WorkloadTenant {
             priority: demand.priority,
             memory_mb: demand.memory_mb,
             cores: demand.cores.clamp(1, self.world.max_slots.max(1)),
+            requested_ns: demand.requested_ns,
             ..Task::new(
                 self.first_id + self.submitted,
                 ctx.me(),
@@ -843,6 +866,72 @@ impl WorkloadTenant {
         let world = Arc::clone(&self.world);
         self.nic
             .send(&world, ctx, world.scheduler, Body::Submit(task))
+    }
+
+    /// Whether a row wider than the largest server is a parallel job run
+    /// over several servers ([`Tenant::submit_parallel`]): an SWF log's.
+    fn runs_parallel_jobs(&self) -> bool {
+        matches!(&self.work, Work::Stream(s) if s.spec.format == TraceFormat::Swf)
+    }
+
+    /// A log's parallel job of `P = demand.cores` processors, wider than
+    /// the largest server (`width` threads), as every SWF simulator runs
+    /// it (issue 41): one run of `ceil(P / width)` units of `width` threads
+    /// (the last the remainder; memory shared in proportion), started
+    /// together on distinct servers, all its processors at once, and ended
+    /// together exactly its run time later ([`DistRef::fixed_ns`]). The run
+    /// is named by its unit 0's id, as a distributed application's.
+    fn submit_parallel(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        demand: &Demand,
+        width: u32,
+    ) -> Result<(), ModelError> {
+        let p = demand.cores;
+        let units = p.div_ceil(width);
+        let Ok(n) = u16::try_from(units) else {
+            return Err(ModelError::Input(format!(
+                "{}: a job of {p} processors would run as {units} parts of {width}, more than \
+                 the {} one run may have",
+                self.world.name(ctx.me()),
+                u16::MAX
+            )));
+        };
+        self.check_ids(ctx, u64::from(units))?;
+        let run = self.first_id + self.submitted;
+        if let Some(h) = self.hpc.as_mut() {
+            h.submitted(run, units, p, ctx.now());
+        }
+        for unit in 0..units {
+            let threads = if unit + 1 == units {
+                p - width * (units - 1)
+            } else {
+                width
+            };
+            let mut task = self.task(
+                ctx,
+                &Demand {
+                    requested_ns: 0,
+                    service_ns: demand.service_ns,
+                    app: None,
+                    priority: demand.priority,
+                    memory_mb: demand.memory_mb * u64::from(threads) / u64::from(p),
+                    cores: threads,
+                },
+            );
+            task.dist = Some(DistRef {
+                app: u32::MAX,
+                run,
+                unit: unit as u16,
+                units: n,
+                qos_ppm: 0,
+                coordinator: None,
+                attempt: 0,
+                fixed_ns: demand.service_ns,
+            });
+            self.submit(ctx, task)?;
+        }
+        Ok(())
     }
 
     /// The `[workload]` mix (ASPLOS'16 §5, Table 5), `copies` times over:
@@ -876,6 +965,7 @@ impl WorkloadTenant {
                     let mut task = self.task(
                         ctx,
                         &Demand {
+                            requested_ns: 0,
                             service_ns,
                             app: None,
                             priority: self.priority,
@@ -896,6 +986,7 @@ impl WorkloadTenant {
                         },
                         coordinator: None,
                         attempt: 0,
+                        fixed_ns: 0,
                     });
                     self.submit(ctx, task)?;
                 }
@@ -1013,6 +1104,7 @@ impl WorkloadTenant {
             let mut task = self.task(
                 ctx,
                 &Demand {
+                    requested_ns: 0,
                     service_ns: work,
                     app: None,
                     priority: 0,
@@ -1092,6 +1184,9 @@ impl WorkloadTenant {
         let waiting = started_at.saturating_sub(submitted_at);
         let response = finished_at.saturating_sub(submitted_at);
         self.done += 1;
+        if let Some(h) = self.hpc.as_mut() {
+            h.done(task, started_at, finished_at);
+        }
         self.waiting_s.push(waiting as f64 / 1e9);
         self.response_s.push(response as f64 / 1e9);
         ctx.log(
@@ -1145,6 +1240,9 @@ impl WorkloadTenant {
                 out.sample("job_time_s", t);
                 out.sample(DAG_TIMES[l as usize], t);
             }
+        }
+        if let Some(h) = self.hpc.as_mut() {
+            h.finish(out);
         }
         out.add("tasks_acknowledged", self.done);
         out.declare_samples("response_s");

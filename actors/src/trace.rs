@@ -72,6 +72,8 @@ pub struct TraceTask {
     pub app: AppRef,
     /// 1-based line of the task's row in the file, for later error messages.
     pub line: u64,
+    /// The run time its submitter requested, ns (SWF field 9); 0: none.
+    pub requested: SimTime,
 }
 
 /// What a trace task runs, from the `app` column.
@@ -614,6 +616,7 @@ impl Columns {
             duration,
             app,
             line,
+            requested: 0,
         })
     }
 }
@@ -796,6 +799,7 @@ mod tests {
                     duration: 100_000_000,
                     app: AppRef::Family("single-threaded".into()),
                     line: 5,
+                    requested: 0,
                 },
                 TraceTask {
                     arrival: 100_000_000,
@@ -805,6 +809,7 @@ mod tests {
                     duration: 1_000_000_001,
                     app: AppRef::Profile(17),
                     line: 10,
+                    requested: 0,
                 },
                 TraceTask {
                     arrival: 100_000_000,
@@ -814,6 +819,7 @@ mod tests {
                     duration: 3_600 * NANOS_PER_SEC,
                     app: AppRef::None,
                     line: 11,
+                    requested: 0,
                 },
                 TraceTask {
                     arrival: u64::MAX,
@@ -823,6 +829,7 @@ mod tests {
                     duration: 2_500_000_000,
                     app: AppRef::Profile(0),
                     line: 12,
+                    requested: 0,
                 },
             ]
         );

@@ -79,6 +79,12 @@ impl World {
         self.names.get(id.index()).map_or("?", String::as_str)
     }
 
+    /// The distributed applications' catalog (ASPLOS'16), empty without a
+    /// `[workload]`: runs of a log's parallel jobs need none.
+    pub fn dist_catalog(&self) -> &[crate::distributed::truth::DistApp] {
+        self.distributed.as_ref().map_or(&[], |w| &w.catalog)
+    }
+
     /// The stable name of a kind: its tenant's name and what it is
     /// (`kind/<tenant>/task/<id>`, `kind/<tenant>/job/<id>`,
     /// `kind/<tenant>/stage/<template>.<stage>`). It names the kind's own

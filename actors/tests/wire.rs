@@ -54,6 +54,7 @@ fn full_task(id: u64) -> Task {
             qos_ppm: 900_000,
             coordinator: Some(ActorId(12)),
             attempt: 3,
+            fixed_ns: 7_000_000_000,
         }),
         ..task(id)
     }

@@ -506,6 +506,30 @@ fn print_summary(label: &str, s: &Scenario, o: &Outcome, partitions: usize, out:
             n("dist_units_stopped")
         );
     }
+    if o.metrics.contains_key("parallel_jobs_completed") {
+        println!(
+            "  parallel jobs  {} finished on all their processors at once; {} restarted whole after a part was lost",
+            n("parallel_jobs_completed"),
+            n("dist_runs_restarted")
+        );
+    }
+    if o.metrics.contains_key("hpc_jobs_completed") {
+        println!(
+            "  hpc jobs       {} finished; wait mean {}, bounded slowdown mean {} (jobs.csv)",
+            n("hpc_jobs_completed"),
+            secs("hpc_job_wait_s_mean"),
+            m("hpc_job_bounded_slowdown_mean")
+                .as_f64()
+                .map_or("-".into(), |v| format!("{v:.2}"))
+        );
+    }
+    if o.metrics.contains_key("easy_backfilled") {
+        println!(
+            "  admission      EASY started {} tasks ahead of {} blocked heads without delaying their reservations (reservations.csv)",
+            n("easy_backfilled"),
+            n("easy_reservations")
+        );
+    }
     if o.metrics.contains_key("arq_diverted_up") {
         println!(
             "  admission      ARQ diverted {} tasks to better pools, {} to lesser ones",

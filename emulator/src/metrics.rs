@@ -405,6 +405,8 @@ pub fn table_header(name: &str) -> Option<&'static str> {
         "distributed" => {
             Some("run,app,name,units,servers,qos_perf,solo_s,runtime_s,norm_runtime,qos_met")
         }
+        "reservations" => Some("task,reserved_s"),
+        "jobs" => Some("job,procs,submit_s,wait_s,run_s,response_s,bounded_slowdown"),
         _ => None,
     }
 }

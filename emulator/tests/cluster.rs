@@ -652,3 +652,19 @@ fn a_restarted_coordinator_is_a_new_run_the_old_nodes_never_join() {
         );
     }
 }
+
+/// Issue 41: EASY backfilling (its reservations read the whole machine at
+/// every pass) over a coordinator and two nodes is the single-process run.
+#[test]
+fn easy_backfilling_over_two_nodes_matches_a_single_process_run() {
+    let scenario = vec![
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/datacenter.toml"),
+        "--set",
+        "scheduler.admission=easy-backfill",
+        "--set",
+        "run.end=30min",
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let single = single_digest(tmp.path(), &scenario);
+    assert_eq!(cluster_digest(tmp.path(), &scenario, &loopback(2)), single);
+}

@@ -17,7 +17,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use dcemu_topology::SimTime;
 
-use super::{DistRef, DistWorld};
+use super::DistRef;
+use super::truth::DistApp;
 use crate::kernel::{ActorId, Metrics};
 use crate::net::Body;
 use crate::net::Msg;
@@ -60,6 +61,8 @@ struct Coord {
     generation: u64,
     /// The attempt of the run these members belong to.
     attempt: u32,
+    /// A log's parallel job: it lasts exactly this long ([`DistRef::fixed_ns`]).
+    fixed_ns: u64,
 }
 
 /// The distributed side of one server.
@@ -77,6 +80,8 @@ pub struct DistHost {
     norm: Vec<f64>,
     qos_targets: u64,
     qos_met: u64,
+    /// Parallel jobs of a log done.
+    jobs_completed: u64,
 }
 
 /// Milli-bubble pressure as a real.
@@ -92,7 +97,7 @@ impl DistHost {
     /// A unit started here: every unit's pressure may have changed.
     pub fn started(
         &mut self,
-        world: &DistWorld,
+        catalog: &[DistApp],
         me: ActorId,
         task: TaskId,
         dist: DistRef,
@@ -105,13 +110,13 @@ impl DistHost {
                 pressure_milli: u32::MAX, // forces its first report
             },
         );
-        self.repressure(world, me, now)
+        self.repressure(catalog, me, now)
     }
 
     /// A unit ended here: its co-runners' pressure may have dropped.
     pub fn ended(
         &mut self,
-        world: &DistWorld,
+        catalog: &[DistApp],
         me: ActorId,
         task: TaskId,
         now: SimTime,
@@ -119,7 +124,7 @@ impl DistHost {
         if self.units.remove(&task).is_none() {
             return Vec::new();
         }
-        self.repressure(world, me, now)
+        self.repressure(catalog, me, now)
     }
 
     /// A unit left without its run's work done (killed for the primary
@@ -128,7 +133,7 @@ impl DistHost {
     /// and never ends as done; its co-runners' pressure may have dropped.
     pub fn stopped(
         &mut self,
-        world: &DistWorld,
+        catalog: &[DistApp],
         me: ActorId,
         task: TaskId,
         now: SimTime,
@@ -142,20 +147,17 @@ impl DistHost {
         }
         let latest = self.aborted.entry(run).or_insert(attempt);
         *latest = (*latest).max(attempt);
-        self.ended(world, me, task, now)
+        self.ended(catalog, me, task, now)
     }
 
     /// Recomputes every unit's pressure and reports those that changed to
     /// their coordinators (directly when this server is one).
-    fn repressure(&mut self, world: &DistWorld, me: ActorId, now: SimTime) -> Vec<Out> {
+    fn repressure(&mut self, catalog: &[DistApp], me: ActorId, now: SimTime) -> Vec<Out> {
         let bubbles: Vec<(TaskId, f64)> = self
             .units
             .values()
             .map(|u| {
-                let b = world
-                    .catalog
-                    .get(u.dist.app as usize)
-                    .map_or(0.0, |a| a.bubble);
+                let b = catalog.get(u.dist.app as usize).map_or(0.0, |a| a.bubble);
                 (u.dist.run, b)
             })
             .collect();
@@ -183,7 +185,7 @@ impl DistHost {
                         pressure_milli: milli,
                     },
                 )),
-                _ => out.extend(self.pressure(world, me, dist, task, milli, now)),
+                _ => out.extend(self.pressure(catalog, me, dist, task, milli, now)),
             }
         }
         out
@@ -193,7 +195,7 @@ impl DistHost {
     /// `milli`; the run starts once every unit has reported.
     pub fn pressure(
         &mut self,
-        world: &DistWorld,
+        catalog: &[DistApp],
         server: ActorId,
         dist: DistRef,
         task: TaskId,
@@ -218,7 +220,10 @@ impl DistHost {
         {
             self.coords.remove(&dist.run);
         }
-        let Some(app) = world.catalog.get(dist.app as usize) else {
+        if dist.fixed_ns > 0 {
+            return self.fixed_pressure(server, dist, task, milli, now);
+        }
+        let Some(app) = catalog.get(dist.app as usize) else {
             return Vec::new();
         };
         let solo_ns = app.solo_s * 1e9;
@@ -265,11 +270,51 @@ impl DistHost {
         out
     }
 
+    /// Coordinator of a log's parallel job: it starts once every unit has
+    /// reported and ends exactly `fixed_ns` later, whatever its units'
+    /// co-runners do (the log recorded its run time, not its rate).
+    fn fixed_pressure(
+        &mut self,
+        server: ActorId,
+        dist: DistRef,
+        task: TaskId,
+        milli: u32,
+        now: SimTime,
+    ) -> Vec<Out> {
+        let c = self.coords.entry(dist.run).or_insert_with(|| Coord {
+            units: dist.units,
+            app: dist.app,
+            slowdown: 1.0,
+            attempt: dist.attempt,
+            fixed_ns: dist.fixed_ns,
+            ..Coord::default()
+        });
+        c.members.insert(dist.unit, (server, task, milli));
+        if c.started.is_some() || c.members.len() < usize::from(c.units) {
+            return Vec::new();
+        }
+        c.started = Some(now);
+        c.generation += 1;
+        vec![
+            Out::Log(
+                "dist_run_start",
+                serde_json::json!({ "run": dist.run, "app": null, "units": dist.units }),
+            ),
+            Out::Timer(
+                c.fixed_ns.max(1),
+                Msg::DistFinish {
+                    run: dist.run,
+                    generation: c.generation,
+                },
+            ),
+        ]
+    }
+
     /// Coordinator timer: the run's work is done (unless stale); every unit
     /// ends on its server.
     pub fn finish_timer(
         &mut self,
-        world: &DistWorld,
+        catalog: &[DistApp],
         me: ActorId,
         run: TaskId,
         generation: u64,
@@ -286,7 +331,10 @@ impl DistHost {
             return Vec::new();
         };
         self.finished.insert(run);
-        let app = world.catalog.get(c.app as usize);
+        if c.fixed_ns > 0 {
+            return self.fixed_end(me, run, c, now);
+        }
+        let app = catalog.get(c.app as usize);
         let solo_s = app.map_or(1.0, |a| a.solo_s);
         let runtime_s = (now - c.started.unwrap_or(now)) as f64 / 1e9;
         let norm = runtime_s / solo_s;
@@ -331,7 +379,33 @@ impl DistHost {
         out
     }
 
-    pub fn finish(&mut self, out: &mut Metrics) {
+    /// A log's parallel job is done: its units end.
+    fn fixed_end(&mut self, me: ActorId, run: TaskId, c: Coord, now: SimTime) -> Vec<Out> {
+        let runtime_s = (now - c.started.unwrap_or(now)) as f64 / 1e9;
+        self.jobs_completed += 1;
+        let mut out = vec![Out::Log(
+            "dist_run_end",
+            serde_json::json!({ "run": run, "app": null, "runtime_s": runtime_s }),
+        )];
+        out.extend(c.members.values().map(|&(server, task, _)| {
+            if server == me {
+                Out::Complete(task)
+            } else {
+                Out::Send(server, Body::DistDone { task })
+            }
+        }));
+        out
+    }
+
+    /// The metrics: the distributed applications' (`apps`: the scenario has
+    /// a `[workload]`) and the parallel jobs' (only where there were some).
+    pub fn finish(&mut self, apps: bool, out: &mut Metrics) {
+        if self.jobs_completed > 0 {
+            out.add("parallel_jobs_completed", self.jobs_completed);
+        }
+        if !apps {
+            return;
+        }
         out.add("dist_apps_completed", self.completed);
         out.add("dist_qos_targets", self.qos_targets);
         out.add("dist_qos_targets_met", self.qos_met);
@@ -375,6 +449,7 @@ mod tests {
             qos_ppm: 0,
             coordinator: Some(coordinator),
             attempt: 0,
+            fixed_ns: 0,
         }
     }
 
@@ -387,6 +462,36 @@ mod tests {
             .collect()
     }
 
+    /// A log's parallel job (no catalog at all): it starts when its last
+    /// unit reports and ends exactly its run time later, whatever joins
+    /// its servers meanwhile; its units end on theirs.
+    #[test]
+    fn a_fixed_run_lasts_its_run_time_whatever_shares_its_servers() {
+        let (a, b) = (ActorId(3), ActorId(4));
+        let job = |u: u16| DistRef {
+            app: u32::MAX,
+            fixed_ns: 90_000_000_000,
+            ..unit("M.lmps", 10, u, a)
+        };
+        let mut host_a = DistHost::default();
+        assert!(timers(&host_a.started(&[], a, 10, job(0), 1_000)).is_empty());
+        let out = host_a.pressure(&[], b, job(1), 11, 0, 2_000);
+        assert_eq!(timers(&out), vec![(90_000_000_000, 1)], "{out:?}");
+        // a co-runner's pressure changes nothing
+        let late = host_a.pressure(&[], b, job(1), 11, 900, 5_000_000_000);
+        assert!(timers(&late).is_empty(), "{late:?}");
+        let end = host_a.finish_timer(&[], a, 10, 1, 90_000_002_000);
+        assert!(end.contains(&Out::Complete(10)), "{end:?}");
+        assert!(
+            end.contains(&Out::Send(b, Body::DistDone { task: 11 })),
+            "{end:?}"
+        );
+        let mut m = Metrics::default();
+        host_a.finish(false, &mut m);
+        assert_eq!(m.counter("parallel_jobs_completed"), 1);
+        assert!(m.counters().all(|(k, _)| !k.starts_with("dist_")));
+    }
+
     /// M.lmps (high propagation) on two servers; a C.libq unit joins one of
     /// them halfway: the coordinator integrates the first half at full
     /// speed and the rest at the truth's slowdown for one interfering unit.
@@ -397,9 +502,9 @@ mod tests {
         let mut host_a = DistHost::default();
         let mut host_b = DistHost::default();
         // unit 0 on a (the coordinator), unit 1 on b
-        let out = host_a.started(&w, a, 10, unit("M.lmps", 10, 0, a), 0);
+        let out = host_a.started(&w.catalog, a, 10, unit("M.lmps", 10, 0, a), 0);
         assert!(timers(&out).is_empty(), "not all units yet");
-        let out = host_b.started(&w, b, 11, unit("M.lmps", 10, 1, a), 0);
+        let out = host_b.started(&w.catalog, b, 11, unit("M.lmps", 10, 1, a), 0);
         let [
             Out::Send(
                 to,
@@ -414,11 +519,11 @@ mod tests {
             panic!("{out:?}");
         };
         assert_eq!((*to, *task, *pressure_milli), (a, 11, 0));
-        let out = host_a.pressure(&w, b, *dist, 11, 0, 0);
+        let out = host_a.pressure(&w.catalog, b, *dist, 11, 0, 0);
         let solo = 600_000_000_000u64;
         assert_eq!(timers(&out), vec![(solo, 1)]);
         // at 300 s a C.libq unit (another run) lands on b
-        let out = host_b.started(&w, b, 20, unit("C.libq", 20, 0, b), 300_000_000_000);
+        let out = host_b.started(&w.catalog, b, 20, unit("C.libq", 20, 0, b), 300_000_000_000);
         let report = out
             .iter()
             .find_map(|o| match o {
@@ -434,7 +539,7 @@ mod tests {
             })
             .expect("lmps unit reports the libq pressure");
         assert_eq!(report.2, 6600);
-        let out = host_a.pressure(&w, b, report.0, report.1, report.2, 300_000_000_000);
+        let out = host_a.pressure(&w.catalog, b, report.0, report.1, report.2, 300_000_000_000);
         let lmps = &w.catalog[find("M.lmps").unwrap()];
         let slowdown = lmps.runtime(&[0.0, 6.6]);
         assert!(
@@ -447,13 +552,13 @@ mod tests {
         let expect = 0.5 * 600e9 * slowdown;
         assert!((left as f64 - expect).abs() < 2.0, "{left} vs {expect}");
         // the stale first timer does nothing; the second ends both units
-        assert!(host_a.finish_timer(&w, a, 10, 1, solo).is_empty());
+        assert!(host_a.finish_timer(&w.catalog, a, 10, 1, solo).is_empty());
         let end = 300_000_000_000 + left;
-        let out = host_a.finish_timer(&w, a, 10, 2, end);
+        let out = host_a.finish_timer(&w.catalog, a, 10, 2, end);
         assert!(out.contains(&Out::Complete(10)));
         assert!(out.contains(&Out::Send(b, Body::DistDone { task: 11 })));
         let mut m = Metrics::default();
-        host_a.finish(&mut m);
+        host_a.finish(true, &mut m);
         assert_eq!(m.counter("dist_apps_completed"), 1);
         let norm = m.sum("dist_sum_norm_runtime");
         assert!((norm - (0.5 + 0.5 * slowdown)).abs() < 1e-6, "{norm}");
@@ -464,8 +569,8 @@ mod tests {
         let w = world();
         let a = ActorId(1);
         let mut host = DistHost::default();
-        host.started(&w, a, 10, unit("N.mg", 10, 0, a), 0);
-        let out = host.started(&w, a, 11, unit("N.mg", 10, 1, a), 0);
+        host.started(&w.catalog, a, 10, unit("N.mg", 10, 0, a), 0);
+        let out = host.started(&w.catalog, a, 11, unit("N.mg", 10, 1, a), 0);
         // both at pressure 0: the run starts at full speed
         assert_eq!(timers(&out), vec![(600_000_000_000, 1)]);
     }
@@ -478,19 +583,19 @@ mod tests {
         let w = world();
         let (a, b) = (ActorId(1), ActorId(2));
         let mut host_a = DistHost::default();
-        host_a.started(&w, a, 10, unit("N.mg", 10, 0, a), 0);
-        let out = host_a.pressure(&w, b, unit("N.mg", 10, 1, a), 11, 0, 0);
+        host_a.started(&w.catalog, a, 10, unit("N.mg", 10, 0, a), 0);
+        let out = host_a.pressure(&w.catalog, b, unit("N.mg", 10, 1, a), 11, 0, 0);
         assert_eq!(timers(&out), vec![(600_000_000_000, 1)]);
         // unit 1 was killed on b; the scheduler stops unit 0 here
-        host_a.stopped(&w, a, 10, 5_000_000_000);
+        host_a.stopped(&w.catalog, a, 10, 5_000_000_000);
         assert!(!host_a.runs(10));
         assert!(
             host_a
-                .finish_timer(&w, a, 10, 1, 600_000_000_000)
+                .finish_timer(&w.catalog, a, 10, 1, 600_000_000_000)
                 .is_empty()
         );
         // a late report of the old attempt changes nothing
-        let stale = host_a.pressure(&w, b, unit("N.mg", 10, 1, a), 11, 0, 6_000_000_000);
+        let stale = host_a.pressure(&w.catalog, b, unit("N.mg", 10, 1, a), 11, 0, 6_000_000_000);
         assert!(stale.is_empty(), "{stale:?}");
         // attempt 1: both units again
         let again = |u: u16| DistRef {
@@ -498,16 +603,16 @@ mod tests {
             ..unit("N.mg", 10, u, a)
         };
         let t = 10_000_000_000;
-        host_a.started(&w, a, 10, again(0), t);
-        let out = host_a.pressure(&w, b, again(1), 11, 0, t);
+        host_a.started(&w.catalog, a, 10, again(0), t);
+        let out = host_a.pressure(&w.catalog, b, again(1), 11, 0, t);
         let [(left, generation)] = timers(&out)[..] else {
             panic!("{out:?}")
         };
         assert_eq!(left, 600_000_000_000, "the new attempt starts from nothing");
-        let end = host_a.finish_timer(&w, a, 10, generation, t + left);
+        let end = host_a.finish_timer(&w.catalog, a, 10, generation, t + left);
         assert!(end.contains(&Out::Complete(10)));
         let mut m = Metrics::default();
-        host_a.finish(&mut m);
+        host_a.finish(true, &mut m);
         assert_eq!(m.counter("dist_apps_completed"), 1);
     }
 }

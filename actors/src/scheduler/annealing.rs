@@ -751,6 +751,7 @@ mod tests {
                     qos_ppm: if qos { 800_000 } else { 0 },
                     coordinator: None,
                     attempt: 0,
+                    fixed_ns: 0,
                 }),
                 ..Task::new(run + u64::from(u), ActorId(1), 0, 600_000_000_000)
             })

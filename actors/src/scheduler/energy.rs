@@ -1913,6 +1913,7 @@ mod tests {
             cpu_ppm: (cpu * 1e6) as u32,
             job,
             dag: None,
+            requested_ns: 0,
             dist: None,
         }
     }

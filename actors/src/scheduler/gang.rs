@@ -68,6 +68,14 @@ impl Gangs {
         Some(first)
     }
 
+    /// The threads of the other units of every queued run, by unit 0.
+    pub fn queued_parts(&self) -> BTreeMap<TaskId, Vec<u32>> {
+        self.queued
+            .iter()
+            .map(|(&id, rest)| (id, rest.iter().map(|t| t.cores).collect()))
+            .collect()
+    }
+
     /// The other units of the run whose unit 0 is `task`, if it is one.
     pub fn rest(&self, task: TaskId) -> Option<&[Task]> {
         self.queued.get(&task).map(Vec::as_slice)

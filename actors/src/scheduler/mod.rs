@@ -80,7 +80,7 @@ use crate::task::{Kind, Task, TaskId};
 use crate::world::World;
 
 use admission::arq::server_quality;
-use admission::{Admission, Attempt, PoolState, Scope};
+use admission::{Admission, Attempt, Machine, PoolState, Scope};
 use classification::Classifier;
 use classification::cf::CfParams;
 use energy::{EnergyServer, EnergyStage, Flow};
@@ -613,6 +613,9 @@ struct Core {
     /// (`Placement::decision_latency`): dispatches leave no earlier, in the
     /// order they were decided.
     busy_until: SimTime,
+    /// The admission stage backfills (`easy-backfill`): it reads the
+    /// machine ([`Core::machine`]) at every pass.
+    backfills: bool,
     /// Virtual time the decision that started each task of a slot pass
     /// took, until the pass sends its dispatch or preemption (only tasks
     /// whose decision took some: an external program's with a latency).
@@ -689,6 +692,9 @@ struct Placed {
     cores: u32,
     memory_mb: u64,
     since: SimTime,
+    /// When it should end by: `since` plus its requested time, else its
+    /// work (what EASY backfilling reserves by).
+    ends_by: SimTime,
     pool: usize,
     /// Unmet tolerance (score points) the placement saw on the server: the
     /// scheduler expects `expected_rate(speed, violation)` there.
@@ -851,6 +857,7 @@ impl Scheduler {
         let mut pool_counts = PoolState {
             busy: vec![0; pools],
             free: vec![0; pools],
+            machine: None,
         };
         pool_counts.free[0] = counted.iter().filter(|c| c.1).count() as u32;
         let slot_stage = cfg.slots.slotted().then(|| {
@@ -962,6 +969,7 @@ impl Scheduler {
                     || sends_orders,
                 sends_orders,
                 busy_until: 0,
+                backfills: cfg.admission == AdmissionKind::EasyBackfill,
                 slot_latency: BTreeMap::new(),
                 held: Default::default(),
                 moving: Default::default(),
@@ -1610,9 +1618,11 @@ impl Scheduler {
             let mut energy = self.energy.as_mut();
             let mut anneal = self.annealing.as_mut();
             let mut place = |task: &Task, _: SimTime, scope: Scope<'_>| {
-                let allow: Option<Vec<bool>> = scope
-                    .pools
-                    .map(|ps| core.pool.iter().map(|p| ps.contains(p)).collect());
+                let allow: Option<Vec<bool>> = scope.bounded().then(|| {
+                    (0..core.pool.len() as u32)
+                        .map(|i| scope.admits(i, core.pool[i as usize]))
+                        .collect()
+                });
                 let admits = |i: u32| allow.as_ref().is_none_or(|a| a[i as usize]);
                 let rest = core.gangs.rest(task.id).map(<[Task]>::to_vec);
                 let mut placer = CorePlacer::new(&mut *core, energy.as_deref_mut(), scope.strict)
@@ -1627,8 +1637,9 @@ impl Scheduler {
                     return Ok(core.refusal(task));
                 };
                 let pool = placer.pool;
+                let on = action_servers(&action, &core.cluster);
                 actions.push(action);
-                Ok(Attempt::Placed { pool })
+                Ok(Attempt::Placed { pool, on })
             };
             self.admission.schedule(now, &pools, &mut place)?;
         }
@@ -1692,9 +1703,11 @@ impl Scheduler {
         let mut starts: Vec<(Task, u32)> = Vec::new();
         let mut runs: Vec<Vec<(Task, u32)>> = Vec::new();
         let mut place = |task: &Task, _: SimTime, scope: Scope<'_>| {
-            let allow: Option<Vec<bool>> = scope
-                .pools
-                .map(|ps| core.pool.iter().map(|p| ps.contains(p)).collect());
+            let allow: Option<Vec<bool>> = scope.bounded().then(|| {
+                (0..core.pool.len() as u32)
+                    .map(|i| scope.admits(i, core.pool[i as usize]))
+                    .collect()
+            });
             if let Some(rest) = core.gangs.rest(task.id) {
                 let units: Vec<Task> = std::iter::once(task.clone())
                     .chain(rest.iter().cloned())
@@ -1706,8 +1719,9 @@ impl Scheduler {
                 else {
                     return Ok(core.refusal(task));
                 };
+                let on = servers.clone();
                 runs.push(units.into_iter().zip(servers).collect());
-                return Ok(Attempt::Placed { pool });
+                return Ok(Attempt::Placed { pool, on });
             }
             let cluster = &core.cluster;
             let room = |i: u32| {
@@ -1722,7 +1736,10 @@ impl Scheduler {
             placer.started(task, server, &[], now, ctx.rng());
             let pool = placer.pool;
             starts.push((task.clone(), server));
-            Ok(Attempt::Placed { pool })
+            Ok(Attempt::Placed {
+                pool,
+                on: vec![server],
+            })
         };
         self.admission.schedule(now, &pools, &mut place)?;
         self.core.tell(ctx)?;
@@ -2238,6 +2255,26 @@ impl Core {
         PoolState {
             busy: self.pool_counts.busy.clone(),
             free: self.pool_counts.free.clone(),
+            machine: self.backfills.then(|| self.machine()),
+        }
+    }
+
+    /// The machine as EASY backfilling reads it: free slots per server,
+    /// when each placed task should end by, the queued runs' parts.
+    fn machine(&self) -> Machine {
+        let servers = self.cluster.servers();
+        Machine {
+            free: servers.iter().map(|s| s.free).collect(),
+            shape: servers.iter().map(|s| (s.cores, s.slots)).collect(),
+            running: self
+                .placed
+                .values()
+                .map(|p| {
+                    let k = servers[p.server as usize].slots_for(p.cores);
+                    (p.ends_by, p.server, k)
+                })
+                .collect(),
+            parts: self.gangs.queued_parts(),
         }
     }
 
@@ -2308,12 +2345,11 @@ impl Core {
         self.offer_paths(task);
         let started = Instant::now();
         let pool = &self.pool;
-        let allowed = scope.pools;
-        let in_pools = |i: u32| allowed.is_none_or(|a| a.contains(&pool[i as usize]));
+        let in_scope = |i: u32| scope.admits(i, pool[i as usize]);
         let req = Request {
             task,
             profile: self.profiles.get(&task.id),
-            allowed: allowed.map(|_| &in_pools as &dyn Fn(u32) -> bool),
+            allowed: scope.bounded().then_some(&in_scope as &dyn Fn(u32) -> bool),
             exclude: None,
         };
         let choice = self.placement.place(&req, &self.cluster, ctx.rng());
@@ -2327,7 +2363,9 @@ impl Core {
         let moves = self.placement.take_migrations();
         let path = self.placement.take_path();
         let Some(choice) = choice.filter(|c| !scope.strict || self.appropriate(&req, c)) else {
-            self.no_room.insert(task.id, attempt);
+            if scope.servers.is_none() {
+                self.no_room.insert(task.id, attempt);
+            }
             self.send_orders(ctx, orders, moves, latency, None)?;
             return Ok(self.refusal(task));
         };
@@ -2335,6 +2373,7 @@ impl Core {
             latency = 0;
         }
         self.no_room.remove(&task.id);
+        let at = choice.server;
         let world = Arc::clone(&self.world);
         let server = self.cluster.servers()[choice.server as usize].id;
         let flow = match task.flow_bps {
@@ -2402,7 +2441,7 @@ impl Core {
         } else {
             self.nic.send(&world, ctx, server, body)?;
         }
-        Ok(Attempt::Placed { pool })
+        Ok(Attempt::Placed { pool, on: vec![at] })
     }
 
     /// One placement attempt for a distributed run queued as its unit 0
@@ -2426,11 +2465,8 @@ impl Core {
         let mut booked: Vec<(usize, Choice)> = Vec::with_capacity(units.len());
         for (k, unit) in units.iter().enumerate() {
             let pool = &self.pool;
-            let allowed = scope.pools;
             let used: Vec<u32> = booked.iter().map(|(_, c)| c.server).collect();
-            let admits = |i: u32| {
-                allowed.is_none_or(|a| a.contains(&pool[i as usize])) && !used.contains(&i)
-            };
+            let admits = |i: u32| scope.admits(i, pool[i as usize]) && !used.contains(&i);
             let req = Request {
                 task: unit,
                 profile: None,
@@ -2452,7 +2488,9 @@ impl Core {
                     self.vacate(u.id, c.server, u.cores, u.memory_mb);
                 }
                 self.decision_us.push(started.elapsed().as_secs_f64() * 1e6);
-                self.no_room.insert(first.id, attempt);
+                if scope.servers.is_none() {
+                    self.no_room.insert(first.id, attempt);
+                }
                 return Ok(self.refusal(first));
             };
             self.occupy(unit, choice, now);
@@ -2468,6 +2506,7 @@ impl Core {
         let run = first.dist.map_or(first.id, |d| d.run);
         let run_attempt = self.gangs.attempt(run);
         let pool = self.pool[booked[0].1.server as usize];
+        let on: Vec<u32> = booked.iter().map(|(_, c)| c.server).collect();
         self.gangs.started(
             first.id,
             run,
@@ -2486,7 +2525,7 @@ impl Core {
             self.note_dispatch(ctx, &world, unit.id, server, now - arrived, None, share);
             self.nic.send(&world, ctx, server, Body::Dispatch(unit))?;
         }
-        Ok(Attempt::Placed { pool })
+        Ok(Attempt::Placed { pool, on })
     }
 
     /// Whether a server a primary tenant owns leaves a core for one more
@@ -2552,6 +2591,7 @@ impl Core {
                 cores: task.cores,
                 memory_mb: task.memory_mb,
                 since: now,
+                ends_by: now.saturating_add(task.expected_ns()),
                 pool,
                 violation: choice.violation,
                 migrating_to: None,
@@ -3176,6 +3216,18 @@ impl Core {
 /// energy stage and booked with its path, so that the next unit sees it;
 /// if one finds none, every booking is undone and the run waits whole.
 /// Returns the servers and the ARQ pool of unit 0's.
+/// The servers (indices) a slot stage's start takes: its task's, or each
+/// unit's of a run, in unit order.
+fn action_servers(action: &SlotAction, cluster: &ClusterView) -> Vec<u32> {
+    let at = |id: ActorId| cluster.index_of(id).unwrap_or(0);
+    match action {
+        SlotAction::Dispatch { server, .. } | SlotAction::Preempt { server, .. } => {
+            vec![at(*server)]
+        }
+        SlotAction::Gang { units } => units.iter().map(|(_, s)| at(*s)).collect(),
+    }
+}
+
 fn start_run_placed(
     placer: &mut CorePlacer<'_>,
     units: &[Task],

@@ -184,6 +184,7 @@ pub(super) mod tests {
                 qos_ppm: 0,
                 coordinator: None,
                 attempt: 0,
+                fixed_ns: 0,
             }),
             ..Task::new(run + u64::from(unit), ActorId(1), 0, 1_000)
         }

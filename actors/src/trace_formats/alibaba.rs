@@ -142,6 +142,7 @@ impl Reader {
                 duration: end - start,
                 app: AppRef::None,
                 line: self.lines.line,
+                requested: 0,
             },
             copies,
         ))))

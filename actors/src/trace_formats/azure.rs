@@ -127,6 +127,7 @@ impl Reader {
             duration: deleted - created,
             app: AppRef::None,
             line: self.lines.line,
+            requested: 0,
         })))
     }
 }

@@ -198,6 +198,7 @@ impl Lifecycle {
                 duration,
                 app: AppRef::None,
                 line: t.line,
+                requested: 0,
             });
         }
     }

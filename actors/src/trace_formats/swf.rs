@@ -15,7 +15,7 @@
 //! | 6 | average CPU time used | ignored |
 //! | 7 | used memory (KB per processor) | memory: × processors; `-1` → field 10 |
 //! | 8 | requested number of processors | cores when field 5 is `-1`; neither → dropped |
-//! | 9 | requested time | ignored |
+//! | 9 | requested time | `requested_ns` (EASY backfilling reserves by it); `-1`: none |
 //! | 10 | requested memory (KB per processor) | memory when field 7 is `-1`; neither → 0 |
 //! | 11 | status | ignored (a failed or cancelled job that ran still used its run time) |
 //! | 12-18 | user, group, executable, queue, partition, preceding job, think time | ignored |
@@ -105,11 +105,15 @@ impl Reader {
             "-1" => None,
             _ => Some(row.seconds(3)?),
         };
+        let requested = match row.text(8)? {
+            "-1" => None,
+            _ => Some(row.seconds(8)?),
+        };
         let procs = opt_number(&row, 4)?
             .filter(|p| *p > 0.0)
             .or(opt_number(&row, 7)?.filter(|p| *p > 0.0));
         let kb = opt_number(&row, 6)?.or(opt_number(&row, 9)?);
-        for i in [2, 5, 8, 10, 11, 12, 13, 14, 15, 16, 17] {
+        for i in [2, 5, 10, 11, 12, 13, 14, 15, 16, 17] {
             let v = row.text(i)?;
             if v != "-1" && v.parse::<f64>().is_err() {
                 return Err(row.err(i, format!("must be a number or -1, got `{v}`")));
@@ -140,6 +144,7 @@ impl Reader {
             duration: if run == 0 { ZERO_RUN_NS } else { run },
             app: AppRef::None,
             line: self.lines.line,
+            requested: requested.unwrap_or(0),
         })))
     }
 }

@@ -2,6 +2,7 @@
 //! `tenants.distributed`, `scheduler.placement = "annealing"`).
 
 use dcemu_actors::config::PlacementKind;
+use dcemu_actors::trace_formats::TraceFormat;
 
 use super::Scenario;
 
@@ -50,6 +51,16 @@ pub fn problems(s: &Scenario) -> Vec<(String, String)> {
         }
     }
     if s.scheduler.placement == PlacementKind::Annealing {
+        for (i, t) in s.tenants.iter().enumerate() {
+            if t.arrivals.format == TraceFormat::Swf {
+                out.push((
+                    format!("tenants[{i}].arrivals.format"),
+                    "`annealing` places the ASPLOS'16 catalog's applications by their profiles; \
+                     an SWF log's parallel jobs have none: choose another placement"
+                        .into(),
+                ));
+            }
+        }
         let n = s.scheduler.dist_profile_noise;
         if !(0.0..=0.5).contains(&n) {
             out.push((

@@ -838,12 +838,13 @@ impl Admission for ArqAdmission {
                 false => Scope {
                     pools: Some(allowed),
                     strict: true,
+                    servers: None,
                 },
                 true => Scope::ANY,
             };
             match place(task, *arrived, scope) {
                 Ok(Attempt::Placed { .. }) if diverted => Offer::Placed(current),
-                Ok(Attempt::Placed { pool }) => Offer::Placed(pool),
+                Ok(Attempt::Placed { pool, .. }) => Offer::Placed(pool),
                 Ok(Attempt::NoRoom) => Offer::Wait,
                 Ok(Attempt::TooLarge) => Offer::Pass,
                 Err(e) => {

@@ -87,6 +87,7 @@ mod tests {
         let pools = PoolState {
             busy: vec![0],
             free: vec![0],
+            machine: None,
         };
         for id in 1..=4 {
             fifo.enqueue(Task::new(id, ActorId(1), 0, 1), 0, None, 0, 0, &pools);
@@ -97,7 +98,10 @@ mod tests {
             Ok(match t.id {
                 1 => Attempt::TooLarge,
                 3 => Attempt::NoRoom,
-                _ => Attempt::Placed { pool: 0 },
+                _ => Attempt::Placed {
+                    pool: 0,
+                    on: vec![0],
+                },
             })
         };
         fifo.schedule(0, &pools, &mut place).unwrap();

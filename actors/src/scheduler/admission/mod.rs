@@ -7,25 +7,33 @@
 //! * [`ArqAdmission`]: ARQ (Paragon §4, ARQ §3): a queue per class of
 //!   resource quality, each served by a pool of servers, with diversions up
 //!   and down so that no application waits past its QoS slack.
+//! * [`EasyBackfill`]: EASY backfilling (Lifka 1995; Mu'alem and Feitelson
+//!   2001): FCFS whose blocked head gets a reservation, and later tasks may
+//!   start now where they do not delay it.
 
 pub mod arq;
+mod easy;
 mod fifo;
 mod registry;
 
 pub use arq::ArqAdmission;
+pub use easy::EasyBackfill;
 pub use fifo::Fifo;
 pub use registry::build;
+
+use std::collections::BTreeMap;
 
 use dcemu_topology::SimTime;
 
 use crate::kernel::{Metrics, ModelError};
 use crate::profiling::Profile;
-use crate::task::Task;
+use crate::task::{Task, TaskId};
 
 /// What a placement attempt made of a task.
 pub enum Attempt {
-    /// Dispatched to a server of this ARQ pool (pool 0 without ARQ).
-    Placed { pool: usize },
+    /// Dispatched to a server of this ARQ pool (pool 0 without ARQ), on
+    /// the servers `on` (a run's parts in unit order; one for a task).
+    Placed { pool: usize, on: Vec<u32> },
     /// No server it may use has room now: it holds the head of its queue.
     NoRoom,
     /// No server could hold it now even if none of the scheduler's tasks
@@ -43,10 +51,27 @@ pub struct PoolState {
     /// Per pool: servers running something, and servers with a free slot.
     pub busy: Vec<u32>,
     pub free: Vec<u32>,
+    /// The machine as a backfilling stage reads it (built only for one).
+    pub machine: Option<Machine>,
+}
+
+/// The cluster as EASY backfilling reads it: what is free now and when
+/// what runs should end.
+#[derive(Clone, Debug, Default)]
+pub struct Machine {
+    /// Per server: free slots now, and (cores, slots) for
+    /// [`crate::slot_share::slots_for`].
+    pub free: Vec<u32>,
+    pub shape: Vec<(u32, u32)>,
+    /// Running tasks: when each should end by (its start plus its requested
+    /// time, else its work), its server and the slots it holds there.
+    pub running: Vec<(SimTime, u32, u32)>,
+    /// Queued runs (by unit 0): the threads of their other parts.
+    pub parts: BTreeMap<TaskId, Vec<u32>>,
 }
 
 /// Where a placement attempt may go.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct Scope<'a> {
     /// Servers of these pools only (`None`: any server).
     pub pools: Option<&'a [usize]>,
@@ -54,13 +79,27 @@ pub struct Scope<'a> {
     /// interference constraint violated, predicted speed on its
     /// configuration at least the QoS share): ARQ's "appropriate server".
     pub strict: bool,
+    /// Only the servers (indices) this holds (`None`: any): where a
+    /// backfilled task leaves the reservation's slots alone.
+    pub servers: Option<&'a dyn Fn(u32) -> bool>,
 }
 
 impl Scope<'_> {
     pub const ANY: Scope<'static> = Scope {
         pools: None,
         strict: false,
+        servers: None,
     };
+
+    /// Whether server `i`, of ARQ pool `pool`, is within the scope.
+    pub fn admits(&self, i: u32, pool: usize) -> bool {
+        self.pools.is_none_or(|ps| ps.contains(&pool)) && self.servers.is_none_or(|ok| ok(i))
+    }
+
+    /// Whether the scope bounds the servers at all.
+    pub fn bounded(&self) -> bool {
+        self.pools.is_some() || self.servers.is_some()
+    }
 }
 
 /// The place callback: tries to dispatch `task` (which first reached the

@@ -223,6 +223,7 @@ mod tests {
                 qos_ppm: 0,
                 coordinator: None,
                 attempt: 0,
+                fixed_ns: 0,
             }),
             ..task(run + u64::from(unit), priority, 5)
         }
