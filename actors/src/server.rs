@@ -246,6 +246,12 @@ fn truth<'a>(
 /// Width of a bin of the performance-over-time series (`perf_over_time.csv`).
 pub const PERF_BIN: SimTime = 60_000_000_000;
 
+/// The work of a distributed run's unit (an ASPLOS'16 application's, a
+/// log's parallel job's part): so much that it never runs out, as the unit
+/// holds its cores until its coordinator ends the run
+/// (`crate::distributed::runtime`); ns (about 146 years at speed 1).
+const HELD_BY_RUN: SimTime = u64::MAX / 4;
+
 /// An application meets its QoS when it runs at no less than 95 % of its
 /// performance alone on its best configuration (Paragon §5).
 pub const QOS_PERF_NORM: f64 = 0.95;
@@ -1029,7 +1035,7 @@ impl Server {
         // a distributed unit holds its cores until its coordinator ends
         // the run (`crate::distributed::runtime`)
         let work = if task.dist.is_some() {
-            u64::MAX / 4
+            HELD_BY_RUN
         } else {
             task.service_ns
         };
@@ -1154,7 +1160,9 @@ impl Server {
         };
         if next != self.timer.1 {
             self.timer = (self.timer.0 + 1, next);
-            if let Some(at) = next {
+            // a unit's work never runs out (`HELD_BY_RUN`): no timer, which
+            // would only wait in the queue until the run's end
+            if let Some(at) = next.filter(|&at| at < HELD_BY_RUN / 2) {
                 ctx.timer(
                     at.saturating_sub(ctx.now()),
                     Msg::Progress {
