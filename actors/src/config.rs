@@ -625,6 +625,12 @@ pub struct ArrivalConfig {
     /// (`trace_rows_skipped`) instead of stopping; `dcemu run --lenient`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub lenient: bool,
+    /// SWF: a job that ran longer than it requested (field 4 over field 9)
+    /// is killed at its requested time, as the log's machine would have,
+    /// rather than run its whole recorded time (counted in
+    /// `trace_tasks_killed_at_request`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub kill_at_request: bool,
 }
 
 fn is_csv(f: &TraceFormat) -> bool {
@@ -2624,6 +2630,12 @@ fn trace_format_problems(a: &ArrivalConfig) -> Vec<Problem> {
         out.push((
             field("machines"),
             format!("format {:?} has no machine table", f.name()),
+        ));
+    }
+    if a.kill_at_request && f != TraceFormat::Swf {
+        out.push((
+            field("kill_at_request"),
+            "only for format = \"swf\" (the format that records requested times)".into(),
         ));
     }
     if a.machines.as_deref() == Some("header") && f != TraceFormat::Swf {

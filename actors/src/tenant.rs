@@ -1225,6 +1225,9 @@ impl WorkloadTenant {
         } {
             let stats = s.stats();
             out.add("trace_rows_skipped", stats.rows_skipped);
+            if stats.killed_at_request > 0 {
+                out.add("trace_tasks_killed_at_request", stats.killed_at_request);
+            }
             out.add("trace_tasks_dropped", stats.tasks_dropped);
             out.add("trace_tasks_unfinished", stats.tasks_unfinished);
         }

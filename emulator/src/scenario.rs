@@ -730,6 +730,7 @@ fn load_traces(
                         run_end: scenario.run.end.as_nanos(),
                         lenient: false,
                         machine_cores: None,
+                        kill_at_request: false,
                     },
                 });
                 scenario.traces[i] = Some(loaded);

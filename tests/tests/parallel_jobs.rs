@@ -288,3 +288,33 @@ fn easy_never_delays_a_reservation_over_random_logs() {
         }
     }
 }
+
+/// `arrivals.kill_at_request`: a job that ran past its requested time is
+/// killed at it, as the log's machine would have killed it; without it the
+/// job runs its recorded time.
+#[test]
+fn a_job_past_its_request_is_killed_at_it_only_when_the_scenario_says_so() {
+    let log = "\
+; MaxNodes: 4
+; MaxProcs: 16
+1 0 0 100 16 -1 -1 16 60 -1 1 1 1 -1 1 -1 -1 -1
+2 1 0 10 16 -1 -1 16 10 -1 1 1 1 -1 1 -1 -1 -1
+";
+    let (_a, ran) = run_log(log, &[], 1);
+    let (_b, killed) = run_log(log, &["tenants.0.arrivals.kill_at_request=true"], 1);
+    // the second job (tasks 4-7) starts when the first ends
+    assert!((dispatched(&ran)[&4] - 100.0).abs() < 0.01);
+    assert!((dispatched(&killed)[&4] - 60.0).abs() < 0.01);
+    assert!((jobs(&killed)[&0].2 - 60.0).abs() < 0.01);
+    assert_eq!(metric(&killed, "trace_tasks_killed_at_request"), 1.0);
+    assert!(!ran.metrics.contains_key("trace_tasks_killed_at_request"));
+    let err = load(
+        "par.toml",
+        &SCENARIO.replace("format = \"swf\"", "format = \"azure-vm\""),
+        &["tenants.0.arrivals.kill_at_request=true".parse().unwrap()],
+    )
+    .map(|_| ())
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("arrivals.kill_at_request"), "{err}");
+}

@@ -125,6 +125,9 @@ pub struct ImportOptions {
     /// scenario), when known: an SWF job asking for more is a bad row
     /// naming its line (no machine could ever have run it).
     pub machine_cores: Option<u64>,
+    /// SWF: a job that ran longer than it requested runs for its request
+    /// (`arrivals.kill_at_request`).
+    pub kill_at_request: bool,
 }
 
 /// A trace file to stream, as a tenant's work: what the model needs to open
@@ -180,6 +183,8 @@ pub struct ImportStats {
     pub tasks: u64,
     /// Bad rows skipped under `lenient`.
     pub rows_skipped: u64,
+    /// SWF jobs cut to their requested time (`kill_at_request`).
+    pub killed_at_request: u64,
     /// Tasks the trace names but that never ran within the file (or the
     /// lookahead), or that a row marks as not run (status, run time -1).
     pub tasks_dropped: u64,

@@ -153,6 +153,7 @@ pub(crate) mod test_support {
             run_end: 10_000_000_000_000,
             lenient: false,
             machine_cores: None,
+            kill_at_request: false,
         }
     }
 

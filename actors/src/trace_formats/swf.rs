@@ -61,6 +61,7 @@ pub struct Reader {
     cores_per_unit: f64,
     priority: u8,
     machine_cores: Option<u64>,
+    kill_at_request: bool,
     last: (u64, u64),
 }
 
@@ -80,6 +81,7 @@ impl Reader {
             cores_per_unit: o.cores_per_unit,
             priority: o.default_priority,
             machine_cores: o.machine_cores,
+            kill_at_request: o.kill_at_request,
             last: (0, 0),
         }
     }
@@ -157,8 +159,13 @@ impl TaskReader for Reader {
             }
             split(&self.lines.buf, Sep::Whitespace, &mut self.spans);
             match self.parse() {
-                Ok(Some(Some(task))) => {
+                Ok(Some(Some(mut task))) => {
                     self.last = (task.arrival, task.line);
+                    if self.kill_at_request && task.requested > 0 && task.duration > task.requested
+                    {
+                        task.duration = task.requested;
+                        tally.stats.killed_at_request += 1;
+                    }
                     return Ok(Some(task));
                 }
                 Ok(Some(None)) => tally.stats.tasks_dropped += 1,
@@ -316,6 +323,30 @@ mod tests {
                 .len(),
             3
         );
+    }
+
+    /// Issue 41: with `kill_at_request`, a job that ran past its requested
+    /// time runs for its request; the others as recorded.
+    #[test]
+    fn a_job_past_its_request_is_cut_to_it_only_when_asked() {
+        let mut o = options();
+        o.cores_per_unit = 1.0;
+        let text = "\
+1 0 0 100 1 -1 -1 1 60 -1 1 1 1 -1 1 -1 -1 -1
+2 5 0 30 1 -1 -1 1 60 -1 1 1 1 -1 1 -1 -1 -1
+3 6 0 30 1 -1 -1 1 -1 -1 1 1 1 -1 1 -1 -1 -1
+";
+        let (tasks, stats) = read(TraceFormat::Swf, text, &o).expect("as recorded");
+        let runs: Vec<u64> = tasks.iter().map(|t| t.duration / S).collect();
+        assert_eq!(runs, vec![100, 30, 30]);
+        assert_eq!(tasks[0].requested, 60 * S);
+        assert_eq!(tasks[2].requested, 0);
+        assert_eq!(stats.killed_at_request, 0);
+        o.kill_at_request = true;
+        let (tasks, stats) = read(TraceFormat::Swf, text, &o).expect("killed");
+        let runs: Vec<u64> = tasks.iter().map(|t| t.duration / S).collect();
+        assert_eq!(runs, vec![60, 30, 30]);
+        assert_eq!(stats.killed_at_request, 1);
     }
 
     #[test]

@@ -143,6 +143,7 @@ pub fn load_stream(
             run_end: scenario.run.end.as_nanos(),
             lenient: a.lenient,
             machine_cores: Some(machine_cores),
+            kill_at_request: a.kill_at_request,
         },
     };
     scenario.streams[i] = Some(spec);
