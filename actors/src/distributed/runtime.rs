@@ -84,6 +84,17 @@ pub struct DistHost {
     jobs_completed: u64,
 }
 
+/// Every unit of a run that is over ends: here, or on its server.
+fn ends(c: &Coord, me: ActorId) -> impl Iterator<Item = Out> + '_ {
+    c.members.values().map(move |&(server, task, _)| {
+        if server == me {
+            Out::Complete(task)
+        } else {
+            Out::Send(server, Body::DistDone { task })
+        }
+    })
+}
+
 /// Milli-bubble pressure as a real.
 fn real(milli: u32) -> f64 {
     f64::from(milli) / 1000.0
@@ -369,13 +380,7 @@ impl DistHost {
                 "qos_met": met,
             }),
         )];
-        out.extend(c.members.values().map(|&(server, task, _)| {
-            if server == me {
-                Out::Complete(task)
-            } else {
-                Out::Send(server, Body::DistDone { task })
-            }
-        }));
+        out.extend(ends(&c, me));
         out
     }
 
@@ -387,13 +392,7 @@ impl DistHost {
             "dist_run_end",
             serde_json::json!({ "run": run, "app": null, "runtime_s": runtime_s }),
         )];
-        out.extend(c.members.values().map(|&(server, task, _)| {
-            if server == me {
-                Out::Complete(task)
-            } else {
-                Out::Send(server, Body::DistDone { task })
-            }
-        }));
+        out.extend(ends(&c, me));
         out
     }
 

@@ -812,7 +812,7 @@ impl Admission for ArqAdmission {
         pools: &PoolState,
         place: &mut PlaceFn<'_>,
     ) -> Result<(), ModelError> {
-        place_in_order(&mut self.urgent, place)?;
+        place_in_order(&mut self.urgent, place, |_, _| {})?;
         let none_free = vec![0; pools.free.len()];
         self.arq.divert_due(now, &pools.busy, &none_free);
         let mut failure = None;

@@ -28,10 +28,10 @@ use dcemu_topology::SimTime;
 
 use crate::kernel::{Metrics, ModelError};
 use crate::profiling::Profile;
-use crate::slot_share::slots_for;
 use crate::task::{Task, TaskId};
 
-use super::{Admission, Attempt, Machine, PlaceFn, PoolState, Scope};
+use super::fifo::place_in_order;
+use super::{Admission, Attempt, Machine, PlaceFn, PoolState, Scope, slots_at};
 
 /// One queue in arrival order with EASY backfilling.
 #[derive(Default)]
@@ -73,8 +73,7 @@ pub fn fit(parts: &[u32], free: &[u32], shape: &[(u32, u32)]) -> Option<Vec<(u32
         let (_, i, k) = (0..free.len())
             .filter(|&i| !used[i])
             .filter_map(|i| {
-                let (cores, slots) = shape.get(i).copied().unwrap_or((1, 1));
-                let k = slots_for(t, cores, slots);
+                let k = slots_at(shape, i as u32, t);
                 (free[i] >= k).then(|| (free[i] - k, i, k))
             })
             .min()?;
@@ -132,8 +131,7 @@ impl EasyBackfill {
         threads.extend(machine.parts.get(&task.id).into_iter().flatten().copied());
         let ends = now.saturating_add(task.expected_ns());
         for (&i, &t) in on.iter().zip(&threads) {
-            let (cores, slots) = machine.shape.get(i as usize).copied().unwrap_or((1, 1));
-            let k = slots_for(t, cores, slots);
+            let k = machine.slots_at(i, t);
             if let Some(f) = machine.free.get_mut(i as usize) {
                 *f = f.saturating_sub(k);
             }
@@ -166,21 +164,13 @@ impl Admission for EasyBackfill {
         place: &mut PlaceFn<'_>,
     ) -> Result<(), ModelError> {
         let mut machine = pools.machine.clone();
-        let mut i = 0;
-        let head = loop {
-            let Some((task, arrived)) = self.queue.get(i) else {
-                return Ok(());
-            };
-            match place(task, *arrived, Scope::ANY)? {
-                Attempt::Placed { on, .. } => {
-                    if let Some(m) = machine.as_mut() {
-                        Self::took(m, task, &on, now);
-                    }
-                    self.queue.remove(i);
-                }
-                Attempt::TooLarge => i += 1,
-                Attempt::NoRoom => break i,
+        let took = |task: &Task, on: &[u32]| {
+            if let Some(m) = machine.as_mut() {
+                Self::took(m, task, on, now);
             }
+        };
+        let Some(head) = place_in_order(&mut self.queue, place, took)? else {
+            return Ok(());
         };
         let Some(mut machine) = machine else {
             return Ok(());
@@ -194,12 +184,13 @@ impl Admission for EasyBackfill {
         while let Some((task, arrived)) = self.queue.get(j) {
             let short = now.saturating_add(task.expected_ns()) <= res.at;
             let widest = parts(task, &machine)[0];
-            let shape = &machine.shape;
-            let slots_at = |s: u32| {
-                let (cores, slots) = shape.get(s as usize).copied().unwrap_or((1, 1));
-                slots_for(widest, cores, slots)
+            let m = &machine;
+            let leaves = |s: u32| {
+                short
+                    || extra
+                        .get(s as usize)
+                        .is_some_and(|&e| m.slots_at(s, widest) <= e)
             };
-            let leaves = |s: u32| short || extra.get(s as usize).is_some_and(|&e| slots_at(s) <= e);
             let scope = Scope {
                 servers: Some(&leaves),
                 ..Scope::ANY
@@ -208,7 +199,7 @@ impl Admission for EasyBackfill {
                 Attempt::Placed { on, .. } => {
                     if !short {
                         for &s in &on {
-                            let k = slots_at(s);
+                            let k = machine.slots_at(s, widest);
                             if let Some(e) = extra.get_mut(s as usize) {
                                 *e = e.saturating_sub(k);
                             }

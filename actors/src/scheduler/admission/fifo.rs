@@ -13,22 +13,26 @@ use super::{Admission, Attempt, PlaceFn, PoolState, Scope};
 
 /// Places the tasks of `queue` in order, on any server, until one finds no
 /// room (it then blocks the rest); one no server could hold
-/// ([`Attempt::TooLarge`]) keeps its place and is passed.
+/// ([`Attempt::TooLarge`]) keeps its place and is passed. `placed` hears of
+/// each start and the servers it took. Returns the blocking task's place
+/// in the queue, if one blocks.
 pub(super) fn place_in_order(
     queue: &mut VecDeque<(Task, SimTime)>,
     place: &mut PlaceFn<'_>,
-) -> Result<(), ModelError> {
+    mut placed: impl FnMut(&Task, &[u32]),
+) -> Result<Option<usize>, ModelError> {
     let mut i = 0;
     while let Some((task, arrived)) = queue.get(i) {
         match place(task, *arrived, Scope::ANY)? {
-            Attempt::Placed { .. } => {
+            Attempt::Placed { on, .. } => {
+                placed(task, &on);
                 queue.remove(i);
             }
             Attempt::TooLarge => i += 1,
-            Attempt::NoRoom => break,
+            Attempt::NoRoom => return Ok(Some(i)),
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 /// One queue; the head blocks the rest (unless no server could hold it).
@@ -60,7 +64,7 @@ impl Admission for Fifo {
         _: &PoolState,
         place: &mut PlaceFn<'_>,
     ) -> Result<(), ModelError> {
-        place_in_order(&mut self.queue, place)
+        place_in_order(&mut self.queue, place, |_, _| {}).map(|_| ())
     }
 
     fn next_wakeup(&self) -> Option<SimTime> {

@@ -70,6 +70,20 @@ pub struct Machine {
     pub parts: BTreeMap<TaskId, Vec<u32>>,
 }
 
+impl Machine {
+    /// Slots a task of `threads` threads takes on server `i`.
+    pub fn slots_at(&self, i: u32, threads: u32) -> u32 {
+        slots_at(&self.shape, i, threads)
+    }
+}
+
+/// Slots a task of `threads` threads takes on server `i` of `shape`
+/// ((cores, slots) per server; one core, one slot if unknown).
+pub fn slots_at(shape: &[(u32, u32)], i: u32, threads: u32) -> u32 {
+    let (cores, slots) = shape.get(i as usize).copied().unwrap_or((1, 1));
+    crate::slot_share::slots_for(threads, cores, slots)
+}
+
 /// Where a placement attempt may go.
 #[derive(Clone, Copy)]
 pub struct Scope<'a> {
