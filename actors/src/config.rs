@@ -619,6 +619,8 @@ pub struct ArrivalConfig {
     pub gb_per_unit: Option<f64>,
     /// Google formats: how long a task may stay unresolved after its
     /// submission before it is released (default 1 h); bounds memory.
+    /// Google and Alibaba formats: how long a job whose tasks all ended
+    /// stays open for more before its response time is taken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lookahead: Option<Duration>,
     /// Skip bad rows of a streamed trace and count them
@@ -2653,9 +2655,9 @@ fn trace_format_problems(a: &ArrivalConfig) -> Vec<Problem> {
         }
     }
     match a.lookahead {
-        Some(_) if !f.normalised_cpu() => out.push((
+        Some(_) if !f.has_jobs() => out.push((
             field("lookahead"),
-            "only for the Google formats (google-2011, google-2019)".into(),
+            "only for the Google and Alibaba formats (google-2011, google-2019, alibaba-2018, alibaba-2018-instance)".into(),
         )),
         Some(d) if d == Duration::ZERO => {
             out.push((field("lookahead"), "must be greater than 0".into()))

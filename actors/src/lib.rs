@@ -35,4 +35,5 @@ pub mod task;
 pub mod tenant;
 pub mod trace;
 pub mod trace_formats;
+pub mod trace_jobs;
 pub mod world;

@@ -65,6 +65,11 @@ pub struct Task {
     /// field would make the decoder read the next value in its place.
     #[serde(default)]
     pub dist: Option<DistRef>,
+    /// The trace job whose other tasks with the same mark it never shares
+    /// a server with (Google 2011's different-machine restriction); every
+    /// placement keeps them apart ([`crate::scheduler::ClusterView::apart_allows`]).
+    #[serde(default)]
+    pub apart: Option<u64>,
 }
 
 impl Task {
@@ -101,6 +106,7 @@ impl Task {
             dag: None,
             requested_ns: 0,
             dist: None,
+            apart: None,
         }
     }
 }

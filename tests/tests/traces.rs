@@ -364,7 +364,7 @@ fn streamed_traces_refuse_what_they_cannot_do_and_feed_wasc() {
     )
     .expect_err("lookahead")
     .to_string();
-    assert!(e.contains("only for the Google formats"), "{e}");
+    assert!(e.contains("only for the Google and Alibaba formats"), "{e}");
 }
 
 /// Writes a synthetic Google 2011 `task_events` file of about `bytes` bytes

@@ -41,6 +41,10 @@ pub struct ClusterView {
     /// ([`ClusterView::watch_idle`]): each server whose slots changed
     /// since the last decision point, with whether it was idle then.
     idle_watch: Option<std::collections::BTreeMap<u32, bool>>,
+    /// Tasks with the different-machine restriction ([`Task::apart`]) per
+    /// (job, server), and where each such task holds its place.
+    apart: std::collections::BTreeMap<(u64, u32), u32>,
+    apart_of: std::collections::BTreeMap<crate::task::TaskId, (u64, u32)>,
 }
 
 /// What the scheduler knows of a server: its configuration and what it
@@ -178,6 +182,8 @@ impl ClusterView {
             primary_aware: false,
             power: Vec::new(),
             idle_watch: None,
+            apart: std::collections::BTreeMap::new(),
+            apart_of: std::collections::BTreeMap::new(),
         };
         for i in 0..view.servers.len() {
             if view.servers[i].free > 0 {
@@ -338,6 +344,53 @@ impl ClusterView {
 
     pub(crate) fn interference_mut(&mut self, i: u32) -> &mut ServerInterference {
         &mut self.interference[i as usize]
+    }
+
+    /// Whether `task` may run on server `i`: no running task of its trace
+    /// job with the different-machine restriction is there (Google 2011
+    /// `task_events` field 13; [`Task::apart`]).
+    pub fn apart_allows(&self, task: &Task, i: u32) -> bool {
+        task.apart
+            .is_none_or(|job| !self.apart.contains_key(&(job, i)))
+    }
+
+    /// The servers holding restricted tasks of `task`'s job: those
+    /// [`ClusterView::apart_allows`] refuses it.
+    pub fn apart_hosts(&self, task: &Task) -> Vec<u32> {
+        match task.apart {
+            None => Vec::new(),
+            Some(job) => self
+                .apart
+                .range((job, 0)..=(job, u32::MAX))
+                .map(|(&(_, i), _)| i)
+                .collect(),
+        }
+    }
+
+    /// `task` now holds its place on server `i`.
+    pub(crate) fn hold_apart(&mut self, task: &Task, i: u32) {
+        if let Some(job) = task.apart
+            && self.apart_of.insert(task.id, (job, i)).is_none()
+        {
+            *self.apart.entry((job, i)).or_insert(0) += 1;
+        }
+    }
+
+    /// Task `task` left server `i`.
+    pub(crate) fn free_apart(&mut self, task: crate::task::TaskId, i: u32) {
+        let Some(&(job, at)) = self.apart_of.get(&task) else {
+            return;
+        };
+        if at != i {
+            return;
+        }
+        self.apart_of.remove(&task);
+        if let Some(n) = self.apart.get_mut(&(job, i)) {
+            *n -= 1;
+            if *n == 0 {
+                self.apart.remove(&(job, i));
+            }
+        }
     }
 
     /// Takes the slots of a task of `threads` threads and `memory_mb` on

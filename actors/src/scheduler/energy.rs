@@ -141,6 +141,9 @@ struct ServerState {
     /// (harvesting §5.3; `ClusterView`'s primary room); `u32::MAX` without
     /// a primary tenant.
     room: u32,
+    /// The trace job of each of its tasks with the different-machine
+    /// restriction ([`Task::apart`]): no other such task of it may join.
+    apart: Vec<u64>,
 }
 
 /// The link topology below the access layer, as one path search sees it
@@ -328,6 +331,7 @@ struct Running {
     work_ns: u64,
     internal_bytes: u64,
     flows: Vec<Flow>,
+    apart: Option<u64>,
 }
 
 /// The energy stage: queue, capacity and bandwidth ledgers, node states.
@@ -488,6 +492,7 @@ impl EnergyStage {
                     cpu_used: 0.0,
                     memory_used: 0,
                     tasks: 0,
+                    apart: Vec::new(),
                     slots_used: 0,
                     threads_used: 0,
                     room: u32::MAX,
@@ -629,6 +634,9 @@ impl EnergyStage {
         s.cpu_used = (s.cpu_used - r.cpu).max(0.0);
         s.memory_used = s.memory_used.saturating_sub(r.memory_mb);
         s.tasks = s.tasks.saturating_sub(1);
+        if let Some(at) = r.apart.and_then(|j| s.apart.iter().position(|&a| a == j)) {
+            s.apart.swap_remove(at);
+        }
         s.slots_used = s.slots_used.saturating_sub(r.slots);
         s.threads_used = s.threads_used.saturating_sub(r.threads);
         if s.tasks == 0 {
@@ -984,6 +992,7 @@ impl EnergyStage {
         s.cpu_used += cpu;
         s.memory_used += task.memory_mb;
         s.tasks += 1;
+        s.apart.extend(task.apart);
         let slots = slots_for(task.cores, s.spec.cores, s.spec.slots);
         s.slots_used += slots;
         s.threads_used += task.cores.max(1);
@@ -1008,6 +1017,7 @@ impl EnergyStage {
                 work_ns: task.service_ns,
                 internal_bytes: task.job.map_or(0, |j| j.internal_bytes),
                 flows: flow.iter().cloned().collect(),
+                apart: task.apart,
             },
         );
         Some((i, flow))
@@ -1800,6 +1810,7 @@ fn fits(task: &Task, cpu: f64, s: &ServerState) -> bool {
         && s.threads_used + task.cores.max(1) <= s.room
         && s.cpu_used + cpu <= s.capacity + 1e-9
         && s.memory_used + task.memory_mb <= s.spec.memory_mb
+        && task.apart.is_none_or(|job| !s.apart.contains(&job))
 }
 
 /// The CPU a task asks for, normalised to the reference machine: its
@@ -1915,6 +1926,7 @@ mod tests {
             dag: None,
             requested_ns: 0,
             dist: None,
+            apart: None,
         }
     }
 

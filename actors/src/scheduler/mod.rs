@@ -208,6 +208,7 @@ impl SlotPlacer for CorePlacer<'_> {
             let allow = |i: u32| {
                 candidates(i)
                     && core.primary_leaves_room(i)
+                    && core.cluster.apart_allows(task, i)
                     && (!strict || core.appropriate_on(task, i))
             };
             let (server, route) = energy.choose(task, &allow, rng)?;
@@ -225,6 +226,7 @@ impl SlotPlacer for CorePlacer<'_> {
         let bandwidth = Bandwidth::from_bps(task.flow_bps);
         let with_path = |i: u32| {
             candidates(i)
+                && cluster.apart_allows(task, i)
                 && (task.flow_bps == 0
                     || flows.fits(
                         &world.network,
@@ -1727,6 +1729,7 @@ impl Scheduler {
             let room = |i: u32| {
                 allow.as_ref().is_none_or(|a| a[i as usize])
                     && cluster.servers()[i as usize].fits(task, false)
+                    && cluster.apart_allows(task, i)
             };
             let room: Vec<bool> = (0..cluster.servers().len() as u32).map(room).collect();
             let mut placer = CorePlacer::new(&mut *core, energy.as_deref_mut(), scope.strict);
@@ -2345,11 +2348,13 @@ impl Core {
         self.offer_paths(task);
         let started = Instant::now();
         let pool = &self.pool;
-        let in_scope = |i: u32| scope.admits(i, pool[i as usize]);
+        let apart = self.cluster.apart_hosts(task);
+        let in_scope = |i: u32| scope.admits(i, pool[i as usize]) && !apart.contains(&i);
+        let bounded = scope.bounded() || !apart.is_empty();
         let req = Request {
             task,
             profile: self.profiles.get(&task.id),
-            allowed: scope.bounded().then_some(&in_scope as &dyn Fn(u32) -> bool),
+            allowed: bounded.then_some(&in_scope as &dyn Fn(u32) -> bool),
             exclude: None,
         };
         let choice = self.placement.place(&req, &self.cluster, ctx.rng());
@@ -2577,6 +2582,7 @@ impl Core {
     fn occupy(&mut self, task: &Task, choice: Choice, now: SimTime) {
         let i = choice.server;
         self.cluster.take(i, task.cores, task.memory_mb);
+        self.cluster.hold_apart(task, i);
         if let Some(p) = self.profiles.get(&task.id) {
             self.cluster
                 .interference_mut(i)
@@ -2609,6 +2615,7 @@ impl Core {
     fn vacate(&mut self, task: TaskId, i: u32, cores: u32, memory_mb: u64) -> Option<()> {
         let server = self.cluster.servers()[i as usize].id;
         self.cluster.release(server, cores, memory_mb)?;
+        self.cluster.free_apart(task, i);
         self.cluster.interference_mut(i).remove(task);
         self.refresh_pool(i);
         Some(())

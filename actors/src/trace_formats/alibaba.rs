@@ -22,14 +22,23 @@
 //!
 //! Neither table has a priority: every task gets the tenant's `priority`
 //! (these are the batch workloads Alibaba co-locates with its online
-//! services). Task names (the DAG), types, job names and machines are
-//! ignored. The published tables are not sorted by time: sort them by
+//! services). Types and machines are ignored.
+//!
+//! **DAGs.** `job_name` names the task's job, and `task_name` encodes its
+//! place in the job's DAG (schema.md §1.5): a letter prefix, the task's
+//! number, and the numbers of the tasks it depends on, joined by `_`
+//! (`M1`: task 1, a root; `R2_1`: task 2 after task 1; `J5_3_4`: task 5
+//! after 3 and 4). A name of any other shape (`task_…`, `MergeTask`) has
+//! no dependency. The tenant starts a task only after every instance of
+//! the tasks it names has ended ([`crate::trace_jobs`]).
+//!
+//! The published tables are not sorted by time: sort them by
 //! `start_time` (field 6) first, e.g. `sort -t, -k6,6n`; an earlier start
 //! after a later one is an error naming both lines.
 
 use super::common::{ImportError, ImportOptions, Tally, TaskReader};
 use super::lines::{Lines, Sep, split};
-use crate::trace::{AppRef, TraceTask};
+use crate::trace::{AppRef, DagTask, TraceJob, TraceTask, job_key};
 
 pub const TASK_FIELDS: [&str; 9] = [
     "task_name",
@@ -133,6 +142,17 @@ impl Reader {
             let i = if self.instances { 13 } else { 8 };
             return Err(row.err(i, "normalised memory must be from 0 to 100"));
         }
+        let (task_name, job_name) = match self.instances {
+            true => (row.text(1)?, row.text(2)?),
+            false => (row.text(0)?, row.text(2)?),
+        };
+        let job = (!job_name.is_empty()).then(|| {
+            Box::new(TraceJob {
+                key: job_key(job_name),
+                dag: dag_task(task_name),
+                apart: false,
+            })
+        });
         Ok(Some(Some((
             TraceTask {
                 arrival: start,
@@ -143,10 +163,29 @@ impl Reader {
                 app: AppRef::None,
                 line: self.lines.line,
                 requested: 0,
+                job,
             },
             copies,
         ))))
     }
+}
+
+/// A task's place in its job's DAG from its `task_name`: letters, its
+/// number, then `_` and each parent's number; `None` for any other shape.
+pub fn dag_task(name: &str) -> Option<DagTask> {
+    let digits = name.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+    if digits.len() == name.len() {
+        return None;
+    }
+    let mut numbers = digits
+        .split('_')
+        .map(|n| match n.bytes().all(|b| b.is_ascii_digit()) {
+            true => n.parse::<u32>().ok(),
+            false => None,
+        });
+    let task = numbers.next()??;
+    let after = numbers.collect::<Option<Vec<u32>>>()?;
+    Some(DagTask { task, after })
 }
 
 impl TaskReader for Reader {
@@ -224,6 +263,34 @@ M3,1,j_2,12,Terminated,130,131,200,
         let (tasks, _) = read(TraceFormat::Alibaba2018Instance, text, &o).expect("good");
         assert_eq!(tasks.len(), 1);
         assert_eq!((tasks[0].cpu, tasks[0].memory_gb), (1.5, 0.64));
+    }
+
+    #[test]
+    fn task_names_give_the_dag_and_job_names_the_job() {
+        use super::dag_task;
+        use crate::trace::{DagTask, job_key};
+        let dag = |task, after: &[u32]| {
+            Some(DagTask {
+                task,
+                after: after.to_vec(),
+            })
+        };
+        assert_eq!(dag_task("M1"), dag(1, &[]));
+        assert_eq!(dag_task("R2_1"), dag(2, &[1]));
+        assert_eq!(dag_task("J5_3_4"), dag(5, &[3, 4]));
+        for none in ["task_Nzg3ODA=", "MergeTask", "M", "R2_", "12", "M1_x"] {
+            assert_eq!(dag_task(none), None, "{none}");
+        }
+        let text =
+            "R2_1,1,j_7,1,Terminated,100,160,50,0.5\ntask_x,1,,1,Terminated,100,160,50,0.5\n";
+        let (tasks, _) = read(TraceFormat::Alibaba2018, text, &options()).expect("good");
+        let job = tasks[0].job.as_deref().expect("named job");
+        assert_eq!(
+            (job.key, job.dag.clone(), job.apart),
+            (job_key("j_7"), dag(2, &[1]), false)
+        );
+        assert_eq!(tasks[1].job, None, "no job name, no job");
+        assert_ne!(job_key("j_7"), job_key("j_8"));
     }
 
     #[test]

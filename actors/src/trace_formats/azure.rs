@@ -128,6 +128,7 @@ impl Reader {
             app: AppRef::None,
             line: self.lines.line,
             requested: 0,
+            job: None,
         })))
     }
 }

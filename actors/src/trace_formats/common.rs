@@ -86,6 +86,18 @@ impl TraceFormat {
         )
     }
 
+    /// Whether its tasks name their jobs: the tenant then grades jobs and
+    /// runs their DAGs and placement restrictions ([`crate::trace_jobs`]).
+    pub fn has_jobs(self) -> bool {
+        matches!(
+            self,
+            TraceFormat::Google2011
+                | TraceFormat::Google2019
+                | TraceFormat::Alibaba2018
+                | TraceFormat::Alibaba2018Instance
+        )
+    }
+
     /// Whether the format has a machine table `arrivals.machines` can name.
     pub fn has_machines(self) -> bool {
         matches!(

@@ -18,7 +18,7 @@
 //! | 10 | CPU request | normalised to the largest machine: × `cores_per_unit` |
 //! | 11 | memory request | normalised to the largest machine: × `gb_per_unit` |
 //! | 12 | disk space request | ignored |
-//! | 13 | different-machine restriction | ignored |
+//! | 13 | different-machine restriction | 0 / 1: a task with 1 never shares a server with another running task of its job that has it |
 //!
 //! Events become tasks by the rule of [`super::lifecycle`].
 
@@ -115,6 +115,12 @@ impl Reader {
             priority,
             cpu: row.opt_f64(9)?,
             memory: row.opt_f64(10)?,
+            apart: match row.opt_u64(12)? {
+                None => None,
+                Some(0) => Some(false),
+                Some(1) => Some(true),
+                Some(_) => return Err(row.err(12, "must be 0 or 1")),
+            },
             line: self.lines.line,
         }))
     }
@@ -199,6 +205,38 @@ mod tests {
         );
         assert_eq!(stats.tasks_dropped, 1);
         assert_eq!(stats.tasks_unfinished, 1);
+    }
+
+    #[test]
+    fn the_job_and_its_different_machine_restriction_are_kept() {
+        let text = "\
+600000000,,7,0,,0,u,0,9,0.1,0.1,0,1
+600000000,,7,1,,0,u,0,9,0.1,0.1,0,
+600000000,,8,0,,0,u,0,9,0.1,0.1,0,0
+601000000,,7,0,5,1,u,0,9,,,,
+601000000,,7,1,5,1,u,0,9,,,,1
+601000000,,8,0,5,1,u,0,9,,,,
+661000000,,7,0,5,4,u,0,9,,,,
+661000000,,7,1,5,4,u,0,9,,,,
+661000000,,8,0,5,4,u,0,9,,,,
+";
+        let (tasks, _) = read(TraceFormat::Google2011, text, &options()).expect("good");
+        let jobs: Vec<_> = tasks
+            .iter()
+            .map(|t| t.job.as_deref().map(|j| (j.key, j.apart)))
+            .collect();
+        assert_eq!(
+            jobs,
+            vec![Some((7, true)), Some((7, true)), Some((8, false))],
+            "an UPDATE or later event may set it"
+        );
+        let bad = "600000000,,7,0,,0,u,0,9,0.1,0.1,0,2\n";
+        let e = read(TraceFormat::Google2011, bad, &options()).expect_err("2");
+        assert!(
+            e.to_string()
+                .contains("field 13 (different-machine restriction): must be 0 or 1"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -227,6 +227,7 @@ impl Reader {
             priority,
             cpu,
             memory,
+            apart: None,
             line,
         }))
     }

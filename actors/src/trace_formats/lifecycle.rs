@@ -10,7 +10,11 @@
 //!   evictions.
 //! - A task that ends (FAIL, KILL, LOST) without having run is **dropped**;
 //!   a later SUBMIT of the same task is a new task.
-//! - UPDATE events change the priority and requests of a task in flight.
+//! - UPDATE events change the priority and requests of a task in flight
+//!   (and, in 2011, its different-machine restriction).
+//! - A task's job is the first part of its key (job ID; collection ID):
+//!   the tenant reports job response times and keeps restricted tasks of
+//!   one job apart ([`crate::trace_jobs`]).
 //! - A task still unresolved [`ImportOptions::lookahead`] after its arrival
 //!   (by the trace's clock), or at the end of the file, is released: if it
 //!   is running it is **unfinished** and runs until the end of the run
@@ -29,7 +33,7 @@ use std::collections::BTreeMap;
 use dcemu_topology::SimTime;
 
 use super::common::{ImportOptions, Tally};
-use crate::trace::{AppRef, TraceTask};
+use crate::trace::{AppRef, TraceJob, TraceTask};
 
 /// What an event does to a task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,6 +57,8 @@ pub struct EventRow {
     /// Normalised CPU and memory requests, when the row has them.
     pub cpu: Option<f64>,
     pub memory: Option<f64>,
+    /// Google 2011's different-machine restriction, when the row has it.
+    pub apart: Option<bool>,
     pub line: u64,
 }
 
@@ -63,6 +69,7 @@ struct InFlight {
     priority: Option<u8>,
     cpu: Option<f64>,
     memory: Option<f64>,
+    apart: bool,
     line: u64,
     /// Set once resolved: the run's duration, or `None` when dropped.
     outcome: Option<Option<SimTime>>,
@@ -125,6 +132,7 @@ impl Lifecycle {
                     priority: e.priority,
                     cpu: e.cpu,
                     memory: e.memory,
+                    apart: e.apart.unwrap_or(false),
                     line: e.line,
                     outcome: None,
                 },
@@ -143,6 +151,9 @@ impl Lifecycle {
         }
         if e.memory.is_some() {
             task.memory = e.memory;
+        }
+        if let Some(apart) = e.apart {
+            task.apart = apart;
         }
         match e.event {
             Event::Submit | Event::Update => {}
@@ -199,6 +210,11 @@ impl Lifecycle {
                 app: AppRef::None,
                 line: t.line,
                 requested: 0,
+                job: Some(Box::new(TraceJob {
+                    key: t.key.0,
+                    dag: None,
+                    apart: t.apart,
+                })),
             });
         }
     }

@@ -147,6 +147,7 @@ impl Reader {
             app: AppRef::None,
             line: self.lines.line,
             requested: requested.unwrap_or(0),
+            job: None,
         })))
     }
 }

@@ -371,7 +371,7 @@ impl SlotStage {
                 true => self.sticky_left(),
                 false => self.regular_left(),
             };
-            let need = self.slots.need(task.cores, cap, allowed);
+            let need = self.slots.need(task, cap, allowed);
             let level = if sticky {
                 None
             } else {
@@ -383,6 +383,14 @@ impl SlotStage {
                 return Some(self.start(task.clone(), server, now, sticky));
             }
         }
+        let blocked = self.apart_blocked(task);
+        let keep = |i: u32| {
+            allowed.is_none_or(|ok| ok(i)) && blocked.as_ref().is_none_or(|b| !b.contains(&i))
+        };
+        let allowed = match blocked {
+            Some(_) => Some(&keep as &dyn Fn(u32) -> bool),
+            None => allowed,
+        };
         if task.cores > 1 {
             let gated = placer.gates_victims(task);
             let victims = {
@@ -453,7 +461,10 @@ impl SlotStage {
             if !self.sticky_free(n) {
                 break;
             }
-            let need = self.slots.need(threads, self.sticky_left(), None);
+            let Some(task) = self.tasks.get(&id) else {
+                break;
+            };
+            let need = self.slots.need(task, self.sticky_left(), None);
             let server = match placer.as_deref_mut() {
                 None => self.slots.random_room(None, need, rng),
                 Some(p) => self.place_queued(p, id, None, need, rng),
@@ -501,7 +512,10 @@ impl SlotStage {
                 // placement refuses (a primary tenant's room, Paragon's
                 // constraints) are not free to this task.
                 if self.regular_free(n) && self.slots.free_total >= n {
-                    let need = self.slots.need(threads, self.regular_left(), None);
+                    let Some(task) = self.tasks.get(&id) else {
+                        break 'queue;
+                    };
+                    let need = self.slots.need(task, self.regular_left(), None);
                     let level = match self.tasks.get(&id) {
                         Some(task) => self.level_for(task, need, None),
                         None => None,
@@ -521,6 +535,9 @@ impl SlotStage {
                         continue 'queue;
                     }
                 }
+                let blocked = self.tasks.get(&id).and_then(|t| self.apart_blocked(t));
+                let keep = |i: u32| blocked.as_ref().is_none_or(|b| !b.contains(&i));
+                let servers = blocked.is_some().then_some(&keep as &dyn Fn(u32) -> bool);
                 if threads > 1 {
                     let victims = match (placer.as_deref_mut(), self.tasks.get(&id)) {
                         (Some(p), Some(task)) if p.gates_victims(task) => {
@@ -529,12 +546,18 @@ impl SlotStage {
                                 cell.borrow_mut().victim_fits(task, server, v)
                             };
                             let scope = Scope {
-                                servers: None,
+                                servers,
                                 victims: Some(&fits),
                             };
                             self.victims_for(task, scope, rng)
                         }
-                        (_, Some(task)) => self.victims_for(task, Scope::default(), rng),
+                        (_, Some(task)) => {
+                            let scope = Scope {
+                                servers,
+                                victims: None,
+                            };
+                            self.victims_for(task, scope, rng)
+                        }
                         (_, None) => None,
                     };
                     let Some(victims) = victims else {
@@ -563,12 +586,18 @@ impl SlotStage {
                         let fits =
                             |server: u32, v: TaskId| cell.borrow_mut().victim_fits(task, server, v);
                         let scope = Scope {
-                            servers: None,
+                            servers,
                             victims: Some(&fits),
                         };
                         self.victims(class, scope, scores, rng)
                     }
-                    _ => self.victims(class, Scope::default(), scores, rng),
+                    _ => {
+                        let scope = Scope {
+                            servers,
+                            victims: None,
+                        };
+                        self.victims(class, scope, scores, rng)
+                    }
                 };
                 let Some((mut victim, admissible)) = victims else {
                     break 'attempt;
@@ -809,6 +838,14 @@ impl SlotStage {
         Some(task)
     }
 
+    /// The servers `task` may not start on, evicting or not, for its
+    /// job's tasks with the different-machine restriction running there
+    /// ([`Task::apart`]); `None` where nothing bars it.
+    fn apart_blocked(&self, task: &Task) -> Option<Vec<u32>> {
+        let hosts = self.slots.apart_hosts(task.apart?);
+        (!hosts.is_empty()).then_some(hosts)
+    }
+
     /// Starts `task` in free slots of `server`, sticky or regular.
     fn start(&mut self, task: Task, server: u32, now: SimTime, sticky: bool) -> SlotAction {
         let n = self.slots.slots_at(server, task.cores);
@@ -826,8 +863,7 @@ impl SlotStage {
             sticky,
             evictable: self.policy.evictable(sticky),
         };
-        self.slots
-            .run(task.id, task.priority, server, now, task.cores, mode);
+        self.slots.run(&task, server, now, mode);
         SlotAction::Dispatch {
             task,
             server: self.slots.servers[server as usize].id,
@@ -887,8 +923,7 @@ impl SlotStage {
             sticky: false,
             evictable: self.policy.evictable(false),
         };
-        self.slots
-            .run(task.id, task.priority, server, now, task.cores, mode);
+        self.slots.run(&task, server, now, mode);
         Some(SlotAction::Preempt {
             victim: first,
             victim_priority: first_priority,

@@ -89,6 +89,9 @@ pub(super) struct Running {
     /// Slots it holds on `server` ([`SlotServer::slots_for`] its threads).
     pub(super) slots: u32,
     pub(super) threads: u32,
+    /// Its trace job, if it must not share a server with that job's
+    /// other such tasks ([`Task::apart`]).
+    pub(super) apart: Option<u64>,
 }
 
 /// What a start asks of the slots: the task's threads, the most slots the
@@ -101,6 +104,8 @@ pub(super) struct Need {
     pub(super) threads: u32,
     pub(super) cap: u32,
     pub(super) size: Option<SlotSize>,
+    /// The trace job whose restricted tasks' servers it must avoid.
+    pub(super) apart: Option<u64>,
 }
 
 /// The slots as the scheduler handed them out: free slots per server and
@@ -128,6 +133,9 @@ pub struct Slots {
     pub(super) sizes: Vec<SlotSize>,
     /// The distinct (cores, slots) of its servers.
     shapes: Vec<(u32, u32)>,
+    /// Running tasks with the different-machine restriction, per (job,
+    /// server) ([`Task::apart`]).
+    apart: BTreeMap<(u64, u32), u32>,
 }
 
 impl Slots {
@@ -188,6 +196,7 @@ impl Slots {
             evictable_at: [0; 256],
             sizes,
             shapes: shapes.into_iter().collect(),
+            apart: BTreeMap::new(),
         }
     }
 
@@ -210,7 +219,8 @@ impl Slots {
     /// What a start of a task of `threads` threads within `cap` slots
     /// asks (see [`Need`]): among the servers `admits` holds, the smallest
     /// slot size that holds it in one slot and has one free.
-    pub(super) fn need(&self, threads: u32, cap: u32, admits: Admits<'_>) -> Need {
+    pub(super) fn need(&self, task: &Task, cap: u32, admits: Admits<'_>) -> Need {
+        let threads = task.cores;
         let size = match self.sizes.is_empty() || cap == 0 {
             true => None,
             false => (0..self.servers.len() as u32)
@@ -219,7 +229,42 @@ impl Slots {
                 .filter(|z| z.holds(threads))
                 .min(),
         };
-        Need { threads, cap, size }
+        Need {
+            threads,
+            cap,
+            size,
+            apart: task.apart,
+        }
+    }
+
+    /// Whether a task of trace job `apart` may run on server `i`: no
+    /// running task of that job with the restriction is there.
+    pub(super) fn apart_allows(&self, apart: Option<u64>, i: u32) -> bool {
+        apart.is_none_or(|job| !self.apart.contains_key(&(job, i)))
+    }
+
+    /// The servers running tasks of trace job `job` with the restriction.
+    pub(super) fn apart_hosts(&self, job: u64) -> Vec<u32> {
+        self.apart
+            .range((job, 0)..=(job, u32::MAX))
+            .map(|(&(_, i), _)| i)
+            .collect()
+    }
+
+    fn hold_apart(&mut self, r: &Running) {
+        if let Some(job) = r.apart {
+            *self.apart.entry((job, r.server)).or_insert(0) += 1;
+        }
+    }
+
+    fn free_apart(&mut self, r: &Running) {
+        let Some(job) = r.apart else { return };
+        if let Some(n) = self.apart.get_mut(&(job, r.server)) {
+            *n -= 1;
+            if *n == 0 {
+                self.apart.remove(&(job, r.server));
+            }
+        }
     }
 
     /// Whether server `i` has room for a start of `need`.
@@ -230,12 +275,21 @@ impl Slots {
             && need
                 .size
                 .is_none_or(|z| self.servers[i as usize].size() == z)
+            && self.apart_allows(need.apart, i)
     }
 
     /// Whether `need` takes one slot of any server with no size to
     /// choose: then the levels' Fenwick trees find its slot.
     pub(super) fn one_slot(&self, need: Need) -> bool {
-        need.threads <= 1 && need.size.is_none() && need.cap >= 1
+        need.threads <= 1
+            && need.size.is_none()
+            && need.cap >= 1
+            && need.apart.is_none_or(|job| {
+                self.apart
+                    .range((job, 0)..=(job, u32::MAX))
+                    .next()
+                    .is_none()
+            })
     }
 
     /// The most powerful level with a free slot on a server `admits` holds.
@@ -452,15 +506,8 @@ impl Slots {
     /// Records task `id` of `threads` threads running on `server` from
     /// `now` in its slots there, free ones (`take`) or those of the tasks
     /// it preempts.
-    pub(super) fn run(
-        &mut self,
-        id: TaskId,
-        class: u8,
-        server: u32,
-        now: SimTime,
-        threads: u32,
-        mode: Run,
-    ) {
+    pub(super) fn run(&mut self, task: &Task, server: u32, now: SimTime, mode: Run) {
+        let (id, class, threads) = (task.id, task.priority, task.cores);
         let slots = self.slots_at(server, threads);
         if mode.take {
             self.take_slot(server, slots);
@@ -476,8 +523,10 @@ impl Slots {
             moving_to: None,
             slots,
             threads,
+            apart: task.apart,
         };
         self.index(id, &r);
+        self.hold_apart(&r);
         self.running.insert(id, r);
     }
 
@@ -514,7 +563,11 @@ impl Slots {
             return false;
         };
         let k = self.slots_at(to, r.threads);
-        if !self.has_room(to, k) || r.moving_to.is_some() || r.server == to {
+        if !self.has_room(to, k)
+            || r.moving_to.is_some()
+            || r.server == to
+            || !self.apart_allows(r.apart, to)
+        {
             return false;
         }
         self.unindex(id, &r);
@@ -530,16 +583,20 @@ impl Slots {
     /// Returns the slots it held there and holds now, and whether sticky.
     pub(super) fn left(&mut self, id: TaskId, from: ActorId) -> Option<(u32, u32, bool)> {
         let &i = self.index_of.get(&from)?;
+        let before = self.running.get(&id)?.clone();
+        let to = before.moving_to.filter(|_| before.server == i)?;
+        let level = self.level_of[to as usize];
+        let slots = self.servers[to as usize].slots_for(before.threads);
+        self.free_apart(&before);
         let r = self.running.get_mut(&id)?;
-        let to = r.moving_to.filter(|_| r.server == i)?;
-        let n = r.slots;
         r.server = to;
-        r.level = self.level_of[to as usize];
+        r.level = level;
         r.moving_to = None;
-        r.slots = self.servers[to as usize].slots_for(r.threads);
-        let now = (n, r.slots, r.sticky);
-        self.free_slot(i, n);
-        Some(now)
+        r.slots = slots;
+        let after = r.clone();
+        self.hold_apart(&after);
+        self.free_slot(i, before.slots);
+        Some((before.slots, slots, before.sticky))
     }
 
     /// Migrated task `id` runs on its new server: evictable again if its
@@ -576,6 +633,7 @@ impl Slots {
     pub(super) fn evict(&mut self, id: TaskId) -> Option<Running> {
         let r = self.running.remove(&id)?;
         self.unindex(id, &r);
+        self.free_apart(&r);
         Some(r)
     }
 

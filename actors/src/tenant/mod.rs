@@ -6,27 +6,33 @@
 //! it submits a job's stages as their parents finish, tells the scheduler
 //! each job's maximum concurrency and length type, and records job times.
 
+mod jobs;
+mod stats;
+mod work;
+
 use std::sync::Arc;
 
-use std::collections::BTreeMap;
-
-use dcemu_topology::{Duration, SimTime};
+use dcemu_topology::SimTime;
 use serde::Serialize;
 
-use crate::config::{
-    AppOrder, ArrivalProcess, DagHistory, DagJobsConfig, ServiceDistribution, SyntheticConfig,
-    TenantConfig,
-};
-use crate::google::{self, DagRef, JobLength, Template};
+use crate::config::{ArrivalProcess, TenantConfig};
+use crate::google::{self, DagRef, JobLength};
 use crate::hpc_jobs::HpcJobs;
 use crate::kernel::{Ctx, Metrics, ModelError};
 use crate::net::{Body, Inbox, Nic};
 use crate::net::{Msg, unexpected};
 use crate::sampling::{exponential, index, normal, to_nanos};
 use crate::task::{DistRef, JobRef, TASK_ID_BLOCK, Task};
-use crate::trace::{AppRef, TraceTask};
-use crate::trace_formats::{ImportStats, StreamSpec, TraceFormat, TraceStream};
+use crate::trace::TraceJob;
+use crate::trace_formats::TraceFormat;
+use crate::trace_jobs::TraceJobs;
 use crate::world::World;
+
+use jobs::{DagJob, JobLog};
+pub use stats::RESPONSE_BY_CLASS;
+use stats::{Drawn, Offered};
+pub use work::TraceInput;
+use work::{Demand, Draw, Work, generated, work};
 
 pub struct WorkloadTenant {
     world: Arc<World>,
@@ -64,198 +70,9 @@ pub struct WorkloadTenant {
     /// An SWF log's jobs, graded as HPC schedulers are (wait, bounded
     /// slowdown; `jobs.csv`); none for other work.
     hpc: Option<Box<HpcJobs>>,
-}
-
-/// The inputs a Google-like generator drew, to set beside the statistics
-/// the thesis reports about its trace: the class mix and mean CPU demand of
-/// Table 5.2 and the arrival peaks and longest gap of Table 9.2.
-#[derive(Default)]
-struct Drawn {
-    per_class: [u64; 12],
-    /// CPU demand Δ of each task, cpu·s of the normalised capacity.
-    demand: Vec<f64>,
-    /// Submission times, in order.
-    at: Vec<SimTime>,
-}
-
-/// Counters of tasks submitted per class (`tasks_submitted_class_<p>`).
-const SUBMITTED_BY_CLASS: [&str; 12] = [
-    "tasks_submitted_class_0",
-    "tasks_submitted_class_1",
-    "tasks_submitted_class_2",
-    "tasks_submitted_class_3",
-    "tasks_submitted_class_4",
-    "tasks_submitted_class_5",
-    "tasks_submitted_class_6",
-    "tasks_submitted_class_7",
-    "tasks_submitted_class_8",
-    "tasks_submitted_class_9",
-    "tasks_submitted_class_10",
-    "tasks_submitted_class_11",
-];
-
-impl Drawn {
-    fn record(&mut self, now: SimTime, t: &google::GoogleTask) {
-        if let Some(c) = self.per_class.get_mut(t.priority as usize) {
-            *c += 1;
-        }
-        self.demand.push(t.cpu_demand);
-        self.at.push(now);
-    }
-
-    /// The most submissions in any window of `window` (sliding, closed on
-    /// the left, open on the right).
-    fn max_in(&self, window: SimTime) -> u64 {
-        let (mut best, mut lo) = (0usize, 0usize);
-        for hi in 0..self.at.len() {
-            while self.at[hi] - self.at[lo] >= window {
-                lo += 1;
-            }
-            best = best.max(hi + 1 - lo);
-        }
-        best as u64
-    }
-
-    fn finish(&mut self, out: &mut Metrics) {
-        for (name, &n) in SUBMITTED_BY_CLASS.iter().zip(&self.per_class) {
-            if n > 0 {
-                out.add(name, n);
-            }
-        }
-        out.append_samples("task_cpu_demand_s", std::mem::take(&mut self.demand));
-        out.add("arrivals_max_1min", self.max_in(60_000_000_000));
-        out.add("arrivals_max_10min", self.max_in(600_000_000_000));
-        let gap = self.at.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-        out.add_f64("arrival_gap_s_max", gap as f64 / 1e9);
-    }
-}
-
-/// What a tenant's catalog applications ask of the cluster (Paragon §5
-/// classes load by "the required core count" against the cores available;
-/// Fig. 11 draws it from arrivals and ideal execution times).
-#[derive(Default)]
-struct Offered {
-    core_s: f64,
-}
-
-impl Offered {
-    fn record(&mut self, cores: u32, ideal_s: f64) {
-        self.core_s += f64::from(cores) * ideal_s;
-    }
-
-    /// This tenant's share of the mean required core count over the
-    /// application tenants' common `window`, as a share of the cluster's
-    /// `cores`; the shares of all tenants add up to the cluster's load.
-    fn load(&self, cores: u64, (from, to): (SimTime, SimTime)) -> Option<f64> {
-        let window = to.checked_sub(from)?;
-        (window > 0 && cores > 0).then(|| self.core_s / (cores as f64 * window as f64 / 1e9))
-    }
-}
-
-/// Sample series of response times per priority class (thesis Figure 7.5).
-pub const RESPONSE_BY_CLASS: [&str; 12] = [
-    "response_s_class_0",
-    "response_s_class_1",
-    "response_s_class_2",
-    "response_s_class_3",
-    "response_s_class_4",
-    "response_s_class_5",
-    "response_s_class_6",
-    "response_s_class_7",
-    "response_s_class_8",
-    "response_s_class_9",
-    "response_s_class_10",
-    "response_s_class_11",
-];
-
-/// Jobs submitted as short, medium and long (`dag_jobs`).
-const DAG_SUBMITTED: [&str; 3] = ["jobs_short", "jobs_medium", "jobs_long"];
-/// Their job times, s.
-const DAG_TIMES: [&str; 3] = ["job_time_s_short", "job_time_s_medium", "job_time_s_long"];
-
-/// GB to whole MB, rounded to nearest.
-fn mb(gb: f64) -> u64 {
-    to_nanos(gb * 1024.0)
-}
-
-/// What a tenant's submissions run, by precedence: its trace, a Google-like
-/// generator, catalog applications, plain tasks (the scenario's validation
-/// leaves exactly one).
-fn work(cfg: &TenantConfig, trace: TraceInput) -> Work {
-    if let Some(spec) = trace.1 {
-        return Work::Stream(Box::new(Streamed {
-            spec,
-            stream: None,
-            next: None,
-        }));
-    }
-    if let Some(rows) = trace.0 {
-        return Work::Trace { rows, next: 0 };
-    }
-    if cfg.distributed {
-        return Work::Mix { rounds_left: 0 };
-    }
-    if let Some(memory_gb) = cfg.google_memory_gb {
-        return Work::Google {
-            memory_gb,
-            reference_cores: cfg
-                .google_reference_cores
-                .unwrap_or(google::REFERENCE_CORES),
-            mix: cfg.google_class_mix.unwrap_or_default(),
-            demand_scale: cfg.google_demand_scale.unwrap_or(1.0),
-            demand_cv: cfg.google_demand_cv.unwrap_or(1.0),
-        };
-    }
-    if let Some(g) = &cfg.synthetic {
-        return Work::Synthetic(synthetic(g));
-    }
-    if let Some(g) = &cfg.mapreduce {
-        return Work::MapReduce(g.generator());
-    }
-    if let Some(g) = &cfg.dag_jobs {
-        return Work::Dag(Box::new(Dags::new(g)));
-    }
-    match (cfg.applications, &cfg.service) {
-        (Some(order), _) => Work::Apps(order),
-        (None, Some(service)) => Work::Service {
-            distribution: service.distribution,
-            mean_ns: service.mean.as_nanos() as f64,
-            memory_mb: mb(service.memory_gb.unwrap_or(0.0)),
-        },
-        // refused when the scenario loads; a task of 1 s keeps the model total
-        (None, None) => Work::Service {
-            distribution: ServiceDistribution::Constant,
-            mean_ns: 1e9,
-            memory_mb: 0,
-        },
-    }
-}
-
-/// The synthetic generator a tenant's `synthetic` table configures.
-fn synthetic(g: &SyntheticConfig) -> google::Synthetic {
-    let seconds = |d: Duration| d.as_nanos() as f64 / 1e9;
-    google::Synthetic {
-        cpu_usage: g.cpu_usage,
-        memory_usage: g.memory_usage,
-        execution_s: seconds(g.execution),
-        production_cpu_usage: g.production_cpu_usage,
-        production_memory_usage: g.production_memory_usage,
-        production_execution_s: seconds(g.production_execution),
-        production_priority: g.production_priority,
-        memory_gb: g.memory_gb,
-        reference_cores: g.reference_cores,
-    }
-}
-
-/// One submission's demands.
-struct Demand {
-    service_ns: u64,
-    /// The run time its submitter asked for (a log's), ns; 0: none.
-    requested_ns: u64,
-    app: Option<u32>,
-    priority: u8,
-    memory_mb: u64,
-    cores: u32,
+    /// A trace's jobs (Alibaba's DAGs, Google's jobs): held tasks, job
+    /// response times; none for other work.
+    trace_jobs: Option<Box<TraceJobs<Demand>>>,
 }
 
 /// A two-state Markov-modulated Poisson process: normal and burst rates,
@@ -267,167 +84,6 @@ struct Bursts {
     in_burst: bool,
     /// When the current state ends (the first at the end of a normal stretch).
     until: Option<SimTime>,
-}
-
-/// A tenant's trace: the rows of a CSV trace read whole, or a public-format
-/// trace to stream.
-pub type TraceInput = (Option<Arc<Vec<TraceTask>>>, Option<StreamSpec>);
-
-/// A public-format trace read as the tenant goes: the file is opened when
-/// the tenant starts (on the partition that hosts it) and holds one task
-/// ahead, the next to submit.
-struct Streamed {
-    spec: StreamSpec,
-    stream: Option<TraceStream>,
-    next: Option<TraceTask>,
-}
-
-impl Streamed {
-    /// Reads the next task into `next` (none at the end of the trace).
-    fn advance(&mut self) -> Result<(), ModelError> {
-        let stream = match &mut self.stream {
-            Some(s) => s,
-            None => self.stream.insert(
-                TraceStream::open(&self.spec).map_err(|e| ModelError::Input(e.to_string()))?,
-            ),
-        };
-        self.next = stream
-            .next_task()
-            .map_err(|e| ModelError::Input(e.to_string()))?;
-        Ok(())
-    }
-
-    fn stats(&self) -> ImportStats {
-        self.stream
-            .as_ref()
-            .map(TraceStream::stats)
-            .unwrap_or_default()
-    }
-}
-
-/// What each submission runs.
-enum Work {
-    /// The rows of a trace, in order; `next` is the next row to submit.
-    Trace {
-        rows: Arc<Vec<TraceTask>>,
-        next: usize,
-    },
-    /// A public-format trace, streamed.
-    Stream(Box<Streamed>),
-    /// A plain task with a service time from a distribution.
-    Service {
-        distribution: ServiceDistribution,
-        mean_ns: f64,
-        memory_mb: u64,
-    },
-    /// A catalog application, chosen in this order.
-    Apps(AppOrder),
-    /// A task drawn from the Google trace's per-priority statistics.
-    Google {
-        memory_gb: f64,
-        reference_cores: u32,
-        mix: google::ClassMix,
-        demand_scale: f64,
-        demand_cv: f64,
-    },
-    /// A task from the synthetic Google-like generator (thesis Table 9.4).
-    Synthetic(google::Synthetic),
-    /// A MapReduce-like job of Table 5.2 tasks per arrival (thesis §4.2.2).
-    MapReduce(google::MapReduce),
-    /// A TPC-DS-like DAG job per arrival (harvesting §6.1).
-    Dag(Box<Dags>),
-    /// The `[workload]` mix of distributed applications per arrival, for
-    /// this many more arrivals (ASPLOS'16 §5).
-    Mix { rounds_left: u32 },
-}
-
-/// The DAG jobs of a `dag_jobs` tenant: its templates (drawn at start from
-/// its own stream), each template's last run, and the jobs under way.
-struct Dags {
-    generator: google::DagJobs,
-    count: u32,
-    memory_mb: u64,
-    short_below: SimTime,
-    long_from: SimTime,
-    history: DagHistory,
-    templates: Vec<Template>,
-    /// Per template: its J.req, children of each stage, and its last run.
-    req: Vec<u32>,
-    children: Vec<Vec<Vec<u32>>>,
-    last_run: Vec<Option<SimTime>>,
-    jobs: BTreeMap<u64, DagJob>,
-    /// The job and stage of every task submitted and not yet done.
-    tasks: BTreeMap<u64, (u64, u32)>,
-    submitted: [u64; 3],
-    completed: u64,
-    /// Job times (s), with the length type each job was submitted as.
-    times: Vec<(JobLength, f64)>,
-}
-
-/// A DAG job under way.
-struct DagJob {
-    template: u32,
-    length: JobLength,
-    submitted_at: SimTime,
-    /// Tasks of each stage not done yet, and parents of each stage not done.
-    tasks_left: Vec<u32>,
-    parents_left: Vec<u32>,
-    stages_left: u32,
-}
-
-impl Dags {
-    fn new(cfg: &DagJobsConfig) -> Self {
-        Dags {
-            generator: google::DagJobs {
-                stages: (cfg.stages_min, cfg.stages_max),
-                tasks: cfg.widths(),
-                work_ns: cfg.work_ns(),
-            },
-            count: cfg.templates,
-            memory_mb: mb(cfg.memory_gb),
-            short_below: cfg.short_below.as_nanos(),
-            long_from: cfg.long_from.as_nanos(),
-            history: cfg.history,
-            templates: Vec::new(),
-            req: Vec::new(),
-            children: Vec::new(),
-            last_run: Vec::new(),
-            jobs: BTreeMap::new(),
-            tasks: BTreeMap::new(),
-            submitted: [0; 3],
-            completed: 0,
-            times: Vec::new(),
-        }
-    }
-
-    /// Draws the templates, once.
-    fn draw_templates(&mut self, rng: &mut crate::kernel::ActorRng) {
-        if !self.templates.is_empty() {
-            return;
-        }
-        for _ in 0..self.count {
-            let t = self.generator.template(rng);
-            self.req.push(t.max_concurrency());
-            self.children.push(t.children());
-            self.last_run.push(match self.history {
-                DagHistory::None => None,
-                DagHistory::Ideal => Some(t.critical_path_ns()),
-            });
-            self.templates.push(t);
-        }
-    }
-}
-
-#[derive(Serialize)]
-struct JobLog {
-    job: u64,
-    template: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    length: Option<JobLength>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    req: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    time_ns: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -447,10 +103,24 @@ struct SubmitLog {
     /// declares one).
     #[serde(skip_serializing_if = "is_zero")]
     cpu_ppm: u32,
+    /// A trace task's job key ([`TraceJob::key`]) and DAG task number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace_job: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dag_task: Option<u32>,
 }
 
 fn is_zero(v: &u32) -> bool {
     *v == 0
+}
+
+/// A trace task held until the tasks of its job's DAG it names end.
+#[derive(Serialize)]
+struct HeldLog {
+    job: u64,
+    dag_task: u32,
+    /// Tasks of the tenant held now, this one included.
+    held: u64,
 }
 
 #[derive(Serialize)]
@@ -503,6 +173,12 @@ impl WorkloadTenant {
             drawn: matches!(work, Work::Google { .. } | Work::Synthetic(_)).then(Drawn::default),
             hpc: matches!(&work, Work::Stream(s) if s.spec.format == TraceFormat::Swf)
                 .then(Box::default),
+            trace_jobs: match &work {
+                Work::Stream(s) if s.spec.format.has_jobs() => {
+                    Some(Box::new(TraceJobs::new(s.spec.options.lookahead)))
+                }
+                _ => None,
+            },
             work,
             start: cfg.start.as_nanos(),
             flow_bps: cfg.flow_bandwidth.map_or(0, |b| b.bps()),
@@ -573,158 +249,6 @@ impl WorkloadTenant {
         }
     }
 
-    /// Work of the next submission: its service time and application.
-    fn next_work(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<Demand, ModelError> {
-        let priority = self.priority;
-        match &mut self.work {
-            Work::Stream(s) => {
-                let Some(row) = s.next.take() else {
-                    return Err(ModelError::Invariant(
-                        "trace tenant ran past its last row".into(),
-                    ));
-                };
-                s.advance()?;
-                let app = self.trace_app(ctx, &row.app, row.line)?;
-                Ok(Demand {
-                    service_ns: row.duration,
-                    requested_ns: row.requested,
-                    app,
-                    priority: row.priority,
-                    memory_mb: mb(row.memory_gb),
-                    cores: libm::ceil(row.cpu).max(1.0) as u32,
-                })
-            }
-            Work::Trace { rows, next } => {
-                let Some(row) = rows.get(*next) else {
-                    return Err(ModelError::Invariant(
-                        "trace tenant ran past its last row".into(),
-                    ));
-                };
-                *next += 1;
-                let (duration, app, line) = (row.duration, row.app.clone(), row.line);
-                let requested_ns = row.requested;
-                let (priority, memory_mb, cpu) = (row.priority, mb(row.memory_gb), row.cpu);
-                let app = self.trace_app(ctx, &app, line)?;
-                Ok(Demand {
-                    service_ns: duration,
-                    requested_ns,
-                    app,
-                    priority,
-                    memory_mb,
-                    cores: libm::ceil(cpu).max(1.0) as u32,
-                })
-            }
-            &mut Work::Service {
-                distribution,
-                mean_ns,
-                memory_mb,
-            } => Ok(Demand {
-                requested_ns: 0,
-                service_ns: match distribution {
-                    ServiceDistribution::Exponential => {
-                        to_nanos(exponential(ctx.rng(), mean_ns)).max(1)
-                    }
-                    ServiceDistribution::Constant => to_nanos(mean_ns),
-                },
-                app: None,
-                priority,
-                memory_mb,
-                cores: 1,
-            }),
-            &mut Work::Google {
-                memory_gb,
-                reference_cores,
-                mix,
-                demand_scale,
-                demand_cv,
-            } => {
-                let t = google::draw_in(ctx.rng(), memory_gb, reference_cores, mix, demand_cv)
-                    .with_demand_scaled(demand_scale);
-                if let Some(d) = &mut self.drawn {
-                    d.record(ctx.now(), &t);
-                }
-                Ok(Self::generated(t))
-            }
-            Work::Synthetic(generator) => {
-                let t = generator.draw(ctx.rng());
-                if let Some(d) = &mut self.drawn {
-                    d.record(ctx.now(), &t);
-                }
-                Ok(Self::generated(t))
-            }
-            Work::MapReduce(_) | Work::Dag(_) | Work::Mix { .. } => Err(ModelError::Invariant(
-                "a job tenant submits whole jobs, not single tasks".into(),
-            )),
-            &mut Work::Apps(order) => {
-                let apps = self.world.catalog.len() as u32;
-                if apps == 0 {
-                    return Err(ModelError::Invariant(
-                        "a tenant submits applications but the scenario has no [applications] catalog".into(),
-                    ));
-                }
-                let id = match order {
-                    AppOrder::Sequential => (self.submitted % u64::from(apps)) as u32,
-                    AppOrder::Random => index(ctx.rng(), apps),
-                };
-                let app = &self.world.catalog[id as usize];
-                self.offered.record(app.cores, app.ideal_s);
-                Ok(Demand {
-                    requested_ns: 0,
-                    service_ns: to_nanos(app.ideal_s * 1e9).max(1),
-                    app: Some(id),
-                    priority,
-                    memory_mb: mb(app.memory_gb),
-                    cores: app.cores,
-                })
-            }
-        }
-    }
-
-    /// A plain one-core task from a Google-like generator.
-    fn generated(t: google::GoogleTask) -> Demand {
-        Demand {
-            requested_ns: 0,
-            service_ns: to_nanos(t.work_s * 1e9).max(1),
-            app: None,
-            priority: t.priority,
-            memory_mb: mb(t.memory_gb),
-            cores: 1,
-        }
-    }
-
-    /// The catalog application a trace row names: by id, or drawn among the
-    /// applications of the named family; none for an empty `app` column.
-    fn trace_app(
-        &self,
-        ctx: &mut Ctx<'_, Msg>,
-        app: &AppRef,
-        line: u64,
-    ) -> Result<Option<u32>, ModelError> {
-        let catalog = &self.world.catalog;
-        let bad = |what: String| ModelError::Invariant(format!("trace line {line}: {what}"));
-        match app {
-            AppRef::None => Ok(None),
-            AppRef::Profile(id) if (*id as usize) < catalog.len() => Ok(Some(*id)),
-            AppRef::Profile(id) => Err(bad(format!(
-                "app:{id} is not in the catalog of {} applications",
-                catalog.len()
-            ))),
-            AppRef::Family(name) => {
-                let ids: Vec<u32> = catalog
-                    .iter()
-                    .filter(|a| a.family.name() == name)
-                    .map(|a| a.id)
-                    .collect();
-                if ids.is_empty() {
-                    return Err(bad(format!(
-                        "no application of family {name:?} in the catalog"
-                    )));
-                }
-                Ok(Some(ids[index(ctx.rng(), ids.len() as u32) as usize]))
-            }
-        }
-    }
-
     pub fn start(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         if let Work::Dag(dags) = &mut self.work {
             dags.draw_templates(ctx.rng());
@@ -780,16 +304,7 @@ impl WorkloadTenant {
                 } else {
                     self.check_ids(ctx, 1)?;
                     let demand = self.next_work(ctx)?;
-                    let width = self.world.max_slots.max(1);
-                    if demand.cores > width && self.runs_parallel_jobs() {
-                        self.submit_parallel(ctx, &demand, width)?;
-                    } else {
-                        let task = self.task(ctx, &demand);
-                        if let Some(h) = self.hpc.as_mut() {
-                            h.submitted(task.id, 1, task.cores, ctx.now());
-                        }
-                        self.submit(ctx, task)?;
-                    }
+                    self.arrived(ctx, demand)?;
                 }
                 let gap = self.gap(ctx);
                 self.arm(ctx, gap)
@@ -809,6 +324,14 @@ impl WorkloadTenant {
                             .push(ideal as f64 / response.max(1) as f64);
                     }
                     self.done(ctx, task, submitted_at, started_at, finished_at)?;
+                    let released = match self.trace_jobs.as_mut() {
+                        Some(jobs) => jobs.done(task, ctx.now()),
+                        None => Vec::new(),
+                    };
+                    for demand in released {
+                        self.check_ids(ctx, 1)?;
+                        self.submit_demand(ctx, demand)?;
+                    }
                     self.dag_task_done(ctx, task)
                 }
                 other => Err(unexpected(self.world.name(ctx.me()), other.name())),
@@ -837,6 +360,7 @@ impl WorkloadTenant {
             memory_mb: demand.memory_mb,
             cores: demand.cores.clamp(1, self.world.max_slots.max(1)),
             requested_ns: demand.requested_ns,
+            apart: demand.job.as_ref().filter(|j| j.apart).map(|j| j.key),
             ..Task::new(
                 self.first_id + self.submitted,
                 ctx.me(),
@@ -846,8 +370,58 @@ impl WorkloadTenant {
         }
     }
 
+    /// A task arrived: held while the tasks of its job's DAG it names run
+    /// ([`TraceJobs`]), else submitted.
+    fn arrived(&mut self, ctx: &mut Ctx<'_, Msg>, demand: Demand) -> Result<(), ModelError> {
+        let demand = match (self.trace_jobs.as_mut(), demand.job.clone()) {
+            (Some(jobs), Some(job)) => match jobs.arrive(&job, ctx.now(), demand) {
+                Some(d) => d,
+                None => {
+                    ctx.log(
+                        "task_held",
+                        &HeldLog {
+                            job: job.key,
+                            dag_task: job.dag.as_ref().map_or(0, |d| d.task),
+                            held: jobs.held(),
+                        },
+                    );
+                    return Ok(());
+                }
+            },
+            _ => demand,
+        };
+        self.submit_demand(ctx, demand)
+    }
+
+    /// Submits the task (or, for a log's job wider than any server, the
+    /// parallel job) `demand` describes.
+    fn submit_demand(&mut self, ctx: &mut Ctx<'_, Msg>, demand: Demand) -> Result<(), ModelError> {
+        let width = self.world.max_slots.max(1);
+        if demand.cores > width && self.runs_parallel_jobs() {
+            return self.submit_parallel(ctx, &demand, width);
+        }
+        let task = self.task(ctx, &demand);
+        if let Some(h) = self.hpc.as_mut() {
+            h.submitted(task.id, 1, task.cores, ctx.now());
+        }
+        if let (Some(jobs), Some(job)) = (self.trace_jobs.as_mut(), demand.job.as_deref()) {
+            jobs.submitted(task.id, job);
+        }
+        self.submit_of(ctx, task, demand.job.as_deref())
+    }
+
     /// Logs `task` and sends it to the scheduler.
     fn submit(&mut self, ctx: &mut Ctx<'_, Msg>, task: Task) -> Result<(), ModelError> {
+        self.submit_of(ctx, task, None)
+    }
+
+    /// [`WorkloadTenant::submit`] of a task of a trace's `job`.
+    fn submit_of(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        task: Task,
+        job: Option<&TraceJob>,
+    ) -> Result<(), ModelError> {
         self.submitted += 1;
         if task.app.is_some() {
             self.ideal.insert(task.id, task.service_ns);
@@ -861,6 +435,8 @@ impl WorkloadTenant {
                 job: task.job.map(|j| j.id).or(task.dag.map(|d| d.job)),
                 stage: task.dag.map(|d| d.stage),
                 cpu_ppm: task.cpu_ppm,
+                trace_job: job.map(|j| j.key),
+                dag_task: job.and_then(|j| j.dag.as_ref()).map(|d| d.task),
             },
         );
         let world = Arc::clone(&self.world);
@@ -872,6 +448,93 @@ impl WorkloadTenant {
     /// over several servers ([`Tenant::submit_parallel`]): an SWF log's.
     fn runs_parallel_jobs(&self) -> bool {
         matches!(&self.work, Work::Stream(s) if s.spec.format == TraceFormat::Swf)
+    }
+    fn done(
+        &mut self,
+        ctx: &mut Ctx<'_, Msg>,
+        task: u64,
+        submitted_at: SimTime,
+        started_at: SimTime,
+        finished_at: SimTime,
+    ) -> Result<(), ModelError> {
+        let waiting = started_at.saturating_sub(submitted_at);
+        let response = finished_at.saturating_sub(submitted_at);
+        self.done += 1;
+        if let Some(h) = self.hpc.as_mut() {
+            h.done(task, started_at, finished_at);
+        }
+        self.waiting_s.push(waiting as f64 / 1e9);
+        self.response_s.push(response as f64 / 1e9);
+        ctx.log(
+            "task_done",
+            &DoneLog {
+                task,
+                waiting_ns: waiting,
+                response_ns: response,
+            },
+        );
+        Ok(())
+    }
+
+    pub fn finish(&mut self, out: &mut Metrics) {
+        self.inbox.finish(out);
+        out.add("tasks_submitted", self.submitted);
+        if let Some(d) = &mut self.drawn {
+            d.finish(out);
+        }
+        if matches!(self.work, Work::Apps(_)) {
+            out.add("apps_submitted", self.submitted);
+            if let Some(load) = self
+                .offered
+                .load(self.world.cluster_cores, self.world.app_window)
+            {
+                out.add_f64("offered_load", load);
+            }
+        }
+        if matches!(self.work, Work::MapReduce(_) | Work::Dag(_)) {
+            out.add("jobs_submitted", self.jobs);
+        }
+        // A csv trace, streamed too, reports no counts, as before it was.
+        if let Some(s) = match &self.work {
+            Work::Stream(s) if s.spec.format.is_public() => Some(s),
+            _ => None,
+        } {
+            let stats = s.stats();
+            out.add("trace_rows_skipped", stats.rows_skipped);
+            if stats.killed_at_request > 0 {
+                out.add("trace_tasks_killed_at_request", stats.killed_at_request);
+            }
+            out.add("trace_tasks_dropped", stats.tasks_dropped);
+            out.add("trace_tasks_unfinished", stats.tasks_unfinished);
+        }
+        if let Work::Dag(dags) = &self.work {
+            dags.finish(out);
+        }
+        if let Some(h) = self.hpc.as_mut() {
+            h.finish(out);
+        }
+        if let Some(j) = self.trace_jobs.as_mut() {
+            j.finish(out);
+        }
+        out.add("tasks_acknowledged", self.done);
+        out.declare_samples("response_s");
+        for &(priority, r) in &self.by_class {
+            if let Some(name) = RESPONSE_BY_CLASS.get(priority as usize) {
+                out.sample(name, r);
+            }
+        }
+        if matches!(self.work, Work::Apps(_)) {
+            out.declare_samples("perf_norm_response");
+        }
+        if !self.perf_response.is_empty() {
+            out.append_samples(
+                "perf_norm_response",
+                std::mem::take(&mut self.perf_response),
+            );
+        }
+        out.declare_samples("waiting_s");
+        out.append_samples("response_s", std::mem::take(&mut self.response_s));
+        out.append_samples("waiting_s", std::mem::take(&mut self.waiting_s));
     }
 
     /// A log's parallel job of `P = demand.cores` processors, wider than
@@ -917,6 +580,7 @@ impl WorkloadTenant {
                     priority: demand.priority,
                     memory_mb: demand.memory_mb * u64::from(threads) / u64::from(p),
                     cores: threads,
+                    job: None,
                 },
             );
             task.dist = Some(DistRef {
@@ -971,6 +635,7 @@ impl WorkloadTenant {
                             priority: self.priority,
                             memory_mb: 0,
                             cores: w.unit_cores,
+                            job: None,
                         },
                     );
                     task.cores = w.unit_cores;
@@ -1006,7 +671,7 @@ impl WorkloadTenant {
         self.check_ids(ctx, tasks.len() as u64)?;
         let job = self.first_id + self.submitted;
         for (i, t) in tasks.into_iter().enumerate() {
-            let mut task = self.task(ctx, &Self::generated(t.task));
+            let mut task = self.task(ctx, &generated(t.task));
             task.cpu_ppm = libm::round(t.cpu_usage * 1e6) as u32;
             task.job = Some(JobRef {
                 id: job,
@@ -1110,6 +775,7 @@ impl WorkloadTenant {
                     priority: 0,
                     memory_mb,
                     cores: 1,
+                    job: None,
                 },
             );
             task.dag = Some(dag);
@@ -1173,98 +839,15 @@ impl WorkloadTenant {
         Ok(())
     }
 
-    fn done(
-        &mut self,
-        ctx: &mut Ctx<'_, Msg>,
-        task: u64,
-        submitted_at: SimTime,
-        started_at: SimTime,
-        finished_at: SimTime,
-    ) -> Result<(), ModelError> {
-        let waiting = started_at.saturating_sub(submitted_at);
-        let response = finished_at.saturating_sub(submitted_at);
-        self.done += 1;
-        if let Some(h) = self.hpc.as_mut() {
-            h.done(task, started_at, finished_at);
-        }
-        self.waiting_s.push(waiting as f64 / 1e9);
-        self.response_s.push(response as f64 / 1e9);
-        ctx.log(
-            "task_done",
-            &DoneLog {
-                task,
-                waiting_ns: waiting,
-                response_ns: response,
-            },
-        );
-        Ok(())
-    }
-
-    pub fn finish(&mut self, out: &mut Metrics) {
-        self.inbox.finish(out);
-        out.add("tasks_submitted", self.submitted);
-        if let Some(d) = &mut self.drawn {
-            d.finish(out);
-        }
-        if matches!(self.work, Work::Apps(_)) {
-            out.add("apps_submitted", self.submitted);
-            if let Some(load) = self
-                .offered
-                .load(self.world.cluster_cores, self.world.app_window)
-            {
-                out.add_f64("offered_load", load);
-            }
-        }
-        if matches!(self.work, Work::MapReduce(_) | Work::Dag(_)) {
-            out.add("jobs_submitted", self.jobs);
-        }
-        // A csv trace, streamed too, reports no counts, as before it was.
-        if let Some(s) = match &self.work {
-            Work::Stream(s) if s.spec.format.is_public() => Some(s),
-            _ => None,
-        } {
-            let stats = s.stats();
-            out.add("trace_rows_skipped", stats.rows_skipped);
-            if stats.killed_at_request > 0 {
-                out.add("trace_tasks_killed_at_request", stats.killed_at_request);
-            }
-            out.add("trace_tasks_dropped", stats.tasks_dropped);
-            out.add("trace_tasks_unfinished", stats.tasks_unfinished);
-        }
-        if let Work::Dag(dags) = &self.work {
-            out.add("jobs_completed", dags.completed);
-            out.add("jobs_running_end", dags.jobs.len() as u64);
-            for l in JobLength::ALL {
-                out.add(DAG_SUBMITTED[l as usize], dags.submitted[l as usize]);
-                out.declare_samples(DAG_TIMES[l as usize]);
-            }
-            out.declare_samples("job_time_s");
-            for &(l, t) in &dags.times {
-                out.sample("job_time_s", t);
-                out.sample(DAG_TIMES[l as usize], t);
-            }
-        }
-        if let Some(h) = self.hpc.as_mut() {
-            h.finish(out);
-        }
-        out.add("tasks_acknowledged", self.done);
-        out.declare_samples("response_s");
-        for &(priority, r) in &self.by_class {
-            if let Some(name) = RESPONSE_BY_CLASS.get(priority as usize) {
-                out.sample(name, r);
-            }
-        }
-        if matches!(self.work, Work::Apps(_)) {
-            out.declare_samples("perf_norm_response");
-        }
-        if !self.perf_response.is_empty() {
-            out.append_samples(
-                "perf_norm_response",
-                std::mem::take(&mut self.perf_response),
-            );
-        }
-        out.declare_samples("waiting_s");
-        out.append_samples("response_s", std::mem::take(&mut self.response_s));
-        out.append_samples("waiting_s", std::mem::take(&mut self.waiting_s));
+    /// Work of the next submission: its service time and application.
+    fn next_work(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<Demand, ModelError> {
+        let draw = Draw {
+            world: &self.world,
+            priority: self.priority,
+            submitted: self.submitted,
+            drawn: &mut self.drawn,
+            offered: &mut self.offered,
+        };
+        self.work.next(ctx, draw)
     }
 }
