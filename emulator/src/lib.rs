@@ -22,4 +22,5 @@ pub mod results;
 pub mod run;
 pub mod scenario;
 pub mod suggest;
+pub mod sweep;
 pub mod whole;

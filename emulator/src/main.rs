@@ -47,6 +47,8 @@ enum Command {
     Reproduce(dcemu::reproduce::ReproduceArgs),
     /// Fit a paper's free parameters ([[calibration]]) to their targets and write the values back.
     Calibrate(dcemu::calibrate::CalibrateArgs),
+    /// Run your own comparison: a sweep file's axes × seeds, into sweep.csv and summary.csv (95 % CIs).
+    Sweep(dcemu::sweep::SweepArgs),
     /// Measure the papers' scenarios, partitions and scale into docs/performance.md.
     Bench(dcemu::bench::BenchArgs),
     /// Drive a run whose actors live in `dcemu node` processes (same results as `run`).
@@ -145,6 +147,7 @@ fn main() -> ExitCode {
         }),
         Command::Reproduce(args) => reproduce(&args),
         Command::Calibrate(args) => calibrate(&args),
+        Command::Sweep(args) => sweep(&args),
         Command::Coordinator(args) => cluster_cli::coordinator(args),
         Command::Node(args) => cluster_cli::node(args),
     };
@@ -227,6 +230,18 @@ fn reproduce(args: &dcemu::reproduce::ReproduceArgs) -> Result<(), Failure> {
             summary.failing.len(),
             summary.failing.join("\n")
         )));
+    }
+    Ok(())
+}
+
+fn sweep(args: &dcemu::sweep::SweepArgs) -> Result<(), Failure> {
+    let s = dcemu::sweep::sweep(args).map_err(paper_failure)?;
+    println!(
+        "dcemu sweep: {} cells × {} seeds: {} runs ({} reused)",
+        s.cells, s.seeds, s.runs, s.reused
+    );
+    for path in &s.written {
+        println!("  wrote {}", path.display());
     }
     Ok(())
 }

@@ -17,8 +17,9 @@ fn scenario_files() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
-            // scenarios/reproduce/ holds experiment files, not scenarios
-            if path.is_dir() && !path.ends_with("reproduce") {
+            // scenarios/reproduce/ and scenarios/sweeps/ hold experiment
+            // and sweep files, not scenarios
+            if path.is_dir() && !path.ends_with("reproduce") && !path.ends_with("sweeps") {
                 walk(&path, out);
             } else if path.extension().is_some_and(|e| e == "toml") {
                 out.push(path);

@@ -217,7 +217,7 @@ impl Objective for Fit<'_> {
             "iteration {iteration}, best loss {}",
             table::loss_text(self.best)
         ));
-        let ran = runner::run_batch(&fresh, self.threads, &self.runs_dir, &self.bar)
+        let ran = runner::run_batch(&fresh, self.threads, &self.runs_dir, &self.bar, false)
             .map_err(CalibrateError::Failed)?;
         for (job, r) in fresh.iter().zip(ran) {
             self.ran.insert(job.key(), r);

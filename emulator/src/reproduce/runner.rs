@@ -58,7 +58,7 @@ pub fn run_all(jobs: &[Job], threads: usize, runs_dir: &Path) -> Result<Vec<Ran>
         jobs.len() as u64,
         "reproduce {bar:40} {pos}/{len} runs, {elapsed} {msg}",
     );
-    let ran = run_batch(jobs, threads, runs_dir, &bar);
+    let ran = run_batch(jobs, threads, runs_dir, &bar, false);
     bar.finish_and_clear();
     remove_stale_runs(jobs.iter().map(|j| j.dir.as_str()), runs_dir);
     ran
@@ -75,12 +75,15 @@ pub fn progress_bar(len: u64, template: &str) -> ProgressBar {
 
 /// [`run_all`]'s work without its bar and clean-up: the jobs over
 /// `threads` workers, `bar` advanced by one per finished run. Results come
-/// back in job order whatever the worker that ran them.
+/// back in job order whatever the worker that ran them. With `resume`, a
+/// job whose results directory is complete (it has its `digest`, written
+/// last) is not run again: its metrics are read back ([`reuse`]).
 pub fn run_batch(
     jobs: &[Job],
     threads: usize,
     runs_dir: &Path,
     bar: &ProgressBar,
+    resume: bool,
 ) -> Result<Vec<Ran>, String> {
     let next = AtomicUsize::new(0);
     let slots: Mutex<Vec<Option<Result<Ran, String>>>> = Mutex::new(vec![None; jobs.len()]);
@@ -90,7 +93,11 @@ pub fn run_batch(
                 loop {
                     let i = next.fetch_add(1, AtomicOrdering::Relaxed);
                     let Some(job) = jobs.get(i) else { break };
-                    let result = run_one(job, &runs_dir.join(&job.dir));
+                    let dir = runs_dir.join(&job.dir);
+                    let result = match resume.then(|| reuse(&dir)).flatten() {
+                        Some(r) => r,
+                        None => run_one(job, &dir),
+                    };
                     bar.inc(1);
                     if let Ok(mut s) = slots.lock() {
                         s[i] = Some(result);
@@ -127,6 +134,30 @@ pub fn remove_stale_runs<'a>(keep: impl Iterator<Item = &'a str>, runs_dir: &Pat
             let _ = std::fs::remove_dir_all(&path);
         }
     }
+}
+
+/// The metrics of a complete results directory `dir` (one with its
+/// `digest`); `None` when it is not complete. A complete directory whose
+/// metrics cannot be read is an error, not a run to redo silently.
+pub fn reuse(dir: &Path) -> Option<Result<Ran, String>> {
+    if !dir.join("digest").is_file() {
+        return None;
+    }
+    let path = dir.join("metrics.json");
+    let read = std::fs::read(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))
+        .and_then(|b| {
+            serde_json::from_slice::<serde_json::Map<String, Value>>(&b).map_err(|e| {
+                format!(
+                    "{}: {e} (remove the directory to run it again)",
+                    path.display()
+                )
+            })
+        });
+    Some(read.map(|metrics| Ran {
+        metrics,
+        ..Ran::default()
+    }))
 }
 
 fn run_one(job: &Job, out: &Path) -> Result<Ran, String> {

@@ -1,0 +1,167 @@
+//! `dcemu sweep` as a user meets it (issue 42): the same CSVs whatever
+//! `--jobs`, `--resume` redoing only what did not finish, and a bad axis
+//! refused before anything runs, naming every cell it touches.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn dcemu(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dcemu"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("the dcemu binary runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A small sweep over the two-tenant cluster: 2 placements × 2 rates ×
+/// 2 seeds, 5 minutes each.
+const SWEEP: &str = r#"
+scenario = "base.toml"
+seeds = [1, 2]
+metrics = ["response_s_mean", "tasks_completed"]
+set = ["run.end=5m", "output.actor_logs=false"]
+
+[[axis]]
+name = "placement"
+values = [
+  { label = "random", set = ["scheduler.placement=random"] },
+  { label = "best-fit", set = ["scheduler.placement=best-fit"] },
+]
+
+[[axis]]
+name = "rate"
+key = "tenants.0.arrivals.rate_per_s"
+values = [1.0, 2.5]
+"#;
+
+fn setup(sweep: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        root().join("scenarios/basic/two-tenants.toml"),
+        dir.path().join("base.toml"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("s.toml"), sweep).unwrap();
+    dir
+}
+
+fn read(dir: &Path, file: &str) -> String {
+    std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+#[test]
+fn jobs_do_not_change_the_csvs_and_summary_has_a_row_per_cell_and_metric() {
+    let dir = setup(SWEEP);
+    let one = dcemu(
+        dir.path(),
+        &["sweep", "s.toml", "--jobs", "1", "--out", "one"],
+    );
+    assert!(one.status.success(), "{}", text(&one));
+    assert!(
+        text(&one).contains("4 cells × 2 seeds: 8 runs (0 reused)"),
+        "{}",
+        text(&one)
+    );
+    let two = dcemu(
+        dir.path(),
+        &["sweep", "s.toml", "--jobs", "2", "--out", "two"],
+    );
+    assert!(two.status.success(), "{}", text(&two));
+    for f in ["sweep.csv", "summary.csv"] {
+        assert_eq!(
+            read(&dir.path().join("one"), f),
+            read(&dir.path().join("two"), f),
+            "{f}"
+        );
+    }
+    let tidy = read(&dir.path().join("one"), "sweep.csv");
+    let mut lines = tidy.lines();
+    assert_eq!(lines.next(), Some("placement,rate,seed,metric,value"));
+    assert_eq!(lines.count(), 4 * 2 * 2, "cells × seeds × metrics");
+    let summary = read(&dir.path().join("one"), "summary.csv");
+    assert!(summary.starts_with("placement,rate,metric,n,mean,sd,ci95_low,ci95_high,min,max\n"));
+    let row = summary
+        .lines()
+        .find(|l| l.starts_with("best-fit,2.5,tasks_completed,"))
+        .expect("a row per cell and metric");
+    let f: Vec<f64> = row.split(',').skip(3).map(|x| x.parse().unwrap()).collect();
+    let (n, mean, low, high, min, max) = (f[0], f[1], f[3], f[4], f[5], f[6]);
+    assert_eq!(n, 2.0);
+    assert!(
+        low <= mean && mean <= high && min <= mean && mean <= max,
+        "{row}"
+    );
+}
+
+#[test]
+fn resume_redoes_only_the_runs_that_did_not_finish() {
+    let dir = setup(SWEEP);
+    let first = dcemu(
+        dir.path(),
+        &["sweep", "s.toml", "--jobs", "2", "--out", "out"],
+    );
+    assert!(first.status.success(), "{}", text(&first));
+    let before = read(&dir.path().join("out"), "summary.csv");
+    let runs = dir.path().join("out/runs");
+    // As a sweep killed midway leaves it: one run never started, one
+    // stopped before its digest (written last); the rest are complete.
+    std::fs::remove_dir_all(runs.join("random_1-0_s1")).unwrap();
+    std::fs::remove_file(runs.join("best-fit_2-5_s2/digest")).unwrap();
+    std::fs::write(runs.join("random_2-5_s2/kept"), "").unwrap();
+    let again = dcemu(
+        dir.path(),
+        &["sweep", "s.toml", "--jobs", "2", "--out", "out", "--resume"],
+    );
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(
+        text(&again).contains("8 runs (6 reused)"),
+        "{}",
+        text(&again)
+    );
+    assert!(
+        runs.join("random_2-5_s2/kept").exists(),
+        "a complete run was redone"
+    );
+    assert!(runs.join("random_1-0_s1/digest").exists());
+    assert_eq!(read(&dir.path().join("out"), "summary.csv"), before);
+}
+
+#[test]
+fn a_bad_axis_is_refused_before_any_run_naming_every_cell_it_touches() {
+    let bad = SWEEP.replace("values = [1.0, 2.5]", "values = [1.0, -3]");
+    let dir = setup(&bad);
+    let o = dcemu(dir.path(), &["sweep", "s.toml", "--out", "out"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    for cell in ["placement=random, rate=-3", "placement=best-fit, rate=-3"] {
+        assert!(t.contains(cell), "{cell} not named: {t}");
+    }
+    assert!(!t.contains("rate=1.0:"), "a good cell was named: {t}");
+    assert!(!dir.path().join("out/runs").exists(), "something ran");
+    let unparsable = SWEEP.replace("\"scheduler.placement=random\"", "\"nokey\"");
+    std::fs::write(dir.path().join("s.toml"), unparsable).unwrap();
+    let o = dcemu(dir.path(), &["sweep", "s.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("s.toml:10:"), "file:line: {}", text(&o));
+    let missing = SWEEP.replace("\"tasks_completed\"", "\"tasks_complete\"");
+    std::fs::write(dir.path().join("s.toml"), missing).unwrap();
+    let o = dcemu(dir.path(), &["sweep", "s.toml", "--out", "m"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).contains("did you mean \"tasks_completed\""),
+        "{}",
+        text(&o)
+    );
+}
