@@ -502,7 +502,7 @@ impl WorkloadTenant {
             },
             drawn: matches!(work, Work::Google { .. } | Work::Synthetic(_)).then(Drawn::default),
             hpc: matches!(&work, Work::Stream(s) if s.spec.format == TraceFormat::Swf)
-                .then(Box::default),
+                .then(|| Box::new(HpcJobs::new(run_end))),
             work,
             start: cfg.start.as_nanos(),
             flow_bps: cfg.flow_bandwidth.map_or(0, |b| b.bps()),
