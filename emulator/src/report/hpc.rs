@@ -79,6 +79,16 @@ pub fn load(dir: &Path) -> Result<HpcData, ReportError> {
     Ok(data)
 }
 
+/// One CDF plot: its figure id, title, x axis, caption and each run's
+/// sorted values.
+struct Cdf {
+    id: &'static str,
+    title: &'static str,
+    x_desc: &'static str,
+    caption: &'static str,
+    values: fn(&RunData) -> &[f64],
+}
+
 /// Adds the utilisation-over-time plot and the wait and bounded-slowdown
 /// CDFs, or says why each was skipped.
 pub(super) fn figures(
@@ -102,37 +112,37 @@ pub(super) fn figures(
     } else {
         skip(title, "no run replayed an SWF log (utilisation.csv)");
     }
-    let cdfs: [(&str, &str, &str, &str, fn(&RunData) -> &[f64]); 2] = [
-        (
-            "hpc-wait-cdf",
-            "CDF of job wait (SWF logs)",
-            "wait (s)",
-            "Share of the log's finished jobs that waited at most x seconds from submission to start (jobs.csv).",
-            |r| &r.hpc.wait_s,
-        ),
-        (
-            "hpc-slowdown-cdf",
-            "CDF of bounded slowdown (SWF logs)",
-            "bounded slowdown",
-            "Share of the log's finished jobs whose bounded slowdown, max(1, response / max(run, 10 s)), is at most x (jobs.csv).",
-            |r| &r.hpc.slowdown,
-        ),
+    let cdfs = [
+        Cdf {
+            id: "hpc-wait-cdf",
+            title: "CDF of job wait (SWF logs)",
+            x_desc: "wait (s)",
+            caption: "Share of the log's finished jobs that waited at most x seconds from submission to start (jobs.csv).",
+            values: |r| &r.hpc.wait_s,
+        },
+        Cdf {
+            id: "hpc-slowdown-cdf",
+            title: "CDF of bounded slowdown (SWF logs)",
+            x_desc: "bounded slowdown",
+            caption: "Share of the log's finished jobs whose bounded slowdown, max(1, response / max(run, 10 s)), is at most x (jobs.csv).",
+            values: |r| &r.hpc.slowdown,
+        },
     ];
-    for (id, title, x_desc, caption, values) in cdfs {
-        if runs.iter().any(|r| !values(r).is_empty()) {
+    for c in cdfs {
+        if runs.iter().any(|r| !(c.values)(r).is_empty()) {
             let series: Vec<_> = runs
                 .iter()
-                .filter(|r| !values(r).is_empty())
-                .map(|r| (r.label.clone(), cdf_points(values(r), 400)))
+                .filter(|r| !(c.values)(r).is_empty())
+                .map(|r| (r.label.clone(), cdf_points((c.values)(r), 400)))
                 .collect();
             figures.push(Figure {
-                id: id.into(),
-                title: title.into(),
-                caption: caption.into(),
-                svg: lines_plot(id, x_desc, "fraction of jobs", &series)?,
+                id: c.id.into(),
+                title: c.title.into(),
+                caption: c.caption.into(),
+                svg: lines_plot(c.id, c.x_desc, "fraction of jobs", &series)?,
             });
         } else {
-            skip(title, "no run has finished jobs of an SWF log (jobs.csv)");
+            skip(c.title, "no run has finished jobs of an SWF log (jobs.csv)");
         }
     }
     Ok(())
