@@ -1394,6 +1394,14 @@ impl Server {
             out.row("perf_over_time", bin, format!("{sum},{n}"));
         }
         out.add("tasks_running_end", self.running.len() as u64);
+        crate::hpc_jobs::running_at_end(
+            &self.world.hpc_tenants,
+            self.running
+                .values()
+                .map(|(task, started)| (task.tenant, task.cores, *started)),
+            end,
+            out,
+        );
         out.add(
             "tasks_waiting_wake_end",
             self.power_state.held().len() as u64,

@@ -49,6 +49,10 @@ pub struct World {
     pub max_slots: u32,
     /// Cores of all servers together (Paragon §5 measures load against it).
     pub cluster_cores: u64,
+    /// The tenants replaying an SWF log, sorted: at the end of a run,
+    /// servers count their tasks still running into the log's utilisation
+    /// ([`crate::hpc_jobs::running_at_end`]).
+    pub hpc_tenants: Vec<ActorId>,
     /// From the earliest start to the latest stop of the tenants that submit
     /// catalog applications: the window `offered_load` averages over.
     pub app_window: (SimTime, SimTime),

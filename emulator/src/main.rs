@@ -537,6 +537,12 @@ fn print_summary(label: &str, s: &Scenario, o: &Outcome, partitions: usize, out:
                 .as_f64()
                 .map_or("-".into(), |v| format!("{v:.2}"))
         );
+        println!(
+            "  utilisation    {} of the machine from first submission to last end (utilisation.csv)",
+            m("hpc_utilisation")
+                .as_f64()
+                .map_or("-".into(), |v| format!("{:.1} %", 100.0 * v))
+        );
     }
     if o.metrics.contains_key("easy_backfilled") {
         println!(

@@ -14,6 +14,8 @@ use dcemu_actors::kernel::{Metrics, Steps};
 
 use crate::engine::EngineOutput;
 
+mod hpc;
+
 /// Every metric of a run, sorted by key.
 pub type MetricMap = BTreeMap<String, Value>;
 
@@ -93,7 +95,7 @@ pub fn summarize(
         m.insert(name.into(), finite(value));
     }
     for (name, values) in merged.samples() {
-        if name == "task_done_last_s" {
+        if name == "task_done_last_s" || hpc::internal(name) {
             continue;
         }
         let mut sorted = values.to_vec();
@@ -333,6 +335,7 @@ pub fn summarize(
         "energy_kwh_total".into(),
         finite((server_j + network_j) / 3.6e6),
     );
+    hpc::insert(&mut m, &merged);
     active_figures(&mut m, &merged, out.virtual_end, horizon);
     (m, timeseries(&series, horizon, interval))
 }
@@ -407,17 +410,25 @@ pub fn table_header(name: &str) -> Option<&'static str> {
         }
         "reservations" => Some("task,reserved_s"),
         "jobs" => Some("job,procs,submit_s,wait_s,run_s,response_s,bounded_slowdown"),
+        "utilisation" => Some(hpc::UTILISATION_HEADER),
         _ => None,
     }
 }
 
-/// The tables of rows as CSV files (`<name>.csv`), rows sorted by key.
-pub fn tables(merged: &Metrics) -> Vec<(String, Vec<u8>)> {
+/// The tables of rows as CSV files (`<name>.csv`), rows sorted by key; a
+/// run over `[0, horizon)`.
+pub fn tables(merged: &Metrics, horizon: SimTime) -> Vec<(String, Vec<u8>)> {
     merged
         .rows()
         .filter_map(|(name, rows)| {
             if name == "perf_over_time" {
                 return Some((format!("{name}.csv"), perf_over_time(rows)));
+            }
+            if name == "utilisation" {
+                return Some((
+                    format!("{name}.csv"),
+                    hpc::utilisation_csv(merged, horizon)?,
+                ));
             }
             let header = table_header(name)?;
             let mut rows = rows.to_vec();

@@ -9,9 +9,12 @@
 //! The plots follow the papers' figures: performance normalised to ideal per
 //! application, sorted worst to best (Paragon Figures 8 and 13); response time
 //! per priority class (thesis Figure 7.5); utilisation of servers over time as
-//! a heat map (Paragon Figure 11); and energy, powered devices, evictions and
-//! storage losses as the thesis and the harvesting paper report them.
+//! a heat map (Paragon Figure 11); energy, powered devices, evictions and
+//! storage losses as the thesis and the harvesting paper report them; and a
+//! replayed SWF log's utilisation over time and wait and bounded-slowdown
+//! CDFs ([`hpc`]).
 
+mod hpc;
 mod labels;
 mod plots;
 
@@ -25,7 +28,6 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::logs::{self, Filter, StreamError};
-use crate::scenario;
 
 /// Why no report was written.
 #[derive(Debug, thiserror::Error)]
@@ -105,6 +107,9 @@ pub struct RunData {
     pub heat: Option<Heat>,
     /// Whether the run kept actor logs.
     pub has_logs: bool,
+    /// A replayed SWF log's utilisation over time and its jobs' wait and
+    /// bounded slowdown.
+    pub hpc: hpc::HpcData,
 }
 
 /// A servers × time utilisation grid.
@@ -226,6 +231,7 @@ pub fn load_run(dir: &Path) -> Result<RunData, ReportError> {
             }
         }
     }
+    run.hpc = hpc::load(dir)?;
     run.has_logs = dir.join(logs::ACTOR_DIR).is_dir();
     if run.has_logs {
         read_logs(dir, &mut run)?;
@@ -233,18 +239,40 @@ pub fn load_run(dir: &Path) -> Result<RunData, ReportError> {
     Ok(run)
 }
 
-/// Slots of each server type, from the recorded scenario.
+/// Slots of each server type, from the recorded scenario's
+/// `[[server_types]]` (with its defaults filled in), read as TOML rather
+/// than loaded: loading would read again the trace files it names, which
+/// the results of a streamed trace (an SWF log) do not hold.
 fn slots_by_type(dir: &Path) -> Result<BTreeMap<String, u32>, ReportError> {
     let path = dir.join("scenario.toml");
     let Some(text) = read_text(&path)? else {
         return Ok(BTreeMap::new());
     };
-    let s = scenario::load(&path.display().to_string(), &text, &[])
+    let table = text
+        .parse::<toml::Table>()
         .map_err(|e| bad(&path, e.to_string()))?;
-    Ok(s.server_types
-        .iter()
-        .map(|t| (t.name.clone(), t.slots.max(t.cores.unwrap_or(1)).max(1)))
-        .collect())
+    let types = table
+        .get("server_types")
+        .and_then(toml::Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let mut out = BTreeMap::new();
+    for (i, t) in types.iter().enumerate() {
+        let name = t
+            .get("name")
+            .and_then(toml::Value::as_str)
+            .ok_or_else(|| bad(&path, format!("server_types[{i}]: no name")))?;
+        let int = |key: &str| {
+            t.get(key)
+                .and_then(toml::Value::as_integer)
+                .and_then(|v| u32::try_from(v).ok())
+        };
+        let slots = int("slots")
+            .unwrap_or(0)
+            .max(int("cores").unwrap_or(1))
+            .max(1);
+        out.insert(name.to_string(), slots);
+    }
+    Ok(out)
 }
 
 #[derive(serde::Deserialize)]
@@ -530,6 +558,8 @@ pub fn build(runs: &[RunData], out: &Path) -> Result<Written, ReportError> {
             "no run has actor logs with finished tasks (task_done)",
         );
     }
+
+    hpc::figures(runs, &mut figures, &mut skip)?;
 
     // Response time per priority class.
     let mut classes: Vec<i64> = runs

@@ -192,7 +192,7 @@ pub fn assemble(
         .scaled_primary_tenants()
         .map_err(RunError::PrimaryScaling)?;
     let merged = output.take_metrics();
-    let tables = metrics::tables(&merged);
+    let tables = metrics::tables(&merged, end);
     let wall_metrics = metrics::wall_means(&merged);
     let (mut metrics, timeseries) = metrics::summarize(
         &output,

@@ -271,6 +271,49 @@ fn svgs(html: &str) -> Vec<&str> {
     out
 }
 
+/// Issue 41: a report of the SWF sample under FCFS and EASY draws the
+/// machine's utilisation over time and the jobs' wait and bounded-slowdown
+/// CDFs, one line per run, as well-formed SVG.
+#[test]
+fn report_of_an_swf_log_plots_utilisation_over_time_and_wait_and_slowdown_cdfs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("fcfs");
+    let b = tmp.path().join("easy");
+    run("traces/swf.toml", &["run.end=1h"], &a);
+    run(
+        "traces/swf.toml",
+        &["run.end=1h", "scheduler.admission=easy-backfill"],
+        &b,
+    );
+    let out = tmp.path().join("report");
+    let o = dcemu(&[
+        "report",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for id in ["hpc-utilisation", "hpc-wait-cdf", "hpc-slowdown-cdf"] {
+        let start = html
+            .find(&format!("<figure id=\"{id}\">"))
+            .unwrap_or_else(|| panic!("figure {id} missing"));
+        let figure = &html[start..start + html[start..].find("</figure>").unwrap()];
+        let svg = svgs(figure)[0];
+        let doc = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("{id}: {e}"));
+        let lines = doc
+            .descendants()
+            .filter(|n| n.tag_name().name() == "polyline")
+            .count();
+        assert!(lines >= 2, "{id}: {lines} lines, one per run expected");
+    }
+    assert!(
+        !html.contains("(SWF logs): no run"),
+        "nothing of the log skipped"
+    );
+}
+
 #[test]
 fn report_of_two_ec2_policies_renders_in_headless_chromium() {
     let tmp = tempfile::tempdir().unwrap();
@@ -306,6 +349,16 @@ fn report_of_two_ec2_policies_renders_in_headless_chromium() {
         );
     }
     assert!(html.contains("Plots skipped") && html.contains("no run has harvested storage"));
+    // no SWF log: its plots are skipped, each with its reason
+    for id in ["hpc-utilisation", "hpc-wait-cdf", "hpc-slowdown-cdf"] {
+        assert!(!html.contains(&format!("<figure id=\"{id}\">")), "{id}");
+    }
+    assert!(html.contains(
+        "Utilisation of the machine over time (SWF logs): no run replayed an SWF log (utilisation.csv)"
+    ));
+    assert!(html.contains(
+        "CDF of bounded slowdown (SWF logs): no run has finished jobs of an SWF log (jobs.csv)"
+    ));
     assert!(
         !html.contains("http://") || !html.contains("src=\"http"),
         "no external resources"

@@ -5,7 +5,9 @@
 
 use dcemu::run::Outcome;
 use dcemu::scenario::load;
-use dcemu_tests::{assert_no_task_lost, kind, log, metric, run_with, scenario};
+use dcemu_tests::{
+    TWO_TENANTS, assert_no_task_lost, kind, log, metric, run_text, run_with, scenario,
+};
 
 /// Four nodes of four processors; a 16-processor job at 0 for 100 s, a
 /// 6-processor one at 10 s for 50 s (two parts: 4 + 2), a 3-processor
@@ -317,4 +319,96 @@ fn a_job_past_its_request_is_killed_at_it_only_when_the_scenario_says_so() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("arrivals.kill_at_request"), "{err}");
+}
+
+/// `utilisation.csv`: (bin start s, busy processors, bin length s).
+fn utilisation(o: &Outcome, horizon_s: f64) -> Vec<(f64, f64, f64)> {
+    let text = o
+        .results
+        .read("utilisation.csv")
+        .unwrap()
+        .expect("utilisation.csv");
+    let rows: Vec<(f64, f64)> = String::from_utf8(text)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<f64> = l.split(',').map(|c| c.parse().unwrap()).collect();
+            (f[0], f[1])
+        })
+        .collect();
+    rows.iter()
+        .enumerate()
+        .map(|(i, &(t, busy))| {
+            let next = rows.get(i + 1).map_or(horizon_s, |r| r.0);
+            (t, busy, next - t)
+        })
+        .collect()
+}
+
+/// Issue 41's acceptance: the busy processor-seconds of a replayed log
+/// (summed from `utilisation.csv`, and `hpc_busy_proc_s`) are its
+/// finished jobs' processors × run time (`jobs.csv`), under FCFS and
+/// EASY, on the SWF sample and random logs of parallel jobs; a job
+/// still running at the end counts up to it; non-SWF runs have none of it.
+#[test]
+fn busy_processor_seconds_are_the_finished_jobs_processors_times_run_time() {
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/traces/swf.toml");
+    let text = std::fs::read_to_string(sample).unwrap();
+    let mut runs = Vec::new();
+    for admission in ["fifo", "easy-backfill"] {
+        let set = format!("scheduler.admission={admission}");
+        let s = scenario(sample, &text, &[&set]);
+        runs.push((format!("sample {admission}"), None, run_with(&s, 1), 7200.0));
+        for seed in [1, 2, 3] {
+            let (dir, o) = run_log(&random_log(seed, 30), &[&set, "run.end=4h"], 1);
+            runs.push((format!("seed {seed} {admission}"), Some(dir), o, 14_400.0));
+        }
+    }
+    for (label, _dir, o, horizon) in &runs {
+        assert_eq!(metric(o, "hpc_jobs_running_end"), 0.0, "{label}");
+        let jobs = jobs(o);
+        let text = String::from_utf8(o.results.read("jobs.csv").unwrap().unwrap()).unwrap();
+        let want: f64 = text
+            .lines()
+            .skip(1)
+            .map(|l| {
+                let f: Vec<f64> = l.split(',').map(|c| c.parse().unwrap()).collect();
+                f[1] * f[4]
+            })
+            .sum();
+        assert!(!jobs.is_empty() && want > 0.0, "{label}");
+        let bins = utilisation(o, *horizon);
+        let got: f64 = bins.iter().map(|&(_, busy, len)| busy * len).sum();
+        assert!(
+            (got - want).abs() <= 1e-6 * want,
+            "{label}: {got} vs {want}"
+        );
+        let busy = metric(o, "hpc_busy_proc_s");
+        assert!(
+            (busy - want).abs() <= 1e-6 * want,
+            "{label}: {busy} vs {want}"
+        );
+        // the machine's processors and the log's span bound it
+        let procs = metric(o, "cores_total");
+        assert!(bins.iter().all(|b| b.1 <= procs + 1e-9), "{label}");
+        let u = metric(o, "hpc_utilisation");
+        assert!((busy / (procs * metric(o, "hpc_span_s")) - u).abs() < 1e-12);
+        assert!(u > 0.0 && u <= 1.0, "{label}: {u}");
+        assert!(
+            o.metrics["hpc_jobs_by_size"]["1"]["jobs"].is_u64(),
+            "{label}"
+        );
+    }
+    // cut while the 3000 s job of the sample runs: it counts up to the end
+    let s = scenario(sample, &text, &["run.end=30m"]);
+    let cut = run_with(&s, 2);
+    assert_eq!(metric(&cut, "hpc_span_s"), 1800.0);
+    let busy = metric(&cut, "hpc_busy_proc_s");
+    let cpu = metric(&cut, "cpu_busy_core_s");
+    assert!((busy - cpu).abs() < 0.01, "{busy} vs {cpu} core·s");
+    let plain = run_text("plain.toml", TWO_TENANTS, &["run.end=5m"]);
+    assert!(plain.results.read("utilisation.csv").unwrap().is_none());
+    assert!(!plain.metrics.contains_key("hpc_utilisation"));
+    assert!(!plain.metrics.contains_key("hpc_jobs_by_size"));
 }

@@ -20,6 +20,7 @@ use crate::server::Server;
 use crate::slot_plan::{self, Slots as SlotPlan};
 use crate::switch::Switch;
 use crate::tenant::WorkloadTenant;
+use crate::trace_formats::TraceFormat;
 use crate::world::{KindTruth, StorageLink, World};
 
 /// Builds every actor of the scenario, in id order: the scheduler, the
@@ -226,6 +227,7 @@ fn world(
             .iter()
             .map(|s| u64::from(s.count) * u64::from(s.cores()))
             .sum(),
+        hpc_tenants: hpc_tenants(spec),
         truth_inputs,
         monitor_rates: spec.scheduler.detects_phases(),
         reclassify_time: spec.scheduler.reclassify_time.as_nanos(),
@@ -243,6 +245,21 @@ fn world(
             workload: w.clone(),
         }),
     }
+}
+
+/// The ids of the workload tenants that replay an SWF log, in id order:
+/// tenants come right after the scheduler, `count` of each entry.
+fn hpc_tenants(spec: &ModelSpec<'_>) -> Vec<ActorId> {
+    let mut next = 1u32;
+    let mut out = Vec::new();
+    for t in spec.tenants {
+        let ids = next..next.saturating_add(t.count);
+        next = ids.end;
+        if t.arrivals.format == TraceFormat::Swf {
+            out.extend(ids.map(ActorId));
+        }
+    }
+    out
 }
 
 fn scheduler(

@@ -172,7 +172,7 @@ impl WorkloadTenant {
             },
             drawn: matches!(work, Work::Google { .. } | Work::Synthetic(_)).then(Drawn::default),
             hpc: matches!(&work, Work::Stream(s) if s.spec.format == TraceFormat::Swf)
-                .then(Box::default),
+                .then(|| Box::new(HpcJobs::new(run_end))),
             trace_jobs: match &work {
                 Work::Stream(s) if s.spec.format.has_jobs() => {
                     Some(Box::new(TraceJobs::new(s.spec.options.lookahead)))
