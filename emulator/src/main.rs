@@ -236,8 +236,16 @@ fn reproduce(args: &dcemu::reproduce::ReproduceArgs) -> Result<(), Failure> {
 
 fn sweep(args: &dcemu::sweep::SweepArgs) -> Result<(), Failure> {
     let s = dcemu::sweep::sweep(args).map_err(paper_failure)?;
+    let share = match args.shard {
+        Some(k) => format!("; shard {k}: {} of them", s.ran_here),
+        None => String::new(),
+    };
+    let verb = match &args.command {
+        Some(_) => "merged",
+        None => "reused",
+    };
     println!(
-        "dcemu sweep: {} cells × {} seeds: {} runs ({} reused)",
+        "dcemu sweep: {} cells × {} seeds: {} runs ({} {verb}){share}",
         s.cells, s.seeds, s.runs, s.reused
     );
     for path in &s.written {

@@ -165,3 +165,48 @@ fn a_bad_axis_is_refused_before_any_run_naming_every_cell_it_touches() {
         text(&o)
     );
 }
+
+#[test]
+fn three_shards_merged_give_the_unsharded_csvs() {
+    let dir = setup(SWEEP);
+    let whole = dcemu(dir.path(), &["sweep", "s.toml", "--out", "whole"]);
+    assert!(whole.status.success(), "{}", text(&whole));
+    for k in 1..=3 {
+        let shard = format!("{k}/3");
+        let out = format!("shard{k}");
+        let o = dcemu(
+            dir.path(),
+            &["sweep", "s.toml", "--shard", &shard, "--out", &out],
+        );
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(text(&o).contains(&format!("shard {k}/3: ")), "{}", text(&o));
+        assert!(
+            !dir.path().join(&out).join("sweep.csv").exists(),
+            "a shard writes no CSVs"
+        );
+    }
+    let short = dcemu(
+        dir.path(),
+        &["sweep", "merge", "shard1", "shard3", "--out", "m"],
+    );
+    assert_eq!(short.status.code(), Some(2), "{}", text(&short));
+    assert!(
+        text(&short).contains("shard 2/3 is given 0 times"),
+        "{}",
+        text(&short)
+    );
+    let merged = dcemu(
+        dir.path(),
+        &[
+            "sweep", "merge", "shard1", "shard2", "shard3", "--out", "merged",
+        ],
+    );
+    assert!(merged.status.success(), "{}", text(&merged));
+    for f in ["sweep.csv", "summary.csv"] {
+        assert_eq!(
+            read(&dir.path().join("whole"), f),
+            read(&dir.path().join("merged"), f),
+            "{f}"
+        );
+    }
+}
