@@ -164,7 +164,11 @@ impl Reader {
         let end = row.seconds(6)?;
         let status = row.text(4)?;
         let (copies, (cpu_at, cpu), (mem_at, mem)) = if self.instances {
-            (Some(1), (11, first(&row, &[11, 10])?), (13, first(&row, &[13, 12])?))
+            (
+                Some(1),
+                (11, first(&row, &[11, 10])?),
+                (13, first(&row, &[13, 12])?),
+            )
         } else {
             let n = row.opt_u64(1)?;
             (n, (7, first(&row, &[7])?), (8, first(&row, &[8])?))
@@ -315,7 +319,11 @@ M3,1,j_2,12,Terminated,130,131,200,
 
     /// The 1-based column of field `i` (0-based) of a CSV row.
     fn col(row: &str, i: usize) -> u64 {
-        row.split(',').take(i).map(|f| f.len() as u64 + 1).sum::<u64>() + 1
+        row.split(',')
+            .take(i)
+            .map(|f| f.len() as u64 + 1)
+            .sum::<u64>()
+            + 1
     }
 
     /// Issue 41: each defect of `batch_task` is counted where it is; a row
@@ -342,7 +350,14 @@ M3,1,j_2,12,Terminated,130,131,200,
         let got: Vec<_> = tasks.iter().map(|t| (t.line, t.memory_gb)).collect();
         assert_eq!(
             got,
-            vec![(1, 0.32), (5, 0.32), (8, 0.0), (9, 0.0), (10, 64.0), (12, 0.32)]
+            vec![
+                (1, 0.32),
+                (5, 0.32),
+                (8, 0.0),
+                (9, 0.0),
+                (10, 64.0),
+                (12, 0.32)
+            ]
         );
         assert_eq!(stats.tasks_dropped, 5);
         let at = |line: usize, field: Option<usize>| {
@@ -362,9 +377,21 @@ M3,1,j_2,12,Terminated,130,131,200,
                 (K::AlibabaDuplicateRow, 1, [at(2, None), None, None]),
                 (K::AlibabaNoRunTime, 1, [at(3, Some(6)), None, None]),
                 (K::AlibabaNoInstances, 1, [at(4, Some(1)), None, None]),
-                (K::AlibabaInstanceNumMissing, 1, [at(5, Some(1)), None, None]),
-                (K::AlibabaCpuMissing, 2, [at(6, Some(7)), at(7, Some(7)), None]),
-                (K::AlibabaMemoryMissing, 2, [at(8, Some(8)), at(9, Some(8)), None]),
+                (
+                    K::AlibabaInstanceNumMissing,
+                    1,
+                    [at(5, Some(1)), None, None]
+                ),
+                (
+                    K::AlibabaCpuMissing,
+                    2,
+                    [at(6, Some(7)), at(7, Some(7)), None]
+                ),
+                (
+                    K::AlibabaMemoryMissing,
+                    2,
+                    [at(8, Some(8)), at(9, Some(8)), None]
+                ),
                 (K::AlibabaMemoryOver100, 1, [at(10, Some(8)), None, None]),
             ]
         );
@@ -394,9 +421,18 @@ M3,1,j_2,12,Terminated,130,131,200,
         };
         let d = stats.defects;
         assert_eq!(d.get(K::AlibabaPeakMissing).count, 2);
-        assert_eq!(d.get(K::AlibabaPeakMissing).examples, [at(1, 11), at(1, 13), None]);
-        assert_eq!(d.get(K::AlibabaCpuMissing).examples, [at(2, 11), None, None]);
-        assert_eq!(d.get(K::AlibabaMemoryOver100).examples, [at(3, 13), None, None]);
+        assert_eq!(
+            d.get(K::AlibabaPeakMissing).examples,
+            [at(1, 11), at(1, 13), None]
+        );
+        assert_eq!(
+            d.get(K::AlibabaCpuMissing).examples,
+            [at(2, 11), None, None]
+        );
+        assert_eq!(
+            d.get(K::AlibabaMemoryOver100).examples,
+            [at(3, 13), None, None]
+        );
         assert_eq!(d.present().count(), 3);
     }
 

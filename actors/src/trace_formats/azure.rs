@@ -216,10 +216,12 @@ v3,s2,d2,300,1200,10,1,5,Unknown,>24,>64
 ";
         let (tasks, stats) = read(TraceFormat::AzureVm, text, &options()).expect("good");
         assert_eq!(tasks.len(), 2);
-        let at = |line, column| Some(Place {
-            line,
-            column: Some(column),
-        });
+        let at = |line, column| {
+            Some(Place {
+                line,
+                column: Some(column),
+            })
+        };
         let got: Vec<_> = stats
             .defects
             .present()

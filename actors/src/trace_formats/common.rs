@@ -497,9 +497,10 @@ mod tests {
     #[test]
     fn kinds_have_distinct_snake_case_names() {
         let mut names: Vec<_> = DefectKind::ALL.iter().map(|k| k.name()).collect();
-        assert!(names.iter().all(|n| n
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')));
+        assert!(names.iter().all(|n| {
+            n.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        }));
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), DefectKind::COUNT);

@@ -284,7 +284,12 @@ mod tests {
         assert_eq!(stats.rows_skipped, 2);
         let refused = stats.defects.get(super::DefectKind::RowRefused);
         assert_eq!(refused.count, 2);
-        let places: Vec<_> = refused.examples.iter().flatten().map(|p| (p.line, p.column)).collect();
+        let places: Vec<_> = refused
+            .examples
+            .iter()
+            .flatten()
+            .map(|p| (p.line, p.column))
+            .collect();
         assert_eq!(places, vec![(2, Some(9)), (3, Some(1))]);
         assert_eq!(tasks.len(), 0);
         assert_eq!(stats.tasks_dropped, 1);

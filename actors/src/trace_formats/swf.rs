@@ -388,10 +388,12 @@ mod tests {
 6 5 0 10 1 -1 -1 1 60 -1 1 1 1 -1 1 -1 -1 -1
 7 6 0 10 0 -1 1024 0 60 -1 1 1 1 -1 1 -1 -1 -1
 ";
-        let at = |line, column| Some(Place {
-            line,
-            column: Some(column),
-        });
+        let at = |line, column| {
+            Some(Place {
+                line,
+                column: Some(column),
+            })
+        };
         let (tasks, stats) = read(TraceFormat::Swf, text, &o).expect("good");
         let runs: Vec<u64> = tasks.iter().map(|t| t.duration / (S / 10)).collect();
         assert_eq!(runs, vec![1000, 5, 100, 100]);
