@@ -409,7 +409,9 @@ pub(crate) struct Found([Option<(DefectKind, Option<u64>)>; 4]);
 impl Found {
     /// A defect of the row, in the field at `column` (none: the row as a whole).
     pub fn add(&mut self, kind: DefectKind, column: Option<u64>) {
-        if let Some(slot) = self.0.iter_mut().find(|s| s.is_none()) {
+        let slot = self.0.iter_mut().find(|s| s.is_none());
+        debug_assert!(slot.is_some(), "a row shows more defects than Found holds");
+        if let Some(slot) = slot {
             *slot = Some((kind, column));
         }
     }
