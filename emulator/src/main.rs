@@ -284,6 +284,22 @@ fn validate(args: ScenarioArgs) -> Result<(), Failure> {
             st.events_ignored,
             st.rows_skipped
         );
+        let path = s
+            .tenants
+            .iter()
+            .zip(&s.streams)
+            .find(|(t, _)| t.name == *tenant)
+            .and_then(|(_, spec)| spec.as_ref())
+            .map_or("?", |spec| spec.label.as_str());
+        match st.defects.report(path).as_slice() {
+            [only] if st.defects.is_empty() => println!("{label}: tenant {tenant:?}: {only}"),
+            lines => {
+                println!("{label}: tenant {tenant:?}: known defects of the trace:");
+                for line in lines {
+                    println!("  {line}");
+                }
+            }
+        }
     }
     let servers: u64 = s.server_types.iter().map(|t| u64::from(t.count)).sum();
     let tenants: u64 = s.tenants.iter().map(|t| u64::from(t.count)).sum();
@@ -432,6 +448,7 @@ fn run_facts(o: &Outcome, partitions: usize, started_unix: u64) -> Vec<u8> {
         "program": program_hashes(o),
         "wall_metrics": o.wall_metrics,
         "peak_rss_kb": peak_rss_kb(),
+        "trace_defects": o.trace_defects,
     });
     let mut bytes = serde_json::to_vec_pretty(&facts).unwrap_or_default();
     bytes.push(b'\n');

@@ -69,6 +69,38 @@ pub struct Outcome {
     /// Each actor's [`Actor::describe`](dcemu_actors::kernel::Actor::describe)
     /// at the end of the run, in actor-id order (not digested).
     pub states: Vec<(String, serde_json::Value)>,
+    /// [`trace_defects`]: for `run.json`.
+    pub trace_defects: TraceDefects,
+}
+
+/// Per tenant that streams a public-format trace, the known defects its
+/// trace showed as far as the run read it, by kind name (none: `{}`).
+pub type TraceDefects = std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>>;
+
+/// The `trace_defect_<kind>` counters of each streaming tenant's actors
+/// (`tenant-<name>-<i>`), before the actors' metrics are merged.
+pub fn trace_defects(scenario: &Scenario, output: &EngineOutput) -> TraceDefects {
+    let mut out = TraceDefects::new();
+    for (tenant, spec) in scenario.tenants.iter().zip(&scenario.streams) {
+        if !spec.as_ref().is_some_and(|s| s.format.is_public()) {
+            continue;
+        }
+        let prefix = format!("tenant-{}-", tenant.name);
+        let kinds = out.entry(tenant.name.clone()).or_default();
+        let actors = output.actors.iter().filter(|a| {
+            a.name
+                .strip_prefix(&prefix)
+                .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
+        });
+        for actor in actors {
+            for (metric, n) in actor.metrics.counters() {
+                if let Some(kind) = metric.strip_prefix("trace_defect_") {
+                    *kinds.entry(kind.to_string()).or_default() += n;
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Builds the model of `scenario` and runs it to its end.
@@ -191,6 +223,7 @@ pub fn assemble(
     let (_, primary_factor) = scenario
         .scaled_primary_tenants()
         .map_err(RunError::PrimaryScaling)?;
+    let trace_defects = trace_defects(scenario, &output);
     let merged = output.take_metrics();
     let tables = metrics::tables(&merged, end);
     let wall_metrics = metrics::wall_means(&merged);
@@ -277,5 +310,6 @@ pub fn assemble(
         wall_metrics,
         slot_table,
         states,
+        trace_defects,
     })
 }

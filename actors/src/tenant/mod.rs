@@ -506,6 +506,7 @@ impl WorkloadTenant {
             }
             out.add("trace_tasks_dropped", stats.tasks_dropped);
             out.add("trace_tasks_unfinished", stats.tasks_unfinished);
+            stats.defects.add_metrics(out);
         }
         if let Work::Dag(dags) = &self.work {
             dags.finish(out);

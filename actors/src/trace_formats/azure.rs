@@ -20,7 +20,7 @@
 //! `Unknown` → the tenant's `priority`. The published table is not sorted:
 //! sort it by `vmcreated` (field 4) first, e.g. `sort -t, -k4,4n`.
 
-use super::common::{ImportError, ImportOptions, Tally, TaskReader};
+use super::common::{DefectKind, Found, ImportError, ImportOptions, Tally, TaskReader};
 use super::lines::{Lines, Row, Sep, split};
 use crate::trace::{AppRef, TraceTask};
 
@@ -53,10 +53,13 @@ pub struct Reader {
 }
 
 /// A size or a V2 bucket (`>N` is 2N).
-fn size(row: &Row<'_>, i: usize) -> Result<f64, ImportError> {
+fn size(row: &Row<'_>, i: usize, found: &mut Found) -> Result<f64, ImportError> {
     let t = row.text(i)?;
     let (open, n) = match t.strip_prefix('>') {
-        Some(n) => (true, n),
+        Some(n) => {
+            found.add(DefectKind::AzureOpenSizeBucket, row.column(i));
+            (true, n)
+        }
         None => (false, t),
     };
     n.parse::<f64>()
@@ -83,7 +86,7 @@ impl Reader {
         }
     }
 
-    fn parse(&self) -> Result<Option<Option<TraceTask>>, ImportError> {
+    fn parse(&self, found: &mut Found) -> Result<Option<Option<TraceTask>>, ImportError> {
         if self.lines.buf.trim_ascii().is_empty() {
             return Ok(None);
         }
@@ -114,9 +117,11 @@ impl Reader {
                 ));
             }
         };
-        let cores = size(&row, 9)?;
-        let memory = size(&row, 10)?;
+        let cores = size(&row, 9, found)?;
+        let memory = size(&row, 10, found)?;
         if deleted <= created {
+            *found = Found::default();
+            found.add(DefectKind::AzureNoLifetime, row.column(4));
             return Ok(Some(None));
         }
         Ok(Some(Some(TraceTask {
@@ -140,12 +145,17 @@ impl TaskReader for Reader {
                 return Ok(None);
             }
             split(&self.lines.buf, Sep::Comma, &mut self.spans);
-            match self.parse() {
+            let mut found = Found::default();
+            match self.parse(&mut found) {
                 Ok(Some(Some(task))) => {
+                    tally.found(&found, task.line);
                     self.last = (task.arrival, task.line);
                     return Ok(Some(task));
                 }
-                Ok(Some(None)) => tally.stats.tasks_dropped += 1,
+                Ok(Some(None)) => {
+                    tally.found(&found, self.lines.line);
+                    tally.stats.tasks_dropped += 1;
+                }
                 Ok(None) => {}
                 Err(e) => tally.skip(e)?,
             }
@@ -193,6 +203,38 @@ v4,s2,d2,600,900,10,1,5,Delay-insensitive,1,1.75
             ]
         );
         assert_eq!(stats.tasks_dropped, 1);
+    }
+
+    /// Issue 41: a VM with no lifetime (only that: its open buckets are
+    /// not counted, it is dropped) and open size buckets, where they are.
+    #[test]
+    fn defects_are_counted_with_their_places() {
+        use super::super::{DefectKind as K, Place};
+        let text = "\
+v1,s1,d1,0,3600,90.5,10.2,80.1,Interactive,2,4
+v2,s1,d1,300,300,10,1,5,Delay-insensitive,>24,8
+v3,s2,d2,300,1200,10,1,5,Unknown,>24,>64
+";
+        let (tasks, stats) = read(TraceFormat::AzureVm, text, &options()).expect("good");
+        assert_eq!(tasks.len(), 2);
+        let at = |line, column| {
+            Some(Place {
+                line,
+                column: Some(column),
+            })
+        };
+        let got: Vec<_> = stats
+            .defects
+            .present()
+            .map(|(k, c)| (k, c.count, c.examples))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (K::AzureNoLifetime, 1, [at(2, 14), None, None]),
+                (K::AzureOpenSizeBucket, 2, [at(3, 34), at(3, 38), None]),
+            ]
+        );
     }
 
     #[test]

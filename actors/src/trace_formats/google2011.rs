@@ -22,7 +22,7 @@
 //!
 //! Events become tasks by the rule of [`super::lifecycle`].
 
-use super::common::{ImportError, ImportOptions, Tally, TaskReader, micros};
+use super::common::{DefectKind, Found, ImportError, ImportOptions, Tally, TaskReader, micros};
 use super::lifecycle::{Event, EventRow, Lifecycle};
 use super::lines::{Lines, Sep, split};
 use crate::trace::{MAX_PRIORITY, TraceTask};
@@ -66,7 +66,7 @@ impl Reader {
         }
     }
 
-    fn parse(&self) -> Result<Option<EventRow>, ImportError> {
+    fn parse(&self, found: &mut Found) -> Result<Option<EventRow>, ImportError> {
         if self.lines.buf.trim_ascii().is_empty() {
             return Ok(None);
         }
@@ -108,6 +108,9 @@ impl Reader {
             }
             None => None,
         };
+        if !row.text(1)?.is_empty() {
+            found.add(DefectKind::GoogleSynthesizedEvent, row.column(1));
+        }
         Ok(Some(EventRow {
             time,
             key: (row.u64(2)?, row.u64(3)?),
@@ -140,8 +143,10 @@ impl TaskReader for Reader {
                 continue;
             }
             split(&self.lines.buf, Sep::Comma, &mut self.spans);
-            match self.parse() {
+            let mut found = Found::default();
+            match self.parse(&mut found) {
                 Ok(Some(e)) => {
+                    tally.found(&found, e.line);
                     if e.time.is_some() {
                         self.last = (e.time.map_or(0, |t| t / 1_000), e.line);
                     }
@@ -205,6 +210,37 @@ mod tests {
         );
         assert_eq!(stats.tasks_dropped, 1);
         assert_eq!(stats.tasks_unfinished, 1);
+    }
+
+    /// Issue 41: a synthesised event, an event of a task never submitted
+    /// and a task without a CPU request are counted where they are.
+    #[test]
+    fn defects_are_counted_with_their_places() {
+        use super::super::{DefectKind as K, Place};
+        let text = "\
+0,1,1,0,,0,u,0,0,,0.1,0,0
+1000000,,1,0,,1,u,0,0,,,,
+2000000,,1,0,,4,u,0,0,,,,
+3000000,,9,0,,4,u,0,0,,,,
+";
+        let (tasks, stats) = read(TraceFormat::Google2011, text, &options()).expect("good");
+        assert_eq!(tasks.len(), 1);
+        assert_eq!(tasks[0].cpu, 1e-3);
+        assert_eq!(stats.events_ignored, 1);
+        let at = |line, column| Some(Place { line, column });
+        let got: Vec<_> = stats
+            .defects
+            .present()
+            .map(|(k, c)| (k, c.count, c.examples[0]))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (K::GoogleSynthesizedEvent, 1, at(1, Some(3))),
+                (K::GoogleEventNotInFlight, 1, at(4, None)),
+                (K::GoogleCpuRequestMissing, 1, at(1, None)),
+            ]
+        );
     }
 
     #[test]
@@ -284,6 +320,15 @@ mod tests {
         o.lenient = true;
         let (tasks, stats) = read(TraceFormat::Google2011, text, &o).expect("lenient");
         assert_eq!(stats.rows_skipped, 2);
+        let refused = stats.defects.get(super::DefectKind::RowRefused);
+        assert_eq!(refused.count, 2);
+        let places: Vec<_> = refused
+            .examples
+            .iter()
+            .flatten()
+            .map(|p| (p.line, p.column))
+            .collect();
+        assert_eq!(places, vec![(2, Some(9)), (3, Some(1))]);
         assert_eq!(tasks.len(), 0);
         assert_eq!(stats.tasks_dropped, 1);
 

@@ -301,6 +301,32 @@ mod tests {
         assert_eq!(stats.events_ignored, 0);
     }
 
+    /// Issue 41: an event of a task never submitted and a task without a
+    /// CPU request are counted on their lines.
+    #[test]
+    fn defects_are_counted_on_their_lines() {
+        use super::super::DefectKind as K;
+        let text = r#"{"time":"600000000","type":0,"collection_id":"7","instance_index":0}
+{"time":"601000000","type":3,"collection_id":"7","instance_index":0}
+{"time":"631000000","type":6,"collection_id":"7","instance_index":0}
+{"time":"632000000","type":6,"collection_id":"9","instance_index":0}
+"#;
+        let (tasks, stats) = read(TraceFormat::Google2019, text, &options()).expect("good");
+        assert_eq!(tasks.len(), 1);
+        let got: Vec<_> = stats
+            .defects
+            .present()
+            .map(|(k, c)| (k, c.count, c.examples[0].map(|p| (p.line, p.column))))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (K::GoogleEventNotInFlight, 1, Some((4, None))),
+                (K::GoogleCpuRequestMissing, 1, Some((1, None))),
+            ]
+        );
+    }
+
     #[test]
     fn tiers_map_in_order() {
         let mut last = 0;

@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 
 use dcemu_topology::SimTime;
 
-use super::common::{ImportOptions, Tally};
+use super::common::{DefectKind, ImportOptions, Tally};
 use crate::trace::{AppRef, TraceJob, TraceTask};
 
 /// What an event does to a task.
@@ -141,6 +141,7 @@ impl Lifecycle {
         }
         let Some(task) = seq.and_then(|s| self.queue.get_mut(&s)) else {
             tally.stats.events_ignored += 1;
+            tally.defect(DefectKind::GoogleEventNotInFlight, e.line, None);
             return;
         };
         if e.priority.is_some() {
@@ -199,6 +200,9 @@ impl Lifecycle {
                 continue;
             };
             let cpu = t.cpu.unwrap_or(0.0) * self.cores_per_unit;
+            if cpu <= 0.0 {
+                tally.defect(DefectKind::GoogleCpuRequestMissing, t.line, None);
+            }
             return Some(TraceTask {
                 arrival: t.arrival,
                 priority: t.priority.unwrap_or(self.default_priority),

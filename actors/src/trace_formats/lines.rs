@@ -218,6 +218,11 @@ impl Row<'_> {
         }
     }
 
+    /// The 1-based byte column where field `i` starts.
+    pub fn column(&self, i: usize) -> Option<u64> {
+        self.spans.get(i).map(|s| s.0 as u64 + 1)
+    }
+
     /// An error in the line as a whole (column 1).
     pub fn line_err(&self, problem: impl Display) -> ImportError {
         ImportError::Row {

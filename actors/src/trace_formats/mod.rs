@@ -29,6 +29,13 @@
 //! `lenient`, a bad row is skipped and counted instead
 //! ([`ImportStats::rows_skipped`]); a file that cannot be read or
 //! decompressed is always an error.
+//!
+//! **Known defects** of the published traces (a run time of -1, a
+//! duplicate row, memory above 100 %, …) are not errors: each reader counts
+//! them by [`DefectKind`], with the first places it met each, in
+//! [`ImportStats::defects`], and drops, clamps or keeps the row as the kind
+//! says. `dcemu validate` lists them; a run counts them as
+//! `trace_defect_<kind>` metrics.
 
 mod alibaba;
 mod azure;
@@ -42,7 +49,10 @@ mod swf;
 
 use dcemu_topology::SimTime;
 
-pub use common::{ImportError, ImportOptions, ImportStats, StreamSpec, TraceFormat};
+pub use common::{
+    DEFECT_EXAMPLES, DefectAction, DefectCount, DefectKind, Defects, ImportError, ImportOptions,
+    ImportStats, Place, StreamSpec, TraceFormat,
+};
 use common::{Tally, TaskReader};
 
 use crate::trace::{CsvTraceReader, TraceTask};
@@ -132,8 +142,9 @@ impl TraceStream {
     }
 }
 
-/// Reads a whole streamed trace and returns its counts: `dcemu validate`,
-/// and the bounded-memory benchmark. Memory stays that of one stream.
+/// Reads a whole streamed trace and returns its counts and defects: `dcemu
+/// validate`, and the bounded-memory benchmark. Memory stays that of one
+/// stream.
 pub fn scan(spec: &StreamSpec) -> Result<ImportStats, ImportError> {
     let mut stream = TraceStream::open(spec)?;
     while stream.next_task()?.is_some() {}

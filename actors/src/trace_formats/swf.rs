@@ -27,7 +27,7 @@
 
 use dcemu_topology::SimTime;
 
-use super::common::{ImportError, ImportOptions, Tally, TaskReader};
+use super::common::{DefectKind, Found, ImportError, ImportOptions, Tally, TaskReader};
 use super::lines::{Lines, Row, Sep, split};
 use crate::trace::{AppRef, TraceTask};
 
@@ -86,7 +86,7 @@ impl Reader {
         }
     }
 
-    fn parse(&self) -> Result<Option<Option<TraceTask>>, ImportError> {
+    fn parse(&self, found: &mut Found) -> Result<Option<Option<TraceTask>>, ImportError> {
         let t = self.lines.buf.trim_ascii();
         if t.is_empty() || t.starts_with(b";") {
             return Ok(None);
@@ -111,9 +111,8 @@ impl Reader {
             "-1" => None,
             _ => Some(row.seconds(8)?),
         };
-        let procs = opt_number(&row, 4)?
-            .filter(|p| *p > 0.0)
-            .or(opt_number(&row, 7)?.filter(|p| *p > 0.0));
+        let allocated = opt_number(&row, 4)?.filter(|p| *p > 0.0);
+        let procs = allocated.or(opt_number(&row, 7)?.filter(|p| *p > 0.0));
         let kb = opt_number(&row, 6)?.or(opt_number(&row, 9)?);
         for i in [2, 5, 10, 11, 12, 13, 14, 15, 16, 17] {
             let v = row.text(i)?;
@@ -121,7 +120,12 @@ impl Reader {
                 return Err(row.err(i, format!("must be a number or -1, got `{v}`")));
             }
         }
-        let (Some(run), Some(procs)) = (run, procs) else {
+        let Some(run) = run else {
+            found.add(DefectKind::SwfRunTimeMissing, row.column(3));
+            return Ok(Some(None));
+        };
+        let Some(procs) = procs else {
+            found.add(DefectKind::SwfProcessorsMissing, row.column(4));
             return Ok(Some(None));
         };
         let cores = procs * self.cores_per_unit;
@@ -137,6 +141,15 @@ impl Reader {
                      `lenient`)"
                 ),
             ));
+        }
+        if run == 0 {
+            found.add(DefectKind::SwfRunTimeZero, row.column(3));
+        }
+        if allocated.is_none() {
+            found.add(DefectKind::SwfAllocatedProcessorsMissing, row.column(4));
+        }
+        if kb.is_none() {
+            found.add(DefectKind::SwfMemoryMissing, row.column(6));
         }
         Ok(Some(Some(TraceTask {
             arrival: submit,
@@ -159,17 +172,27 @@ impl TaskReader for Reader {
                 return Ok(None);
             }
             split(&self.lines.buf, Sep::Whitespace, &mut self.spans);
-            match self.parse() {
+            let mut found = Found::default();
+            match self.parse(&mut found) {
                 Ok(Some(Some(mut task))) => {
+                    tally.found(&found, task.line);
                     self.last = (task.arrival, task.line);
-                    if self.kill_at_request && task.requested > 0 && task.duration > task.requested
-                    {
-                        task.duration = task.requested;
-                        tally.stats.killed_at_request += 1;
+                    if task.requested > 0 && task.duration > task.requested {
+                        let column = self.lines.row(&self.spans, &FIELDS).column(3);
+                        if self.kill_at_request {
+                            task.duration = task.requested;
+                            tally.stats.killed_at_request += 1;
+                            tally.defect(DefectKind::SwfCutAtRequest, task.line, column);
+                        } else {
+                            tally.defect(DefectKind::SwfRanPastRequest, task.line, column);
+                        }
                     }
                     return Ok(Some(task));
                 }
-                Ok(Some(None)) => tally.stats.tasks_dropped += 1,
+                Ok(Some(None)) => {
+                    tally.found(&found, self.lines.line);
+                    tally.stats.tasks_dropped += 1;
+                }
                 Ok(None) => {}
                 Err(e) => tally.skip(e)?,
             }
@@ -347,6 +370,53 @@ mod tests {
         let (tasks, stats) = read(TraceFormat::Swf, text, &o).expect("killed");
         let runs: Vec<u64> = tasks.iter().map(|t| t.duration / S).collect();
         assert_eq!(runs, vec![60, 30, 30]);
+        assert_eq!(stats.killed_at_request, 1);
+    }
+
+    /// Issue 41: each defect an SWF log can show is counted with its line
+    /// and the column of its field; the jobs that stay are read as before.
+    #[test]
+    fn defects_are_counted_with_their_places() {
+        use super::super::{DefectKind as K, Place};
+        let mut o = options();
+        o.cores_per_unit = 1.0;
+        let text = "\
+1 0 0 100 1 -1 1024 1 60 -1 1 1 1 -1 1 -1 -1 -1
+2 1 0 -1 1 -1 1024 1 60 -1 1 1 1 -1 1 -1 -1 -1
+3 2 0 10 -1 -1 1024 -1 60 -1 1 1 1 -1 1 -1 -1 -1
+4 3 0 0 1 -1 1024 1 60 -1 1 1 1 -1 1 -1 -1 -1
+5 4 0 10 -1 -1 1024 2 60 -1 1 1 1 -1 1 -1 -1 -1
+6 5 0 10 1 -1 -1 1 60 -1 1 1 1 -1 1 -1 -1 -1
+7 6 0 10 0 -1 1024 0 60 -1 1 1 1 -1 1 -1 -1 -1
+";
+        let at = |line, column| {
+            Some(Place {
+                line,
+                column: Some(column),
+            })
+        };
+        let (tasks, stats) = read(TraceFormat::Swf, text, &o).expect("good");
+        let runs: Vec<u64> = tasks.iter().map(|t| t.duration / (S / 10)).collect();
+        assert_eq!(runs, vec![1000, 5, 100, 100]);
+        assert_eq!(stats.tasks_dropped, 3);
+        let d = stats.defects;
+        let got: Vec<_> = d.present().map(|(k, c)| (k, c.count, c.examples)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (K::SwfRunTimeMissing, 1, [at(2, 7), None, None]),
+                (K::SwfProcessorsMissing, 2, [at(3, 10), at(7, 10), None]),
+                (K::SwfRunTimeZero, 1, [at(4, 7), None, None]),
+                (K::SwfAllocatedProcessorsMissing, 1, [at(5, 10), None, None]),
+                (K::SwfMemoryMissing, 1, [at(6, 15), None, None]),
+                (K::SwfRanPastRequest, 1, [at(1, 7), None, None]),
+            ]
+        );
+        o.kill_at_request = true;
+        let (tasks, stats) = read(TraceFormat::Swf, text, &o).expect("killed");
+        assert_eq!(tasks[0].duration, 60 * S);
+        assert_eq!(stats.defects.count(K::SwfRanPastRequest), 0);
+        assert_eq!(stats.defects.get(K::SwfCutAtRequest).examples[0], at(1, 7));
         assert_eq!(stats.killed_at_request, 1);
     }
 
