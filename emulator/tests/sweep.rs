@@ -210,3 +210,91 @@ fn three_shards_merged_give_the_unsharded_csvs() {
         );
     }
 }
+
+/// Whether `python3` runs here; says so when it does not.
+fn python() -> bool {
+    let ok = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("*** SKIP: python3 not installed ***");
+    }
+    ok
+}
+
+#[test]
+fn the_python_client_loads_a_sweep_and_its_runs() {
+    if !python() {
+        return;
+    }
+    let dir = setup(SWEEP);
+    let o = dcemu(dir.path(), &["sweep", "s.toml", "--out", "out"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let script = r#"
+import sys
+from dcemu_scheduler.results import load_sweep
+s = load_sweep("out", as_pandas=False)
+assert s.axes == ["placement", "rate"], s.axes
+assert len(s.runs) == 16, len(s.runs)
+row = [r for r in s.summary if r["placement"] == "best-fit" and r["rate"] == 2.5 and r["metric"] == "tasks_completed"][0]
+values = [r["value"] for r in s.runs if r["placement"] == "best-fit" and r["rate"] == 2.5 and r["metric"] == "tasks_completed"]
+assert abs(row["mean"] - sum(values) / len(values)) < 1e-9, (row, values)
+run = s.run("best-fit_2-5_s1", as_pandas=False)
+assert run.metrics["tasks_completed"] == [v for v in values][0], run.metrics["tasks_completed"]
+assert "timeseries" in run.tables and len(run.digest) == 64
+print("ok", row["n"])
+"#;
+    let client = root().join("clients/python");
+    let py = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .env("PYTHONPATH", &client)
+        .current_dir(dir.path())
+        .output()
+        .expect("python3 runs");
+    assert!(py.status.success(), "{}", text(&py));
+    assert_eq!(String::from_utf8_lossy(&py.stdout).trim(), "ok 2");
+}
+
+#[test]
+fn the_slurm_array_script_runs_shards_that_merge_into_the_sweep() {
+    let dir = setup(SWEEP);
+    let whole = dcemu(dir.path(), &["sweep", "s.toml", "--out", "whole"]);
+    assert!(whole.status.success(), "{}", text(&whole));
+    let bin = Path::new(env!("CARGO_BIN_EXE_dcemu"))
+        .parent()
+        .expect("the binary's directory")
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let script = root().join("scenarios/sweeps/slurm.sbatch");
+    for k in 1..=3 {
+        let o = Command::new("bash")
+            .arg(&script)
+            .arg("s.toml")
+            .arg("sh")
+            .env("PATH", &path)
+            .env("SLURM_ARRAY_TASK_ID", k.to_string())
+            .env("SLURM_ARRAY_TASK_COUNT", "3")
+            .current_dir(dir.path())
+            .output()
+            .expect("bash runs");
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let merged = dcemu(
+        dir.path(),
+        &["sweep", "merge", "sh-1", "sh-2", "sh-3", "--out", "merged"],
+    );
+    assert!(merged.status.success(), "{}", text(&merged));
+    for f in ["sweep.csv", "summary.csv"] {
+        assert_eq!(
+            read(&dir.path().join("whole"), f),
+            read(&dir.path().join("merged"), f),
+            "{f}"
+        );
+    }
+}
