@@ -18,7 +18,7 @@ mod hpc;
 mod labels;
 mod plots;
 
-pub(crate) use plots::{bars_plot, lines_plot};
+pub(crate) use plots::{CiSeries, bars_plot, ci_plot, lines_plot};
 use plots::{cdf_points, heat_plot};
 
 use std::collections::BTreeMap;

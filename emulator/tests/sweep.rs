@@ -79,12 +79,17 @@ fn jobs_do_not_change_the_csvs_and_summary_has_a_row_per_cell_and_metric() {
         &["sweep", "s.toml", "--jobs", "2", "--out", "two"],
     );
     assert!(two.status.success(), "{}", text(&two));
-    for f in ["sweep.csv", "summary.csv"] {
+    for f in ["sweep.csv", "summary.csv", "report.html"] {
         assert_eq!(
             read(&dir.path().join("one"), f),
             read(&dir.path().join("two"), f),
             "{f}"
         );
+    }
+    let page = read(&dir.path().join("one"), "report.html");
+    assert_eq!(page.matches("<svg").count(), 2, "a figure per metric");
+    for legend in ["placement=random", "placement=best-fit", ">rate<"] {
+        assert!(page.contains(legend), "{legend} missing from the figure");
     }
     let tidy = read(&dir.path().join("one"), "sweep.csv");
     let mut lines = tidy.lines();

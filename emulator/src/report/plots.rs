@@ -84,6 +84,86 @@ pub(crate) fn lines_plot(
     })
 }
 
+/// One series of a sweep's figure: its label and, per x, the mean with
+/// the ends of its confidence interval.
+pub(crate) type CiSeries = (String, Vec<(f64, f64, f64, f64)>);
+
+/// Means joined by lines, each with its 95 % confidence interval as a
+/// vertical bar (`dcemu sweep`'s report); `x_ticks` names the x positions
+/// of a categorical axis (empty for a numeric one).
+pub(crate) fn ci_plot(
+    plot: &str,
+    x_desc: &str,
+    y_desc: &str,
+    x_ticks: &[String],
+    series: &[CiSeries],
+) -> Result<String, ReportError> {
+    let points = || series.iter().flat_map(|s| s.1.iter());
+    let finite = |v: f64| v.is_finite().then_some(v);
+    let x_min = points().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let x_max = points().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+    let (x_min, x_max) = match (finite(x_min), finite(x_max)) {
+        (Some(a), Some(b)) if b > a => (a - (b - a) * 0.05, b + (b - a) * 0.05),
+        (Some(a), _) => (a - 1.0, a + 1.0),
+        _ => (0.0, 1.0),
+    };
+    let lows = points().flat_map(|p| [p.1, p.2]).filter(|v| v.is_finite());
+    let y_min = lows.fold(0.0f64, f64::min);
+    let y_max = upper(points().flat_map(|p| [p.1, p.3]));
+    let y_min = if y_min < 0.0 { y_min * 1.05 } else { 0.0 };
+    let ticks = x_ticks.to_vec();
+    svg(plot, (W, H), |root| {
+        let mut chart = ChartBuilder::on(&root)
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(x_min..x_max, y_min..y_max)
+            .map_err(|e| e.to_string())?;
+        let mut mesh = chart.configure_mesh();
+        mesh.x_desc(x_desc).y_desc(y_desc);
+        let label = |x: &f64| {
+            let i = x.round();
+            match (i - x).abs() < 1e-9 && i >= 0.0 {
+                true => ticks.get(i as usize).cloned().unwrap_or_default(),
+                false => String::new(),
+            }
+        };
+        if !ticks.is_empty() {
+            mesh.x_labels(ticks.len()).x_label_formatter(&label);
+        }
+        mesh.draw().map_err(|e| e.to_string())?;
+        for (i, (name, pts)) in series.iter().enumerate() {
+            let c = color(i);
+            let line: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.1)).collect();
+            chart
+                .draw_series(LineSeries::new(line, c.stroke_width(2)))
+                .map_err(|e| e.to_string())?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+                });
+            chart
+                .draw_series(
+                    pts.iter()
+                        .filter(|p| p.2.is_finite() && p.3.is_finite())
+                        .map(|p| ErrorBar::new_vertical(p.0, p.2, p.1, p.3, c.stroke_width(1), 8)),
+                )
+                .map_err(|e| e.to_string())?;
+            chart
+                .draw_series(pts.iter().map(|p| Circle::new((p.0, p.1), 3, c.filled())))
+                .map_err(|e| e.to_string())?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    })
+}
+
 /// Height of the plotting area of a bar chart, px (`H` less the margins
 /// and the category labels), and of its legend's rows.
 const BARS_PLOT_PX: f64 = H as f64 - 2.0 * 12.0 - 40.0;

@@ -7,7 +7,9 @@
 //! anything runs, so a bad axis value stops the sweep naming every cell it
 //! touches. Out come `sweep.csv` (tidy: one row per run and metric) and
 //! `summary.csv` (per cell and metric: n, mean, standard deviation, 95 %
-//! confidence interval by Student's t, min, max), with every run's results
+//! confidence interval by Student's t, min, max) and `report.html` (a
+//! figure per metric: means with their intervals against the first numeric
+//! axis, [`report`]), with every run's results
 //! directory under `runs/`. `--resume` reuses the complete results
 //! directories of an earlier, interrupted invocation. Past one machine,
 //! `--shard K/N` runs a deterministic K-th of the runs and `merge`
@@ -16,6 +18,7 @@
 
 pub mod file;
 mod plan;
+mod report;
 pub mod shard;
 pub mod stats;
 mod tables;
@@ -184,6 +187,7 @@ fn write_tables(
     let metrics = tables::chosen_metrics(sweep, ran)?;
     let tidy = out.join("sweep.csv");
     let summary = out.join("summary.csv");
+    let page = out.join("report.html");
     write_atomic(
         &tidy,
         tables::tidy_csv(sweep, planned, ran, &metrics).as_bytes(),
@@ -194,7 +198,9 @@ fn write_tables(
         tables::summary_csv(sweep, planned, ran, &metrics).as_bytes(),
     )
     .map_err(ReproduceError::Failed)?;
-    Ok(vec![tidy, summary])
+    let html = report::html(sweep, planned, ran, &metrics).map_err(ReproduceError::Failed)?;
+    write_atomic(&page, html.as_bytes()).map_err(ReproduceError::Failed)?;
+    Ok(vec![tidy, summary, page])
 }
 
 /// `dcemu sweep merge`: the shards' records must name one sweep file, one
