@@ -303,3 +303,63 @@ fn the_slurm_array_script_runs_shards_that_merge_into_the_sweep() {
         );
     }
 }
+
+#[test]
+fn a_baseline_gives_seed_by_seed_differences() {
+    let with_baseline = |b: &str| {
+        SWEEP.replacen(
+            "[[axis]]",
+            &format!("baseline = {{ axis = \"{b}\", value = \"random\" }}\n\n[[axis]]"),
+            1,
+        )
+    };
+    let with = with_baseline("placement");
+    let dir = setup(&with);
+    let o = dcemu(dir.path(), &["sweep", "s.toml", "--out", "out"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let tidy = read(&dir.path().join("out"), "sweep.csv");
+    let v = |placement: &str, seed: &str| -> f64 {
+        tidy.lines()
+            .find(|l| l.starts_with(&format!("{placement},2.5,{seed},response_s_mean,")))
+            .and_then(|l| l.rsplit(',').next())
+            .and_then(|x| x.parse().ok())
+            .expect("value")
+    };
+    let diffs = [
+        v("best-fit", "1") - v("random", "1"),
+        v("best-fit", "2") - v("random", "2"),
+    ];
+    let paired = read(&dir.path().join("out"), "paired.csv");
+    assert!(
+        paired.starts_with(
+            "placement,rate,metric,baseline,n,mean_diff,sd,ci95_low,ci95_high,min,max\n"
+        )
+    );
+    assert_eq!(
+        paired.lines().count(),
+        1 + 2 * 2,
+        "best-fit's two rates × two metrics"
+    );
+    let row = paired
+        .lines()
+        .find(|l| l.starts_with("best-fit,2.5,response_s_mean,random,2,"))
+        .expect("the paired row");
+    let mean: f64 = row.split(',').nth(5).unwrap().parse().unwrap();
+    assert!(
+        (mean - (diffs[0] + diffs[1]) / 2.0).abs() < 1e-9,
+        "{row} vs {diffs:?}"
+    );
+    assert!(
+        read(&dir.path().join("out"), "report.html")
+            .contains("Paired, seed by seed, against placement=random")
+    );
+    let bad = with_baseline("placment");
+    std::fs::write(dir.path().join("s.toml"), bad).unwrap();
+    let o = dcemu(dir.path(), &["sweep", "s.toml", "--out", "bad"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).contains("did you mean \"placement\""),
+        "{}",
+        text(&o)
+    );
+}

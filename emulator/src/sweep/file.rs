@@ -41,6 +41,22 @@ struct SweepFile {
     set: Vec<String>,
     #[serde(default)]
     axis: Vec<AxisFile>,
+    baseline: Option<BaselineFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BaselineFile {
+    axis: String,
+    value: String,
+}
+
+/// The value of one axis every other value of it is compared with, seed
+/// by seed, all other axes equal (`paired.csv`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Baseline {
+    pub axis: usize,
+    pub value: usize,
 }
 
 #[derive(Deserialize)]
@@ -79,6 +95,7 @@ pub struct Sweep {
     pub seeds: Vec<u64>,
     /// Metrics to collect; empty: every numeric metric.
     pub metrics: Vec<String>,
+    pub baseline: Option<Baseline>,
 }
 
 impl Sweep {
@@ -252,6 +269,34 @@ pub fn parse(path: &Path, text: &str) -> Result<Sweep, ScenarioErrors> {
             values,
         });
     }
+    let baseline = raw.baseline.as_ref().and_then(|b| {
+        let Some(axis) = axes.iter().position(|a| a.name == b.axis) else {
+            let names: Vec<&str> = axes.iter().map(|a| a.name.as_str()).collect();
+            problems.add(
+                "baseline.axis",
+                format!(
+                    "{:?} is not an axis of this file{}",
+                    b.axis,
+                    crate::suggest::did_you_mean(&b.axis, names)
+                ),
+            );
+            return None;
+        };
+        let labels = || axes[axis].values.iter().map(|v| v.label.as_str());
+        let Some(value) = labels().position(|l| l == b.value) else {
+            problems.add(
+                "baseline.value",
+                format!(
+                    "{:?} is not a value of axis {:?}: expected one of {}",
+                    b.value,
+                    b.axis,
+                    labels().collect::<Vec<_>>().join(", ")
+                ),
+            );
+            return None;
+        };
+        Some(Baseline { axis, value })
+    });
     if !problems.found.is_empty() {
         return Err(ScenarioErrors(problems.found));
     }
@@ -273,6 +318,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Sweep, ScenarioErrors> {
             seeds
         },
         metrics: raw.metrics,
+        baseline,
     })
 }
 

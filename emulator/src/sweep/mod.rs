@@ -200,7 +200,13 @@ fn write_tables(
     .map_err(ReproduceError::Failed)?;
     let html = report::html(sweep, planned, ran, &metrics).map_err(ReproduceError::Failed)?;
     write_atomic(&page, html.as_bytes()).map_err(ReproduceError::Failed)?;
-    Ok(vec![tidy, summary, page])
+    let mut written = vec![tidy, summary, page];
+    if let Some(csv) = tables::paired_csv(sweep, planned, ran, &metrics) {
+        let paired = out.join("paired.csv");
+        write_atomic(&paired, csv.as_bytes()).map_err(ReproduceError::Failed)?;
+        written.push(paired);
+    }
+    Ok(written)
 }
 
 /// `dcemu sweep merge`: the shards' records must name one sweep file, one

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use super::file::Sweep;
 use super::plan::Planned;
 use super::stats::{self, Summary};
+use super::tables;
 use crate::report::{CiSeries, ci_plot};
 use crate::reproduce::runner::Ran;
 
@@ -177,9 +178,47 @@ pub(super) fn html(
             page.push_str("</tr>\n");
         }
         page.push_str("</table>\n");
+        paired_table(&mut page, sweep, planned, ran, metric);
     }
     page.push_str("</body></html>\n");
     Ok(page)
+}
+
+/// With a baseline: each other cell's difference from it, seed by seed.
+fn paired_table(page: &mut String, sweep: &Sweep, planned: &[Planned], ran: &[Ran], metric: &str) {
+    let Some(b) = sweep.baseline else { return };
+    let axis = &sweep.axes[b.axis];
+    let _ = write!(
+        page,
+        "<p>Paired, seed by seed, against {}={} (other axes equal): the mean difference and its 95&nbsp;% CI;          an interval that excludes 0 is a difference the seeds support.</p>\n<table><tr>",
+        escape(&axis.name),
+        escape(&axis.values[b.value].label)
+    );
+    for a in &sweep.axes {
+        let _ = write!(page, "<th>{}</th>", escape(&a.name));
+    }
+    page.push_str("<th>n</th><th>mean difference</th><th>95&nbsp;% CI</th></tr>\n");
+    for (cell, s) in tables::paired(sweep, planned, ran, metric) {
+        page.push_str("<tr>");
+        for label in sweep.labels(&cell) {
+            let _ = write!(page, "<td class=\"l\">{}</td>", escape(label));
+        }
+        match s {
+            Some(s) => {
+                let _ = write!(
+                    page,
+                    "<td>{}</td><td>{}</td><td>{} – {}</td>",
+                    s.n,
+                    num(s.mean),
+                    num(s.ci_low),
+                    num(s.ci_high)
+                );
+            }
+            None => page.push_str("<td>0</td><td colspan=\"2\">no seed has both</td>"),
+        }
+        page.push_str("</tr>\n");
+    }
+    page.push_str("</table>\n");
 }
 
 #[cfg(test)]
@@ -210,6 +249,7 @@ mod tests {
                 .collect(),
             seeds: vec![1],
             metrics: Vec::new(),
+            baseline: None,
         }
     }
 

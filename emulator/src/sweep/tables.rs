@@ -133,3 +133,88 @@ pub(super) fn chosen_metrics(sweep: &Sweep, ran: &[Ran]) -> Result<Vec<String>, 
         false => Err(ReproduceError::Input(missing.join("\n"))),
     }
 }
+
+/// The value of `metric` in `cell` on `seed`, if that run has it.
+fn at(planned: &[Planned], ran: &[Ran], cell: &[usize], seed: u64, metric: &str) -> Option<f64> {
+    planned
+        .iter()
+        .find(|p| p.cell == cell && p.seed == seed)
+        .and_then(|p| value(&ran[p.run], metric))
+}
+
+/// Per cell off the baseline (its baseline axis at another value), the
+/// summary of its seed-by-seed differences from the baseline cell with
+/// every other axis equal: `cell − baseline` on each seed both have.
+pub(super) fn paired(
+    sweep: &Sweep,
+    planned: &[Planned],
+    ran: &[Ran],
+    metric: &str,
+) -> Vec<(Vec<usize>, Option<stats::Summary>)> {
+    let Some(b) = sweep.baseline else {
+        return Vec::new();
+    };
+    sweep
+        .cells()
+        .into_iter()
+        .filter(|c| c[b.axis] != b.value)
+        .map(|cell| {
+            let mut base = cell.clone();
+            base[b.axis] = b.value;
+            let diffs: Vec<f64> = sweep
+                .seeds
+                .iter()
+                .filter_map(|&seed| {
+                    Some(
+                        at(planned, ran, &cell, seed, metric)?
+                            - at(planned, ran, &base, seed, metric)?,
+                    )
+                })
+                .collect();
+            let s = stats::summarise(&diffs);
+            (cell, s)
+        })
+        .collect()
+}
+
+/// `paired.csv`, when the file names a baseline: per cell off it and
+/// metric, the summary of its differences from the baseline, seed by seed.
+pub(super) fn paired_csv(
+    sweep: &Sweep,
+    planned: &[Planned],
+    ran: &[Ran],
+    metrics: &[String],
+) -> Option<String> {
+    let b = sweep.baseline?;
+    let mut out = header(
+        sweep,
+        &[
+            "metric",
+            "baseline",
+            "n",
+            "mean_diff",
+            "sd",
+            "ci95_low",
+            "ci95_high",
+            "min",
+            "max",
+        ],
+    );
+    let base = &sweep.axes[b.axis].values[b.value].label;
+    for m in metrics {
+        for (cell, s) in paired(sweep, planned, ran, m) {
+            let mut row: Vec<String> = sweep.labels(&cell).iter().map(|l| field(l)).collect();
+            row.push(field(m));
+            row.push(field(base));
+            match s {
+                Some(s) => row
+                    .extend([s.n as f64, s.mean, s.sd, s.ci_low, s.ci_high, s.min, s.max].map(num)),
+                None => row.extend(
+                    std::iter::once("0".to_string()).chain(std::iter::repeat_n(String::new(), 6)),
+                ),
+            }
+            out.push_str(&(row.join(",") + "\n"));
+        }
+    }
+    Some(out)
+}
