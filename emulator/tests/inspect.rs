@@ -1,7 +1,9 @@
 //! `dcemu logs`, `dcemu replay` and `dcemu report` end to end, through the
 //! binary (exit codes and output are part of what is tested).
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -248,17 +250,6 @@ fn logs_follow_an_evicted_task_through_its_whole_life() {
     assert_eq!(dcemu(&["logs", d, "--from", "soon"]).status.code(), Some(2));
 }
 
-fn chromium() -> Option<PathBuf> {
-    ["chromium", "chromium-browser"].iter().find_map(|c| {
-        Command::new(c)
-            .arg("--version")
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|_| PathBuf::from(c))
-    })
-}
-
 /// Every `<svg>…</svg>` of a page.
 fn svgs(html: &str) -> Vec<&str> {
     let mut out = Vec::new();
@@ -390,62 +381,13 @@ fn report_of_two_ec2_policies_renders_in_headless_chromium() {
         assert!(drawn > 10, "an almost empty SVG ({drawn} shapes)");
     }
 
-    let Some(chrome) = chromium() else {
-        let required = std::env::var_os("DCEMU_REQUIRE_CHROMIUM").is_some()
-            || std::env::var_os("CI").is_some();
-        assert!(
-            !required,
-            "chromium is required here (CI / DCEMU_REQUIRE_CHROMIUM) but not installed"
-        );
-        eprintln!(
-            "\n*** SKIP: chromium not installed: the report was not rendered in a browser ***\n"
-        );
+    let Some(probe) = common::render_in_chromium(&html, &out) else {
         return;
     };
-    // A copy of the page that records errors (script errors, failed
-    // resources, console.error) and what each SVG rendered to, in the DOM.
-    let probe_head = "<script>window.__errors=[];window.addEventListener('error',function(e){__errors.push(String(e.message||('failed to load '+(e.target&&(e.target.src||e.target.href)))))},true);var __ce=console.error;console.error=function(){__errors.push(Array.prototype.join.call(arguments,' '));__ce.apply(console,arguments)};</script>";
-    let probe_tail = "<script>window.addEventListener('load',function(){var s=Array.prototype.map.call(document.querySelectorAll('svg'),function(v){var r=v.getBoundingClientRect();return r.width>0&&r.height>0&&v.childElementCount>0});var p=document.createElement('pre');p.id='probe';p.textContent=JSON.stringify({errors:__errors,svgs:s});document.body.appendChild(p)});</script>";
-    let probed = html
-        .replacen("<head>", &format!("<head>{probe_head}"), 1)
-        .replacen("</body>", &format!("{probe_tail}</body>"), 1);
-    let page = out.join("probe.html");
-    std::fs::write(&page, probed).unwrap();
-    let o = Command::new(&chrome)
-        .args([
-            "--headless",
-            "--disable-gpu",
-            "--no-sandbox",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-        ])
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("chromium runs");
-    let dom = text(&o.stdout);
-    let stderr = text(&o.stderr);
-    let probe = dom
-        .split("<pre id=\"probe\">")
-        .nth(1)
-        .and_then(|r| r.split("</pre>").next())
-        .unwrap_or_else(|| panic!("the page did not load: {dom:.2000}\n{stderr}"));
-    let probe: Value = serde_json::from_str(&probe.replace("&quot;", "\"")).unwrap();
-    assert_eq!(
-        probe["errors"],
-        serde_json::json!([]),
-        "console errors: {probe}"
-    );
     let rendered = probe["svgs"].as_array().unwrap();
     assert_eq!(rendered.len(), 6, "{probe}");
     assert!(
         rendered.iter().all(|v| v == true),
         "an SVG rendered empty: {probe}"
     );
-    let console_errors: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.contains("CONSOLE") && l.contains("ERROR"))
-        .collect();
-    assert!(console_errors.is_empty(), "{console_errors:?}");
 }

@@ -2,16 +2,12 @@
 //! `--jobs`, `--resume` redoing only what did not finish, and a bad axis
 //! refused before anything runs, naming every cell it touches.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn dcemu(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dcemu"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("the dcemu binary runs")
-}
+use common::{dcemu, python};
 
 fn text(o: &Output) -> String {
     format!(
@@ -216,18 +212,6 @@ fn three_shards_merged_give_the_unsharded_csvs() {
     }
 }
 
-/// Whether `python3` runs here; says so when it does not.
-fn python() -> bool {
-    let ok = Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("*** SKIP: python3 not installed ***");
-    }
-    ok
-}
-
 #[test]
 fn the_python_client_loads_a_sweep_and_its_runs() {
     if !python() {
@@ -362,4 +346,49 @@ fn a_baseline_gives_seed_by_seed_differences() {
         "{}",
         text(&o)
     );
+}
+
+/// The ready-made Paragon sweep (issue 42's acceptance): Paragon meets QoS
+/// for more applications than least-loaded at every arrival rate, with
+/// intervals apart at the medium rate, and its report renders in a browser.
+#[test]
+fn the_paragon_sweep_shows_p_above_ll_and_its_report_renders() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = root().join("scenarios/sweeps/paragon-load.toml");
+    let o = dcemu(
+        dir.path(),
+        &[
+            "sweep",
+            &file.display().to_string(),
+            "--jobs",
+            "2",
+            "--out",
+            "out",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let summary = read(&dir.path().join("out"), "summary.csv");
+    let cell = |placement: &str, rate: &str| -> (f64, f64, f64) {
+        let row = summary
+            .lines()
+            .find(|l| l.starts_with(&format!("{placement},{rate},qos_met_fraction,")))
+            .unwrap_or_else(|| panic!("no {placement} {rate} row"));
+        let f: Vec<f64> = row.split(',').skip(3).map(|x| x.parse().unwrap()).collect();
+        (f[1], f[3], f[4])
+    };
+    for rate in ["0.05", "0.1", "0.15", "0.2"] {
+        let (p, ll) = (cell("P", rate), cell("LL", rate));
+        assert!(p.0 > ll.0, "rate {rate}: P {p:?} not above LL {ll:?}");
+    }
+    let (p, ll) = (cell("P", "0.1"), cell("LL", "0.1"));
+    assert!(
+        p.1 > ll.2,
+        "medium rate: P's interval {p:?} overlaps LL's {ll:?}"
+    );
+    let html = read(&dir.path().join("out"), "report.html");
+    if let Some(probe) = common::render_in_chromium(&html, dir.path()) {
+        let svgs = probe["svgs"].as_array().unwrap();
+        assert_eq!(svgs.len(), 4, "a figure per metric: {probe}");
+        assert!(svgs.iter().all(|v| v == true), "an empty figure: {probe}");
+    }
 }

@@ -141,3 +141,74 @@ pub fn server_logs(out: &Path) -> std::collections::BTreeMap<u64, Vec<serde_json
     }
     by_server
 }
+
+fn chromium() -> Option<std::path::PathBuf> {
+    ["chromium", "chromium-browser"].iter().find_map(|c| {
+        Command::new(c)
+            .arg("--version")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|_| std::path::PathBuf::from(c))
+    })
+}
+
+/// Renders report page `html` in headless Chromium (a copy written under
+/// `dir`) and returns what its probe saw: `errors` (script errors, failed
+/// resources, `console.error`, asserted empty here) and `svgs` (whether
+/// each SVG rendered with a size and content). `None`, saying so, when
+/// Chromium is not installed, unless CI or `DCEMU_REQUIRE_CHROMIUM`
+/// requires it.
+pub fn render_in_chromium(html: &str, dir: &Path) -> Option<serde_json::Value> {
+    let Some(chrome) = chromium() else {
+        let required = std::env::var_os("DCEMU_REQUIRE_CHROMIUM").is_some()
+            || std::env::var_os("CI").is_some();
+        assert!(
+            !required,
+            "chromium is required here (CI / DCEMU_REQUIRE_CHROMIUM) but not installed"
+        );
+        eprintln!(
+            "\n*** SKIP: chromium not installed: the report was not rendered in a browser ***\n"
+        );
+        return None;
+    };
+    let probe_head = "<script>window.__errors=[];window.addEventListener('error',function(e){__errors.push(String(e.message||('failed to load '+(e.target&&(e.target.src||e.target.href)))))},true);var __ce=console.error;console.error=function(){__errors.push(Array.prototype.join.call(arguments,' '));__ce.apply(console,arguments)};</script>";
+    let probe_tail = "<script>window.addEventListener('load',function(){var s=Array.prototype.map.call(document.querySelectorAll('svg'),function(v){var r=v.getBoundingClientRect();return r.width>0&&r.height>0&&v.childElementCount>0});var p=document.createElement('pre');p.id='probe';p.textContent=JSON.stringify({errors:__errors,svgs:s});document.body.appendChild(p)});</script>";
+    let probed = html
+        .replacen("<head>", &format!("<head>{probe_head}"), 1)
+        .replacen("</body>", &format!("{probe_tail}</body>"), 1);
+    let page = dir.join("probe.html");
+    std::fs::write(&page, probed).unwrap();
+    let o = Command::new(&chrome)
+        .args([
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+        ])
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs");
+    let dom = String::from_utf8_lossy(&o.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    let probe = dom
+        .split("<pre id=\"probe\">")
+        .nth(1)
+        .and_then(|r| r.split("</pre>").next())
+        .unwrap_or_else(|| panic!("the page did not load: {dom:.2000}\n{stderr}"));
+    let probe: serde_json::Value = serde_json::from_str(&probe.replace("&quot;", "\"")).unwrap();
+    assert_eq!(
+        probe["errors"],
+        serde_json::json!([]),
+        "console errors: {probe}"
+    );
+    let console_errors: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("CONSOLE") && l.contains("ERROR"))
+        .collect();
+    assert!(console_errors.is_empty(), "{console_errors:?}");
+    Some(probe)
+}
