@@ -392,3 +392,45 @@ fn the_paragon_sweep_shows_p_above_ll_and_its_report_renders() {
         assert!(svgs.iter().all(|v| v == true), "an empty figure: {probe}");
     }
 }
+
+/// The ready-made external sweep: an axis value may run a scenario of its
+/// own (here one with a Python placement), and the Python least-loaded
+/// decides as the built-in does, seed by seed.
+#[test]
+fn a_python_least_loaded_matches_the_built_in_in_a_sweep() {
+    if !python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = root().join("scenarios/sweeps/external-ll.toml");
+    let o = dcemu(
+        dir.path(),
+        &[
+            "sweep",
+            &file.display().to_string(),
+            "--jobs",
+            "2",
+            "--seeds",
+            "1,2",
+            "--out",
+            "out",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let runs = dir.path().join("out/runs");
+    let placed = std::fs::read_to_string(runs.join("python_2-0_s1/scenario.toml")).unwrap();
+    assert!(
+        placed.contains("least_loaded.py"),
+        "the python cell ran its own scenario"
+    );
+    let paired = read(&dir.path().join("out"), "paired.csv");
+    assert_eq!(paired.lines().count(), 1 + 3 * 4, "{paired}");
+    for row in paired.lines().skip(1) {
+        let f: Vec<&str> = row.split(',').collect();
+        assert_eq!(
+            (f[4], f[5]),
+            ("2", "0"),
+            "python differs from the built-in: {row}"
+        );
+    }
+}

@@ -67,11 +67,14 @@ struct AxisFile {
     values: Vec<toml::Value>,
 }
 
-/// One value of an axis: its label and the overrides it sets.
+/// One value of an axis: its label, the overrides it sets and, if it
+/// names one, the scenario its cells run instead of the file's (a built-in
+/// policy against a scenario with an external program, say).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AxisValue {
     pub label: String,
     pub set: Vec<Override>,
+    pub scenario: Option<(String, Arc<String>)>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -124,6 +127,20 @@ impl Sweep {
             out.extend(axis.values[v].set.iter().cloned());
         }
         out
+    }
+
+    /// The scenario `cell` runs (label and text): that of its last axis
+    /// value naming one, else the file's.
+    pub fn scenario_of(&self, cell: &[usize]) -> (&str, &Arc<String>) {
+        self.axes
+            .iter()
+            .zip(cell)
+            .filter_map(|(a, &v)| a.values[v].scenario.as_ref())
+            .next_back()
+            .map_or(
+                (self.scenario_label.as_str(), &self.scenario_text),
+                |(l, t)| (l.as_str(), t),
+            )
     }
 
     /// The labels of `cell`, one per axis.
@@ -253,7 +270,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Sweep, ScenarioErrors> {
         let mut values: Vec<AxisValue> = Vec::new();
         for (j, v) in a.values.iter().enumerate() {
             let field = format!("axis[{i}].values[{j}]");
-            let Some(value) = axis_value(&mut problems, &field, a.key.as_deref(), v) else {
+            let Some(value) = axis_value(&mut problems, &field, a.key.as_deref(), v, base) else {
                 continue;
             };
             if values.iter().any(|x| x.label == value.label) {
@@ -329,6 +346,7 @@ fn axis_value(
     field: &str,
     key: Option<&str>,
     v: &toml::Value,
+    base: &Path,
 ) -> Option<AxisValue> {
     match (v, key) {
         (toml::Value::Table(t), _) => {
@@ -339,10 +357,33 @@ fn axis_value(
                     return None;
                 }
             };
-            if let Some(k) = t.keys().find(|k| *k != "label" && *k != "set") {
-                problems.add(field, format!("unknown field {k:?}: expected label, set"));
+            if let Some(k) = t
+                .keys()
+                .find(|k| !["label", "set", "scenario"].contains(&k.as_str()))
+            {
+                problems.add(
+                    field,
+                    format!("unknown field {k:?}: expected label, set, scenario"),
+                );
                 return None;
             }
+            let scenario = match t.get("scenario") {
+                None => None,
+                Some(toml::Value::String(path)) => {
+                    let path = base.join(path);
+                    match std::fs::read_to_string(&path) {
+                        Ok(text) => Some((path.display().to_string(), Arc::new(text))),
+                        Err(e) => {
+                            problems.add(field, format!("cannot read {}: {e}", path.display()));
+                            return None;
+                        }
+                    }
+                }
+                Some(_) => {
+                    problems.add(field, "`scenario` must be a path (a string)".into());
+                    return None;
+                }
+            };
             let raw: Vec<String> = match t.get("set") {
                 None => Vec::new(),
                 Some(toml::Value::Array(a)) => {
@@ -366,7 +407,11 @@ fn axis_value(
                 }
             };
             let set = sets(problems, field, &raw);
-            Some(AxisValue { label, set })
+            Some(AxisValue {
+                label,
+                set,
+                scenario,
+            })
         }
         (_, None) => {
             problems.add(
@@ -382,7 +427,11 @@ fn axis_value(
                 other => other.to_string(),
             };
             let set = sets(problems, field, &[format!("{key}={label}")]);
-            Some(AxisValue { label, set })
+            Some(AxisValue {
+                label,
+                set,
+                scenario: None,
+            })
         }
     }
 }

@@ -25,7 +25,8 @@ pub(super) fn check_cells(sweep: &Sweep) -> Result<(), ReproduceError> {
     for cell in sweep.cells() {
         let mut overrides = sweep.overrides(&cell);
         overrides.push(seed.clone());
-        if let Err(e) = scenario::load(&sweep.scenario_label, &sweep.scenario_text, &overrides) {
+        let (label, text) = sweep.scenario_of(&cell);
+        if let Err(e) = scenario::load(label, text, &overrides) {
             problems.push(format!(
                 "{}: cell {}: {e}",
                 sweep.label,
@@ -65,9 +66,10 @@ pub(super) fn plan(sweep: &Sweep) -> (Vec<Job>, Vec<Planned>) {
             if name.is_empty() {
                 name.push("base");
             }
+            let (label, text) = sweep.scenario_of(&cell);
             let mut job = Job {
-                scenario_label: sweep.scenario_label.clone(),
-                scenario_text: sweep.scenario_text.clone(),
+                scenario_label: label.to_string(),
+                scenario_text: text.clone(),
                 overrides: sweep.overrides(&cell),
                 seed,
                 dir: format!("{}_s{seed}", slug(&name)),

@@ -243,6 +243,7 @@ mod tests {
                         .map(|v| AxisValue {
                             label: v.to_string(),
                             set: Vec::new(),
+                            scenario: None,
                         })
                         .collect(),
                 })
