@@ -385,7 +385,15 @@ fn the_paragon_sweep_shows_p_above_ll_and_its_report_renders() {
         p.1 > ll.2,
         "medium rate: P's interval {p:?} overlaps LL's {ll:?}"
     );
+    let detail = read(&dir.path().join("out/detail"), "report.html");
+    assert!(
+        detail.matches("<svg").count() >= 3
+            && detail.contains("P / 0.1")
+            && detail.contains("LL / 0.1"),
+        "the detail report of the chosen cells"
+    );
     let html = read(&dir.path().join("out"), "report.html");
+    assert!(html.contains("href=\"detail/report.html\""));
     if let Some(probe) = common::render_in_chromium(&html, dir.path()) {
         let svgs = probe["svgs"].as_array().unwrap();
         assert_eq!(svgs.len(), 4, "a figure per metric: {probe}");

@@ -42,6 +42,8 @@ struct SweepFile {
     #[serde(default)]
     axis: Vec<AxisFile>,
     baseline: Option<BaselineFile>,
+    #[serde(default)]
+    detail: Vec<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -99,6 +101,9 @@ pub struct Sweep {
     /// Metrics to collect; empty: every numeric metric.
     pub metrics: Vec<String>,
     pub baseline: Option<Baseline>,
+    /// Cells whose runs (first seed) get `dcemu report`'s per-run plots,
+    /// side by side (`detail/report.html`).
+    pub detail: Vec<Vec<usize>>,
 }
 
 impl Sweep {
@@ -314,6 +319,33 @@ pub fn parse(path: &Path, text: &str) -> Result<Sweep, ScenarioErrors> {
         };
         Some(Baseline { axis, value })
     });
+    let mut detail = Vec::new();
+    for (i, labels) in raw.detail.iter().enumerate() {
+        let field = format!("detail[{i}]");
+        if labels.len() != axes.len() {
+            problems.add(
+                &field,
+                format!(
+                    "names {} labels; a cell has one per axis ({})",
+                    labels.len(),
+                    axes.len()
+                ),
+            );
+            continue;
+        }
+        let cell: Option<Vec<usize>> = axes
+            .iter()
+            .zip(labels)
+            .map(|(a, l)| a.values.iter().position(|v| &v.label == l))
+            .collect();
+        match cell {
+            Some(c) => detail.push(c),
+            None => problems.add(
+                &field,
+                format!("{labels:?} is not a cell: each label must be one of its axis's values"),
+            ),
+        }
+    }
     if !problems.found.is_empty() {
         return Err(ScenarioErrors(problems.found));
     }
@@ -336,6 +368,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Sweep, ScenarioErrors> {
         },
         metrics: raw.metrics,
         baseline,
+        detail,
     })
 }
 

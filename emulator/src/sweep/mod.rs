@@ -152,6 +152,13 @@ pub fn sweep(args: &SweepArgs) -> Result<SweepSummary, ReproduceError> {
     }
     let ran = read_back(&jobs, |_| runs_dir.clone())?;
     summary.written = write_tables(&sweep, &planned, &ran, &out)?;
+    summary.written.extend(write_detail(
+        &sweep,
+        &planned,
+        &jobs,
+        |_| runs_dir.clone(),
+        &out,
+    )?);
     summary.written.push(runs_dir);
     Ok(summary)
 }
@@ -209,6 +216,35 @@ fn write_tables(
     Ok(written)
 }
 
+/// With `detail` cells: `dcemu report` of their runs on the first seed,
+/// side by side, into `out/detail/` (the run `i` under `dir_of(i)`).
+fn write_detail(
+    sweep: &Sweep,
+    planned: &[Planned],
+    jobs: &[Job],
+    dir_of: impl Fn(usize) -> PathBuf,
+    out: &Path,
+) -> Result<Vec<PathBuf>, ReproduceError> {
+    if sweep.detail.is_empty() {
+        return Ok(Vec::new());
+    }
+    let seed = sweep.seeds[0];
+    let mut runs = Vec::new();
+    for cell in &sweep.detail {
+        let Some(p) = planned.iter().find(|p| &p.cell == cell && p.seed == seed) else {
+            continue;
+        };
+        let dir = dir_of(p.run).join(&jobs[p.run].dir);
+        let mut run =
+            crate::report::load_run(&dir).map_err(|e| ReproduceError::Failed(e.to_string()))?;
+        run.label = sweep.labels(cell).join(" / ");
+        runs.push(run);
+    }
+    let written = crate::report::build(&runs, &out.join("detail"))
+        .map_err(|e| ReproduceError::Failed(e.to_string()))?;
+    Ok(vec![written.html])
+}
+
 /// `dcemu sweep merge`: the shards' records must name one sweep file, one
 /// N and one seed list, and hold every K of 1..N once.
 fn merge(args: &MergeArgs) -> Result<SweepSummary, ReproduceError> {
@@ -241,7 +277,14 @@ fn merge(args: &MergeArgs) -> Result<SweepSummary, ReproduceError> {
     }
     let ran = read_back(&jobs, |i| home[i].clone().unwrap_or_default())?;
     let out = args.out.clone().unwrap_or_else(|| default_out(&file));
-    let written = write_tables(&sweep, &planned, &ran, &out)?;
+    let mut written = write_tables(&sweep, &planned, &ran, &out)?;
+    written.extend(write_detail(
+        &sweep,
+        &planned,
+        &jobs,
+        |i| home[i].clone().unwrap_or_default(),
+        &out,
+    )?);
     Ok(SweepSummary {
         cells: sweep.cells().len(),
         seeds: sweep.seeds.len(),

@@ -124,6 +124,19 @@ pub(super) fn html(
         sweep.cells().len(),
         planned.len(),
     );
+    if !sweep.detail.is_empty() {
+        let names: Vec<String> = sweep
+            .detail
+            .iter()
+            .map(|c| escape(&sweep.labels(c).join(" / ")))
+            .collect();
+        let _ = writeln!(
+            page,
+            "<p>Per-run plots of {} (seed {}): <a href=\"detail/report.html\">detail/report.html</a>.</p>",
+            names.join(", "),
+            sweep.seeds[0]
+        );
+    }
     let x = x_axis(sweep);
     for metric in metrics {
         let cells = summaries(sweep, planned, ran, metric);
@@ -251,6 +264,7 @@ mod tests {
             seeds: vec![1],
             metrics: Vec::new(),
             baseline: None,
+            detail: Vec::new(),
         }
     }
 
