@@ -23,4 +23,5 @@ pub mod run;
 pub mod scenario;
 pub mod suggest;
 pub mod sweep;
+pub mod toml_file;
 pub mod whole;

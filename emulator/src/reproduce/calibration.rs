@@ -14,8 +14,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::experiments::{Experiment, Problems};
+use super::experiments::Experiment;
 use crate::scenario::{self, Override};
+use crate::toml_file::Problems;
 
 /// Significant digits a fitted value keeps (values are rounded to them
 /// before they are evaluated, so the written value is the evaluated one).

@@ -16,6 +16,7 @@ use serde::Deserialize;
 
 use super::calibration::{self, Calibration, CalibrationFile, Role};
 use crate::scenario::{self, Origin, Override, ScenarioError, ScenarioErrors};
+use crate::toml_file::{self, Problems};
 
 /// The papers `dcemu reproduce` knows, in report order.
 pub const PAPERS: &[&str] = &["paragon", "arq", "thesis", "gems", "harvest", "distributed"];
@@ -280,37 +281,9 @@ pub fn load_papers(dir: &Path, papers: &[String]) -> Result<Vec<Paper>, Scenario
 /// Parses and validates one experiment file; `expected` is its paper's name.
 pub fn parse(path: &Path, text: &str, expected: &str) -> Result<Paper, ScenarioErrors> {
     let label = path.display().to_string();
-    let raw: PaperFile = match toml::Deserializer::parse(text) {
-        Err(e) => {
-            let at = e.span().map(|s| scenario::line_col(text, s.start));
-            return Err(one(
-                &label,
-                at,
-                None,
-                format!("not valid TOML: {}", e.message().trim()),
-            ));
-        }
-        Ok(de) => serde_path_to_error::deserialize::<_, PaperFile>(de).map_err(|err| {
-            let field = scenario::error_field(err.path().to_string(), err.inner().message());
-            let at = err
-                .inner()
-                .span()
-                .map(|s| scenario::line_col(text, s.start));
-            one(
-                &label,
-                at,
-                (!field.is_empty()).then_some(field),
-                err.inner().message().trim().to_string(),
-            )
-        })?,
-    };
+    let raw: PaperFile = toml_file::deserialize(&label, text)?;
     let doc = toml_edit::Document::parse(text.to_string()).ok();
-    let mut problems = Problems {
-        label: &label,
-        text,
-        doc: doc.as_ref(),
-        found: Vec::new(),
-    };
+    let mut problems = Problems::new(&label, text, doc.as_ref());
     if raw.paper != expected {
         problems.add(
             "paper",
@@ -480,47 +453,6 @@ pub fn parse(path: &Path, text: &str, expected: &str) -> Result<Paper, ScenarioE
         experiments,
         calibrations,
     })
-}
-
-fn one(
-    label: &str,
-    at: Option<(usize, usize)>,
-    field: Option<String>,
-    problem: String,
-) -> ScenarioErrors {
-    ScenarioErrors(vec![ScenarioError {
-        origin: Origin::File {
-            path: label.to_string(),
-            at,
-        },
-        field,
-        problem,
-    }])
-}
-
-/// Problems found after deserialising, each located in the file.
-pub(super) struct Problems<'a> {
-    label: &'a str,
-    text: &'a str,
-    doc: Option<&'a toml_edit::Document<String>>,
-    found: Vec<ScenarioError>,
-}
-
-impl Problems<'_> {
-    pub(super) fn add(&mut self, field: &str, problem: String) {
-        let at = self
-            .doc
-            .and_then(|d| scenario::locate(d, field))
-            .map(|span| scenario::line_col(self.text, span.start));
-        self.found.push(ScenarioError {
-            origin: Origin::File {
-                path: self.label.to_string(),
-                at,
-            },
-            field: Some(field.to_string()),
-            problem,
-        });
-    }
 }
 
 fn read_scenario(problems: &mut Problems<'_>, field: &str, path: &Path) -> Option<Arc<String>> {

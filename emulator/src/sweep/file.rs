@@ -26,6 +26,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::scenario::{self, Origin, Override, ScenarioError, ScenarioErrors};
+use crate::toml_file::{self, Problems};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -158,32 +159,6 @@ impl Sweep {
     }
 }
 
-/// Problems found in a sweep file, each located where the field is.
-struct Problems<'a> {
-    label: &'a str,
-    text: &'a str,
-    doc: Option<toml_edit::Document<String>>,
-    found: Vec<ScenarioError>,
-}
-
-impl Problems<'_> {
-    fn add(&mut self, field: &str, problem: String) {
-        let at = self
-            .doc
-            .as_ref()
-            .and_then(|d| scenario::locate(d, field))
-            .map(|span| scenario::line_col(self.text, span.start));
-        self.found.push(ScenarioError {
-            origin: Origin::File {
-                path: self.label.to_string(),
-                at,
-            },
-            field: Some(field.to_string()),
-            problem,
-        });
-    }
-}
-
 /// Reads and checks the sweep file at `path`.
 pub fn load(path: &Path) -> Result<Sweep, ScenarioErrors> {
     let label = path.display().to_string();
@@ -203,44 +178,9 @@ pub fn load(path: &Path) -> Result<Sweep, ScenarioErrors> {
 /// Parses and checks a sweep file's `text`; `path` locates its scenario.
 pub fn parse(path: &Path, text: &str) -> Result<Sweep, ScenarioErrors> {
     let label = path.display().to_string();
-    let one = |at: Option<(usize, usize)>, field: Option<String>, problem: String| {
-        ScenarioErrors(vec![ScenarioError {
-            origin: Origin::File {
-                path: label.clone(),
-                at,
-            },
-            field,
-            problem,
-        }])
-    };
-    let raw: SweepFile = match toml::Deserializer::parse(text) {
-        Err(e) => {
-            let at = e.span().map(|s| scenario::line_col(text, s.start));
-            return Err(one(
-                at,
-                None,
-                format!("not valid TOML: {}", e.message().trim()),
-            ));
-        }
-        Ok(de) => serde_path_to_error::deserialize::<_, SweepFile>(de).map_err(|err| {
-            let field = scenario::error_field(err.path().to_string(), err.inner().message());
-            let at = err
-                .inner()
-                .span()
-                .map(|s| scenario::line_col(text, s.start));
-            one(
-                at,
-                (!field.is_empty()).then_some(field),
-                err.inner().message().trim().to_string(),
-            )
-        })?,
-    };
-    let mut problems = Problems {
-        label: &label,
-        text,
-        doc: toml_edit::Document::parse(text.to_string()).ok(),
-        found: Vec::new(),
-    };
+    let raw: SweepFile = toml_file::deserialize(&label, text)?;
+    let doc = toml_edit::Document::parse(text.to_string()).ok();
+    let mut problems = Problems::new(&label, text, doc.as_ref());
     let base = path.parent().unwrap_or(Path::new(""));
     let scenario_path = base.join(&raw.scenario);
     let scenario_text = match std::fs::read_to_string(&scenario_path) {
