@@ -609,6 +609,12 @@ pub struct ArrivalConfig {
     /// reads the trace's own `MaxNodes` / `MaxProcs`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machines: Option<String>,
+    /// Google 2019: the trace's `collection_events` table (JSON lines, in
+    /// time order, relative to the scenario file), read beside the
+    /// instances for each job's `max_per_machine`: a job with 1 never has
+    /// two running tasks on one server (docs/traces.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collections: Option<String>,
     /// Cores of one unit of the trace's CPU (default: the largest server
     /// type's cores for the normalised Google formats, 1 otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -2632,6 +2638,12 @@ fn trace_format_problems(a: &ArrivalConfig) -> Vec<Problem> {
         out.push((
             field("machines"),
             format!("format {:?} has no machine table", f.name()),
+        ));
+    }
+    if a.collections.is_some() && f != TraceFormat::Google2019 {
+        out.push((
+            field("collections"),
+            "only for format = \"google-2019\" (its collection_events table)".into(),
         ));
     }
     if a.kill_at_request && f != TraceFormat::Swf {

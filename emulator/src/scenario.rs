@@ -731,6 +731,7 @@ fn load_traces(
                         lenient: false,
                         machine_cores: None,
                         kill_at_request: false,
+                        collections: None,
                     },
                 });
                 scenario.traces[i] = Some(loaded);

@@ -228,3 +228,40 @@ fn restricted_tasks_of_a_job_never_share_a_server_under_any_stage() {
         "without the restriction best-fit packs them"
     );
 }
+
+/// Google 2019: job 100's `max_per_machine` of 1 in `collection_events`
+/// (`arrivals.collections`) keeps its four tasks on distinct servers.
+#[test]
+fn a_2019_job_of_max_per_machine_one_never_shares_a_server() {
+    let scenario = GOOGLE
+        .replace("format = \"google-2011\"", "format = \"google-2019\"")
+        .replace(
+            "trace = \"task_events.csv\"",
+            "trace = \"instance_events.json\"\ncollections = \"collection_events.json\"",
+        );
+    let mut instances = String::new();
+    for (t, event) in [(600_000_000u64, 0), (601_000_000, 3), (661_000_000, 6)] {
+        for i in 0..4 {
+            instances.push_str(&format!(
+                "{{\"time\":\"{t}\",\"type\":{event},\"collection_id\":\"100\",\"instance_index\":{i},\"priority\":200,\"resource_request\":{{\"cpus\":0.25,\"memory\":0.1}}}}\n"
+            ));
+        }
+    }
+    for (max, together) in [(1, 1), (0, 4)] {
+        let table = format!(
+            "{{\"time\":\"590000000\",\"type\":0,\"collection_id\":\"100\",\"max_per_machine\":{max}}}\n"
+        );
+        let (_d, o) = run_in(
+            &[
+                ("instance_events.json", &instances),
+                ("collection_events.json", &table),
+            ],
+            &scenario,
+            &["scheduler.placement=best-fit"],
+            1,
+        );
+        assert_no_task_lost(&o, "google 2019");
+        assert_eq!(metric(&o, "tasks_completed"), 4.0);
+        assert_eq!(most_together(&o), together, "max_per_machine {max}");
+    }
+}

@@ -140,6 +140,10 @@ pub struct ImportOptions {
     /// SWF: a job that ran longer than it requested runs for its request
     /// (`arrivals.kill_at_request`).
     pub kill_at_request: bool,
+    /// Google 2019: the `collection_events` table read beside the
+    /// instances (`arrivals.collections`): where it is and how errors name
+    /// it.
+    pub collections: Option<(PathBuf, String)>,
 }
 
 /// A trace file to stream, as a tenant's work: what the model needs to open

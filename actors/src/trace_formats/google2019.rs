@@ -15,33 +15,20 @@
 //! | `resource_request.cpus`, `.memory` | normalised (NCUs, normalised bytes): × `cores_per_unit`, × `gb_per_unit` |
 //!
 //! Every other field (`machine_id`, `alloc_collection_id`, `constraint`,
-//! `missing_type`, …) is ignored. The export writes 64-bit integers as
+//! `missing_type`, …) is ignored. With `arrivals.collections`, the
+//! `collection_events` table is read beside ([`super::collections`]): a
+//! job whose `max_per_machine` is 1 keeps its tasks on distinct servers. The export writes 64-bit integers as
 //! JSON strings; both strings and numbers are accepted. Events become tasks
 //! by the rule of [`super::lifecycle`].
 
 use serde::Deserialize;
 
+use super::collections::Collections;
 use super::common::{ImportError, ImportOptions, Tally, TaskReader, micros};
+use super::json::{Int, json_error, locate};
 use super::lifecycle::{Event, EventRow, Lifecycle};
 use super::lines::Lines;
 use crate::trace::TraceTask;
-
-/// An integer as the export writes it: a number or a string of digits.
-#[derive(Deserialize)]
-#[serde(untagged)]
-pub enum Int {
-    Num(i64),
-    Text(String),
-}
-
-impl Int {
-    pub fn value(&self) -> Option<i64> {
-        match self {
-            Int::Num(n) => Some(*n),
-            Int::Text(s) => s.trim().parse().ok(),
-        }
-    }
-}
 
 /// `Resources` of the proto: normalised CPU and memory.
 #[derive(Deserialize)]
@@ -126,26 +113,31 @@ pub struct Reader {
     tasks: Lifecycle,
     last: (i64, u64),
     eof: bool,
-}
-
-/// A JSON line's error as a row error at serde_json's column.
-pub fn json_error(path: &str, line: u64, e: &serde_json::Error) -> ImportError {
-    ImportError::Row {
-        path: path.to_string(),
-        line,
-        column: e.column().max(1) as u64,
-        problem: format!("not a valid event object: {e}"),
-    }
+    /// `arrivals.collections`: each job's `max_per_machine`.
+    collections: Option<Collections>,
 }
 
 impl Reader {
-    pub fn new(lines: Lines, o: &ImportOptions) -> Self {
-        Reader {
+    /// A reader of `lines`, with the collection table `o` names if any.
+    pub fn new(lines: Lines, o: &ImportOptions) -> Result<Self, ImportError> {
+        let collections = match &o.collections {
+            Some((path, label)) => Some(Collections::open(path, label)?),
+            None => None,
+        };
+        Ok(Reader {
             lines,
             tasks: Lifecycle::new(o),
             last: (0, 0),
             eof: false,
-        }
+            collections,
+        })
+    }
+
+    /// The same, reading `collections` beside (tables in memory).
+    #[cfg(test)]
+    pub fn with_collections(mut self, collections: Collections) -> Self {
+        self.collections = Some(collections);
+        self
     }
 
     fn parse(&self) -> Result<Option<EventRow>, ImportError> {
@@ -243,14 +235,6 @@ pub fn nonneg(v: Option<f64>) -> Result<Option<f64>, String> {
     }
 }
 
-/// The 1-based byte column of `"field"` in a JSON line (1 if absent).
-pub fn locate(text: &[u8], field: &str) -> u64 {
-    let needle = format!("\"{field}\"");
-    text.windows(needle.len())
-        .position(|w| w == needle.as_bytes())
-        .map_or(1, |i| i as u64 + 1)
-}
-
 impl TaskReader for Reader {
     fn next_task(&mut self, tally: &mut Tally) -> Result<Option<TraceTask>, ImportError> {
         loop {
@@ -265,9 +249,13 @@ impl TaskReader for Reader {
                 continue;
             }
             match self.parse() {
-                Ok(Some(e)) => {
+                Ok(Some(mut e)) => {
                     if let Some(t) = e.time {
                         self.last = ((t / 1_000) as i64, e.line);
+                    }
+                    if let (Some(c), Some(t)) = (self.collections.as_mut(), e.time) {
+                        c.advance((t / 1_000) as i64)?;
+                        e.apart = Some(c.apart(e.key.0));
                     }
                     self.tasks.apply(e, tally);
                 }
@@ -285,6 +273,42 @@ mod tests {
     use super::priority_class;
 
     const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn a_job_of_max_per_machine_one_is_restricted_to_different_machines() {
+        use super::super::collections::Collections;
+        use super::super::common::{Tally, TaskReader};
+        use super::super::lines::Lines;
+        let lines = |text: &str| {
+            Lines::new(
+                "t",
+                Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
+            )
+        };
+        let instances = r#"{"time":"600000000","type":0,"collection_id":"7","instance_index":0,"resource_request":{"cpus":0.1}}
+{"time":"600000000","type":0,"collection_id":"8","instance_index":0,"resource_request":{"cpus":0.1}}
+{"time":"601000000","type":3,"collection_id":"7","instance_index":0}
+{"time":"601000000","type":3,"collection_id":"8","instance_index":0}
+{"time":"661000000","type":6,"collection_id":"7","instance_index":0}
+{"time":"661000000","type":6,"collection_id":"8","instance_index":0}
+"#;
+        let table = r#"{"time":"590000000","type":0,"collection_id":"7","max_per_machine":1}
+{"time":"590000000","type":0,"collection_id":"8","max_per_machine":0}
+"#;
+        let mut reader = super::Reader::new(lines(instances), &options())
+            .expect("no table to open")
+            .with_collections(Collections::from_lines(lines(table)));
+        let mut tally = Tally {
+            lenient: false,
+            stats: Default::default(),
+        };
+        let mut jobs = Vec::new();
+        while let Some(t) = reader.next_task(&mut tally).expect("good") {
+            let j = t.job.expect("a job");
+            jobs.push((j.key, j.apart));
+        }
+        assert_eq!(jobs, vec![(7, true), (8, false)]);
+    }
 
     #[test]
     fn events_become_tasks() {

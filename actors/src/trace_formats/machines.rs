@@ -29,7 +29,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::common::{ImportError, TraceFormat};
-use super::google2019::{Int, Resources, json_error, locate};
+use super::google2019::Resources;
+use super::json::{Int, json_error, locate};
 use super::lines::{Lines, Sep, split};
 use super::swf;
 

@@ -39,9 +39,11 @@
 
 mod alibaba;
 mod azure;
+mod collections;
 mod common;
 mod google2011;
 mod google2019;
+mod json;
 mod lifecycle;
 pub mod lines;
 pub mod machines;
@@ -106,7 +108,7 @@ impl TraceStream {
                 });
             }
             TraceFormat::Google2011 => Box::new(google2011::Reader::new(lines, options)),
-            TraceFormat::Google2019 => Box::new(google2019::Reader::new(lines, options)),
+            TraceFormat::Google2019 => Box::new(google2019::Reader::new(lines, options)?),
             TraceFormat::Alibaba2018 => Box::new(alibaba::Reader::new(lines, options, false)),
             TraceFormat::Alibaba2018Instance => {
                 Box::new(alibaba::Reader::new(lines, options, true))
@@ -165,6 +167,7 @@ pub(crate) mod test_support {
             lenient: false,
             machine_cores: None,
             kill_at_request: false,
+            collections: None,
         }
     }
 

@@ -87,6 +87,20 @@ pub fn load_stream(
     } else {
         1.0
     });
+    let collections = match a.collections.clone() {
+        None => None,
+        Some(file) => {
+            let at = base.join(&file);
+            let shown = at.display().to_string();
+            std::fs::File::open(&at).map_err(|e| {
+                scenario_err(
+                    "collections",
+                    format!("cannot read the collection table {shown}: {e}"),
+                )
+            })?;
+            Some((at, shown))
+        }
+    };
     if let Some(machines) = a.machines.clone() {
         let [template] = scenario.server_types.as_slice() else {
             return Err(scenario_err(
@@ -144,6 +158,7 @@ pub fn load_stream(
             lenient: a.lenient,
             machine_cores: Some(machine_cores),
             kill_at_request: a.kill_at_request,
+            collections,
         },
     };
     scenario.streams[i] = Some(spec);
