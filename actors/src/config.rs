@@ -615,6 +615,12 @@ pub struct ArrivalConfig {
     /// two running tasks on one server (docs/traces.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collections: Option<String>,
+    /// `alibaba-2018-instance`: a `machine_meta` table whose machine ids
+    /// every row's `machine_id` should be among (a known defect otherwise),
+    /// without building servers from it. The scenario as run records
+    /// `machines` this way, its servers being built already.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_ids: Option<String>,
     /// Cores of one unit of the trace's CPU (default: the largest server
     /// type's cores for the normalised Google formats, 1 otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -2638,6 +2644,19 @@ fn trace_format_problems(a: &ArrivalConfig) -> Vec<Problem> {
         out.push((
             field("machines"),
             format!("format {:?} has no machine table", f.name()),
+        ));
+    }
+    if a.machine_ids.is_some() && f != TraceFormat::Alibaba2018Instance {
+        out.push((
+            field("machine_ids"),
+            "only for format = \"alibaba-2018-instance\" (the table with a machine_id column)"
+                .into(),
+        ));
+    }
+    if a.machine_ids.is_some() && a.machines.is_some() {
+        out.push((
+            field("machine_ids"),
+            "`machines` already reads the table's machine ids: give one of the two".into(),
         ));
     }
     if a.collections.is_some() && f != TraceFormat::Google2019 {

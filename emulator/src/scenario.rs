@@ -732,6 +732,7 @@ fn load_traces(
                         machine_cores: None,
                         kill_at_request: false,
                         collections: None,
+                        known_machines: None,
                     },
                 });
                 scenario.traces[i] = Some(loaded);

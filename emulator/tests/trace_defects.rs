@@ -218,3 +218,79 @@ fn a_run_records_the_defects_per_tenant_and_as_metrics() {
     }
     assert_eq!(metrics["trace_tasks_dropped"], 4);
 }
+
+/// Alibaba instances whose `machine_id` is not in `machine_meta`: counted
+/// with `machine_ids` (validate) and with `machines` (a run), and a replay
+/// of that run, whose scenario records the table as `machine_ids`, counts
+/// the same rows.
+#[test]
+fn instances_on_machines_the_table_never_names_are_counted_and_replayed() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        tmp.path().join("batch_instance.csv"),
+        "i_1,M1,j_1,1,Terminated,10,70,m_1,1,1,80,90,0.5,1\n\
+         i_2,M1,j_1,1,Terminated,11,70,m_9,1,1,80,90,0.5,1\n",
+    )
+    .expect("trace");
+    std::fs::write(
+        tmp.path().join("machine_meta.csv"),
+        "m_1,0,1,dGVzdA,64,100,USING\n",
+    )
+    .expect("machines");
+    let name = write_scenario(tmp.path(), "alibaba-2018-instance", "batch_instance.csv");
+    let out = stdout(&dcemu(
+        tmp.path(),
+        &[
+            "validate",
+            &name,
+            "--set",
+            "tenants.0.arrivals.machine_ids=machine_meta.csv",
+        ],
+    ));
+    assert!(
+        out.contains("  alibaba_unknown_machine: 1 (keep) at batch_instance.csv:2:"),
+        "{out}"
+    );
+    let both = dcemu(
+        tmp.path(),
+        &[
+            "validate",
+            &name,
+            "--set",
+            "tenants.0.arrivals.machine_ids=machine_meta.csv",
+            "--set",
+            "tenants.0.arrivals.machines=machine_meta.csv",
+        ],
+    );
+    assert_eq!(both.status.code(), Some(2));
+    let o = dcemu(
+        tmp.path(),
+        &[
+            "run",
+            &name,
+            "--set",
+            "tenants.0.arrivals.machines=machine_meta.csv",
+            "--out",
+            "r",
+            "--quiet",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let metrics = std::fs::read_to_string(tmp.path().join("r/metrics.json")).expect("metrics");
+    assert!(
+        metrics.contains("\"trace_defect_alibaba_unknown_machine\": 1"),
+        "{metrics}"
+    );
+    let recorded = std::fs::read_to_string(tmp.path().join("r/scenario.toml")).expect("scenario");
+    assert!(
+        recorded.contains("machine_ids = \"machine_meta.csv\""),
+        "{recorded}"
+    );
+    let replay = dcemu(tmp.path(), &["replay", "r"]);
+    assert!(
+        replay.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&replay.stdout),
+        String::from_utf8_lossy(&replay.stderr)
+    );
+}

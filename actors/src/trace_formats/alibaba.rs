@@ -90,6 +90,8 @@ pub struct Reader {
     /// Hashes of the rows given tasks at the latest start_time: a sorted
     /// table's duplicate rows share their start_time.
     same_start: (u64, HashSet<u64>),
+    /// `batch_instance`: the machine table's ids, when the scenario gives it.
+    known_machines: Option<std::sync::Arc<std::collections::BTreeSet<String>>>,
 }
 
 /// Rows of one start_time whose hashes are kept; duplicates past them go
@@ -140,6 +142,7 @@ impl Reader {
             repeat: None,
             last: (0, 0),
             same_start: (0, HashSet::new()),
+            known_machines: o.known_machines.clone().filter(|_| instances),
         }
     }
 
@@ -199,6 +202,12 @@ impl Reader {
         };
         if copies.is_none() {
             found.add(DefectKind::AlibabaInstanceNumMissing, row.column(1));
+        }
+        if let Some(known) = &self.known_machines {
+            let machine = row.text(7)?;
+            if !machine.is_empty() && !known.contains(machine) {
+                found.add(DefectKind::AlibabaUnknownMachine, row.column(7));
+            }
         }
         for (from, at) in [(cpu_from, cpu_at), (mem.map_or(mem_at, |m| m.1), mem_at)] {
             if from != at {

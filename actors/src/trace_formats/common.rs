@@ -144,6 +144,10 @@ pub struct ImportOptions {
     /// instances (`arrivals.collections`): where it is and how errors name
     /// it.
     pub collections: Option<(PathBuf, String)>,
+    /// Alibaba `batch_instance`: the machine ids of `machine_meta`
+    /// (`arrivals.machines` or `arrivals.machine_ids`); a row's
+    /// `machine_id` outside them is a known defect.
+    pub known_machines: Option<std::sync::Arc<std::collections::BTreeSet<String>>>,
 }
 
 /// A trace file to stream, as a tenant's work: what the model needs to open
@@ -308,6 +312,8 @@ defect_kinds! {
         "no memory (plan_mem, or mem_max and mem_avg, empty or negative): the task needs none";
     AlibabaMemoryOver100 = "alibaba_memory_over_100", Clamp,
         "normalised memory above 100 (more than the largest machine): read as 100";
+    AlibabaUnknownMachine = "alibaba_unknown_machine", Keep,
+        "machine_id never appears in the machine table (machine_meta): kept (the emulator places tasks itself)";
     GoogleSynthesizedEvent = "google_synthesized_event", Keep,
         "the event's missing-info field is set (the trace synthesised a lost record): used as it is";
     GoogleEventNotInFlight = "google_event_not_in_flight", Drop,
@@ -420,7 +426,7 @@ impl Defects {
 /// Defects of the row being parsed: recorded once the row is read whole
 /// ([`Tally::found`]), so a row refused further on counts as refused only.
 #[derive(Default)]
-pub(crate) struct Found([Option<(DefectKind, Option<u64>)>; 4]);
+pub(crate) struct Found([Option<(DefectKind, Option<u64>)>; 5]);
 
 impl Found {
     /// A defect of the row, in the field at `column` (none: the row as a whole).

@@ -50,6 +50,9 @@ pub struct Machines {
     pub classes: Vec<MachineClass>,
     /// Machines added without a capacity.
     pub without_capacity: u64,
+    /// Every machine id of an Alibaba `machine_meta` (the instance table's
+    /// `machine_id`s should be among them); empty for other formats.
+    pub ids: BTreeSet<String>,
 }
 
 const GOOGLE_2011_FIELDS: [&str; 6] = [
@@ -103,6 +106,7 @@ pub fn read_from(
     let mut classes: BTreeMap<(u32, u64), u32> = BTreeMap::new();
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut without_capacity = 0;
+    let mut ids: BTreeSet<String> = BTreeSet::new();
     let cores_of = |units: f64| -> u32 { (units * cores_per_unit).round().max(1.0) as u32 };
     let mut add = |id: String, cores: u32, memory: f64| {
         if seen.insert(id) {
@@ -131,6 +135,7 @@ pub fn read_from(
                     count,
                 }],
                 without_capacity: 0,
+                ids: BTreeSet::new(),
             });
         }
         TraceFormat::Google2011 => {
@@ -215,6 +220,7 @@ pub fn read_from(
                 let row = lines.row(&spans, &ALIBABA_FIELDS);
                 row.expect_fields()?;
                 let id = row.text(0)?.to_string();
+                ids.insert(id.clone());
                 match (row.opt_u64(4)?, row.opt_f64(5)?) {
                     (Some(c), Some(m)) => {
                         if m > 100.0 {
@@ -249,6 +255,7 @@ pub fn read_from(
             })
             .collect(),
         without_capacity,
+        ids,
     })
 }
 

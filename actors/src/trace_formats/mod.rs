@@ -168,6 +168,7 @@ pub(crate) mod test_support {
             machine_cores: None,
             kill_at_request: false,
             collections: None,
+            known_machines: None,
         }
     }
 

@@ -101,6 +101,16 @@ pub fn load_stream(
             Some((at, shown))
         }
     };
+    let mut known_machines = match &a.machine_ids {
+        None => None,
+        Some(table) => {
+            let at = base.join(table);
+            let shown = at.display().to_string();
+            let found =
+                read_machines(&at, &shown, f, cores_per_unit, gb_per_unit).map_err(import_error)?;
+            Some(std::sync::Arc::new(found.ids))
+        }
+    };
     if let Some(machines) = a.machines.clone() {
         let [template] = scenario.server_types.as_slice() else {
             return Err(scenario_err(
@@ -135,8 +145,13 @@ pub fn load_stream(
                 ..template.clone()
             })
             .collect();
-        // The scenario as run holds the servers built; a replay needs no table.
+        // The scenario as run holds the servers built; a replay reads the
+        // table only for its machine ids (`machine_ids`), if it needs them.
         scenario.tenants[i].arrivals.machines = None;
+        if f == TraceFormat::Alibaba2018Instance {
+            known_machines = Some(std::sync::Arc::new(found.ids));
+            scenario.tenants[i].arrivals.machine_ids = Some(machines);
+        }
     }
     let machine_cores = scenario
         .server_types
@@ -159,6 +174,7 @@ pub fn load_stream(
             machine_cores: Some(machine_cores),
             kill_at_request: a.kill_at_request,
             collections,
+            known_machines,
         },
     };
     scenario.streams[i] = Some(spec);
