@@ -53,6 +53,17 @@ fn setup(sweep: &str) -> tempfile::TempDir {
     dir
 }
 
+/// Each of `files` is byte-identical in output directories `a` and `b`.
+fn assert_same_files(dir: &Path, a: &str, b: &str, files: &[&str]) {
+    for f in files {
+        assert_eq!(
+            read(&dir.join(a), f),
+            read(&dir.join(b), f),
+            "{a} and {b}: {f}"
+        );
+    }
+}
+
 fn read(dir: &Path, file: &str) -> String {
     std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"))
 }
@@ -75,13 +86,12 @@ fn jobs_do_not_change_the_csvs_and_summary_has_a_row_per_cell_and_metric() {
         &["sweep", "s.toml", "--jobs", "2", "--out", "two"],
     );
     assert!(two.status.success(), "{}", text(&two));
-    for f in ["sweep.csv", "summary.csv", "report.html"] {
-        assert_eq!(
-            read(&dir.path().join("one"), f),
-            read(&dir.path().join("two"), f),
-            "{f}"
-        );
-    }
+    assert_same_files(
+        dir.path(),
+        "one",
+        "two",
+        &["sweep.csv", "summary.csv", "report.html"],
+    );
     let page = read(&dir.path().join("one"), "report.html");
     assert_eq!(page.matches("<svg").count(), 2, "a figure per metric");
     for legend in ["placement=random", "placement=best-fit", ">rate<"] {
@@ -203,13 +213,7 @@ fn three_shards_merged_give_the_unsharded_csvs() {
         ],
     );
     assert!(merged.status.success(), "{}", text(&merged));
-    for f in ["sweep.csv", "summary.csv"] {
-        assert_eq!(
-            read(&dir.path().join("whole"), f),
-            read(&dir.path().join("merged"), f),
-            "{f}"
-        );
-    }
+    assert_same_files(dir.path(), "whole", "merged", &["sweep.csv", "summary.csv"]);
 }
 
 #[test]
@@ -279,13 +283,7 @@ fn the_slurm_array_script_runs_shards_that_merge_into_the_sweep() {
         &["sweep", "merge", "sh-1", "sh-2", "sh-3", "--out", "merged"],
     );
     assert!(merged.status.success(), "{}", text(&merged));
-    for f in ["sweep.csv", "summary.csv"] {
-        assert_eq!(
-            read(&dir.path().join("whole"), f),
-            read(&dir.path().join("merged"), f),
-            "{f}"
-        );
-    }
+    assert_same_files(dir.path(), "whole", "merged", &["sweep.csv", "summary.csv"]);
 }
 
 #[test]

@@ -15,7 +15,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::common::ImportError;
-use super::json::{Int, json_error, locate};
+use super::json::{Int, event_time, field_error, json_error};
 use super::lines::Lines;
 
 #[derive(Deserialize)]
@@ -105,28 +105,10 @@ impl Collections {
                 continue;
             }
             let (path, line) = (self.lines.path(), self.lines.line);
-            let row = |field: &str, problem: String| ImportError::Row {
-                path: path.to_string(),
-                line,
-                column: locate(text, field),
-                problem: format!("field `{field}`: {problem}"),
-            };
+            let row = |field: &str, problem: String| field_error(path, line, text, field, problem);
             let e: CollectionEvent =
                 serde_json::from_slice(text).map_err(|e| json_error(path, line, &e))?;
-            let time = e
-                .time
-                .value()
-                .filter(|t| *t >= 0)
-                .ok_or_else(|| row("time", "must be a non-negative integer of µs".into()))?;
-            if time < self.last.0 {
-                return Err(row(
-                    "time",
-                    format!(
-                        "{time} is earlier than {} on line {}: collection_events must be in time order",
-                        self.last.0, self.last.1
-                    ),
-                ));
-            }
+            let time = event_time(&e.time, self.last, "collection_events", row)?;
             self.last = (time, line);
             let kind = e
                 .kind

@@ -25,7 +25,7 @@ use serde::Deserialize;
 
 use super::collections::Collections;
 use super::common::{ImportError, ImportOptions, Tally, TaskReader, micros};
-use super::json::{Int, json_error, locate};
+use super::json::{Int, event_time, field_error, json_error};
 use super::lifecycle::{Event, EventRow, Lifecycle};
 use super::lines::Lines;
 use crate::trace::TraceTask;
@@ -146,12 +146,7 @@ impl Reader {
             return Ok(None);
         }
         let (path, line) = (self.lines.path(), self.lines.line);
-        let row = |field: &str, problem: String| ImportError::Row {
-            path: path.to_string(),
-            line,
-            column: locate(text, field),
-            problem: format!("field `{field}`: {problem}"),
-        };
+        let row = |field: &str, problem: String| field_error(path, line, text, field, problem);
         let e: InstanceEvent =
             serde_json::from_slice(text).map_err(|e| json_error(path, line, &e))?;
         let kind = event_type(&e.kind).ok_or_else(|| {
@@ -175,20 +170,7 @@ impl Reader {
         }
         int(&e.scheduling_class, "scheduling_class", 3)?;
         let priority = int(&e.priority, "priority", 450)?.map(|p| priority_class(p as u32));
-        let time = e
-            .time
-            .value()
-            .filter(|t| *t >= 0)
-            .ok_or_else(|| row("time", "must be a non-negative integer of µs".into()))?;
-        if time < self.last.0 {
-            return Err(row(
-                "time",
-                format!(
-                    "{time} is earlier than {} on line {}: instance_events must be in time order",
-                    self.last.0, self.last.1
-                ),
-            ));
-        }
+        let time = event_time(&e.time, self.last, "instance_events", row)?;
         let collection = e
             .collection_id
             .value()

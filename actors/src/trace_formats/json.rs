@@ -39,3 +39,43 @@ pub fn locate(text: &[u8], field: &str) -> u64 {
         .position(|w| w == needle.as_bytes())
         .map_or(1, |i| i as u64 + 1)
 }
+
+/// An error of JSON line `text` (`path`:`line`) in its field `field`.
+pub fn field_error(
+    path: &str,
+    line: u64,
+    text: &[u8],
+    field: &str,
+    problem: String,
+) -> ImportError {
+    ImportError::Row {
+        path: path.to_string(),
+        line,
+        column: locate(text, field),
+        problem: format!("field `{field}`: {problem}"),
+    }
+}
+
+/// An event's `time` (µs), non-negative and not before the previous
+/// event's, `last` (time, line), of table `table`; `err` names the field.
+pub fn event_time(
+    time: &Int,
+    last: (i64, u64),
+    table: &str,
+    err: impl Fn(&str, String) -> ImportError,
+) -> Result<i64, ImportError> {
+    let t = time
+        .value()
+        .filter(|t| *t >= 0)
+        .ok_or_else(|| err("time", "must be a non-negative integer of µs".into()))?;
+    if t < last.0 {
+        return Err(err(
+            "time",
+            format!(
+                "{t} is earlier than {} on line {}: {table} must be in time order",
+                last.0, last.1
+            ),
+        ));
+    }
+    Ok(t)
+}
