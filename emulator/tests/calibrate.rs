@@ -526,3 +526,110 @@ fn every_real_experiment_file_holds_its_fitted_values() {
         .collect();
     assert!(stale.is_empty(), "{}", stale.join("\n"));
 }
+
+/// A choice parameter beside [`BLOCK`]: the arrival process, one of two words.
+const CHOICE: &str = r#"
+[[calibration]]
+name = "process"
+key = "tenants.0.arrivals.process"
+scenarios = ["tiny.toml"]
+choices = ["poisson", "constant"]
+start = "poisson"
+targets = ["load", "done/C1"]
+why = "The paper names no arrival process; fitted with the rate."
+"#;
+
+#[test]
+fn a_choice_parameter_is_searched_over_its_words_and_written_as_one() {
+    let dir = paper_dir(&format!("{BLOCK}{CHOICE}"));
+    let o = calibrate(dir.path(), &["--jobs", "2"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let paper: toml::Table = read(dir.path(), "reproduce/paragon.toml").parse().unwrap();
+    let word = paper["calibration"][1]["value"]
+        .as_str()
+        .expect("a choice is written as its word")
+        .to_string();
+    assert!(["poisson", "constant"].contains(&word.as_str()), "{word}");
+    let scenario = read(dir.path(), "reproduce/tiny.toml");
+    assert!(
+        scenario.contains(&format!("process = \"{word}\"")),
+        "{scenario}"
+    );
+    let md = read(dir.path(), "out/calibration.md");
+    assert!(md.contains("one of poisson, constant"), "{md}");
+    let o = reproduce_unseen_none(dir.path());
+    assert!(o.status.success(), "{}", text(&o.stderr));
+
+    let other = if word == "poisson" {
+        "constant"
+    } else {
+        "poisson"
+    };
+    std::fs::write(
+        dir.path().join("reproduce/tiny.toml"),
+        scenario.replace(
+            &format!("process = \"{word}\""),
+            &format!("process = \"{other}\""),
+        ),
+    )
+    .unwrap();
+    let o = reproduce_unseen_none(dir.path());
+    let e = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains(&format!("`tenants.0.arrivals.process` is {other}")),
+        "{e}"
+    );
+    assert!(e.contains(&format!("declares value = {word}")), "{e}");
+}
+
+#[test]
+fn bad_choice_blocks_are_refused_with_the_field_named() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "start = \"poisson\"",
+            "start = 1.0",
+            "calibration[1].start`: 1 is a number, but the parameter is a choice",
+        ),
+        (
+            "start = \"poisson\"",
+            "start = \"gaussian\"",
+            "\"gaussian\" is not one of the choices (poisson, constant)",
+        ),
+        (
+            "start = \"poisson\"",
+            "start = \"poisson\"\nrange = [0.0, 1.0]",
+            "calibration[1].range`: a choice parameter",
+        ),
+        (
+            "[\"poisson\", \"constant\"]",
+            "[\"poisson\"]",
+            "calibration[1].choices`: give at least two",
+        ),
+        (
+            "[\"poisson\", \"constant\"]",
+            "[\"poisson\", \"poisson\"]",
+            "\"poisson\" is listed twice",
+        ),
+        (
+            "start = \"poisson\"",
+            "start = \"poisson\"\nvalue = \"bursty\"\nfitted = \"x\"",
+            "calibration[1].value`: \"bursty\" is not one of the choices",
+        ),
+    ];
+    for (from, to, want) in cases {
+        assert!(CHOICE.contains(from), "{from}");
+        let dir = paper_dir(&format!("{BLOCK}{}", CHOICE.replacen(from, to, 1)));
+        let o = calibrate(dir.path(), &[]);
+        let e = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{to}: {e}");
+        assert!(e.contains(want), "{to}: want {want:?} in {e}");
+    }
+    let numeric = BLOCK.replacen("start = 2.0", "start = \"fast\"", 1);
+    let dir = paper_dir(&numeric);
+    let e = text(&calibrate(dir.path(), &[]).stderr);
+    assert!(
+        e.contains("calibration[0].start`: \"fast\" is a word, but the parameter is numeric"),
+        "{e}"
+    );
+}

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::Target;
 use super::search::Outcome;
-use crate::reproduce::calibration::{Calibration, format_value};
+use crate::reproduce::calibration::Calibration;
 use crate::reproduce::experiments::Paper;
 
 /// Everything the final table shows.
@@ -90,13 +90,12 @@ impl Report<'_> {
         for (i, c) in self.blocks.iter().enumerate() {
             let _ = writeln!(
                 s,
-                "| {} | `{}` | {} | {} | [{}, {}] |",
+                "| {} | `{}` | {} | {} | {} |",
                 c.name,
                 c.key,
-                format_value(o.start[i], c.integer),
-                format_value(o.best[i], c.integer),
-                format_value(c.lo, c.integer),
-                format_value(c.hi, c.integer)
+                c.show(o.start[i]),
+                c.show(o.best[i]),
+                c.range_text()
             );
         }
         let (at_start, fitted) = (self.means_at(&o.start), self.means_at(&o.best));
@@ -136,12 +135,7 @@ impl Report<'_> {
         s.push('\n');
         for e in &self.outcome.evaluated {
             let mut line = vec![e.iteration.to_string()];
-            line.extend(
-                self.blocks
-                    .iter()
-                    .zip(&e.point)
-                    .map(|(c, v)| format_value(*v, c.integer)),
-            );
+            line.extend(self.blocks.iter().zip(&e.point).map(|(c, v)| c.show(*v)));
             line.extend(
                 self.means_at(&e.point)
                     .iter()

@@ -39,8 +39,10 @@ impl Stamp<'_> {
     }
 }
 
-fn toml_value(v: f64, integer: bool) -> Value {
-    if integer {
+fn toml_value(c: &Calibration, v: f64) -> Value {
+    if !c.choices.is_empty() {
+        Value::from(c.show(v))
+    } else if c.integer {
         Value::from(v.round() as i64)
     } else {
         Value::from(v)
@@ -65,20 +67,15 @@ pub(super) fn write_all(
                     files.len() - 1
                 }
             };
-            let edited = set_in_scenario(
-                &files[i].1,
-                &c.key,
-                toml_value(v, c.integer),
-                &stamp.comment(c),
-            )
-            .map_err(|e| format!("{}: cannot set {}: {e}", path.display(), c.key))?;
+            let edited = set_in_scenario(&files[i].1, &c.key, toml_value(c, v), &stamp.comment(c))
+                .map_err(|e| format!("{}: cannot set {}: {e}", path.display(), c.key))?;
             files[i].1 = edited;
         }
     }
     let mut text = std::fs::read_to_string(&paper.file)
         .map_err(|e| format!("{}: {e}", paper.file.display()))?;
     for (c, &v) in paper.calibrations.iter().zip(values) {
-        text = set_in_paper(&text, &c.name, toml_value(v, c.integer), &stamp.fitted)
+        text = set_in_paper(&text, &c.name, toml_value(c, v), &stamp.fitted)
             .map_err(|e| format!("{}: [[calibration]] {}: {e}", paper.file.display(), c.name))?;
     }
     files.push((paper.file.clone(), text));

@@ -28,10 +28,12 @@ pub(super) struct CalibrationFile {
     name: String,
     key: String,
     scenarios: Vec<String>,
-    range: Vec<f64>,
-    start: f64,
+    range: Option<Vec<f64>>,
     #[serde(default)]
-    starts: Vec<f64>,
+    choices: Vec<String>,
+    start: Setting,
+    #[serde(default)]
+    starts: Vec<Setting>,
     step: Option<f64>,
     #[serde(default)]
     integer: bool,
@@ -39,8 +41,26 @@ pub(super) struct CalibrationFile {
     stage: u32,
     targets: Vec<String>,
     why: String,
-    value: Option<f64>,
+    value: Option<Setting>,
     fitted: Option<String>,
+}
+
+/// A `start`, `starts` entry or `value` as written: a number, or one of a
+/// choice parameter's `choices`.
+#[derive(Deserialize, Clone, Debug)]
+#[serde(untagged)]
+pub(super) enum Setting {
+    Number(f64),
+    Word(String),
+}
+
+impl std::fmt::Display for Setting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Setting::Number(v) => write!(f, "{v}"),
+            Setting::Word(w) => write!(f, "{w:?}"),
+        }
+    }
 }
 
 /// Whether a row was a target of the fit, or never seen by it.
@@ -82,6 +102,12 @@ pub struct Calibration {
     /// The first step of the search (default: a quarter of the range).
     pub step: f64,
     pub integer: bool,
+    /// A choice parameter's alternatives (`choices = ["tasks", "arrivals"]`),
+    /// searched as the integer index `lo..=hi` into this list and written as
+    /// the chosen word; empty for a numeric parameter. For a choice between
+    /// published alternatives (thesis Table 5.2's two class weightings),
+    /// where a target statistic is to decide rather than a default.
+    pub choices: Vec<String>,
     /// Which fit this parameter belongs to: `dcemu calibrate` fits stage 1,
     /// then stage 2 with stage 1's values held, and so on. A block never
     /// writes a scenario that holds an earlier stage's target, so a later
@@ -105,7 +131,43 @@ impl Calibration {
 
     /// `key=value` as a `--set` override.
     pub fn override_for(&self, value: f64) -> Result<Override, String> {
-        format!("{}={}", self.key, format_value(value, self.integer)).parse()
+        format!("{}={}", self.key, self.show(value)).parse()
+    }
+
+    /// A point's coordinate as the scenario file and `--set` write it: the
+    /// chosen word of a choice parameter, else [`format_value`].
+    pub fn show(&self, value: f64) -> String {
+        if self.choices.is_empty() {
+            return format_value(value, self.integer);
+        }
+        let i = (value.round().max(0.0) as usize).min(self.choices.len().saturating_sub(1));
+        self.choices.get(i).cloned().unwrap_or_default()
+    }
+
+    /// `[low, high]` as the file gives it (a choice parameter: its alternatives).
+    pub fn range_text(&self) -> String {
+        if self.choices.is_empty() {
+            format!(
+                "[{}, {}]",
+                format_value(self.lo, self.integer),
+                format_value(self.hi, self.integer)
+            )
+        } else {
+            format!("one of {}", self.choices.join(", "))
+        }
+    }
+
+    /// The coordinate a scenario's TOML value stands for: a number, or the
+    /// index of a choice (`None`: something else).
+    pub fn read(&self, held: &toml::Value) -> Option<f64> {
+        if self.choices.is_empty() {
+            return as_number(held);
+        }
+        let word = held.as_str()?;
+        self.choices
+            .iter()
+            .position(|c| c == word)
+            .map(|i| i as f64)
     }
 }
 
@@ -169,11 +231,20 @@ fn as_number(v: &toml::Value) -> Option<f64> {
 /// `Ok(None)` when the key is absent, `Err(shown)` when it holds something
 /// else (or the text is not TOML).
 pub fn value_in_text(text: &str, key: &str) -> Result<Option<f64>, String> {
+    held_in_text(text, key, as_number)
+}
+
+/// [`value_in_text`] with `read` deciding what a held value stands for.
+fn held_in_text(
+    text: &str,
+    key: &str,
+    read: impl Fn(&toml::Value) -> Option<f64>,
+) -> Result<Option<f64>, String> {
     let table: toml::Table = text.parse().map_err(|_| "not valid TOML".to_string())?;
     let root = toml::Value::Table(table);
     match lookup(&root, key) {
         None => Ok(None),
-        Some(v) => as_number(v).map(Some).ok_or_else(|| v.to_string()),
+        Some(v) => read(v).map(Some).ok_or_else(|| v.to_string()),
     }
 }
 
@@ -279,7 +350,36 @@ pub(super) fn parse(
                 "must say why the parameter is free and what it is fitted to".into(),
             );
         }
-        let (lo, hi) = match c.range.as_slice() {
+        let choice = !c.choices.is_empty();
+        if choice {
+            check_choices(&c, &at, problems);
+        }
+        let integer = c.integer || choice;
+        let start = setting(&c.start, &c.choices, &at("start"), problems).unwrap_or(0.0);
+        let starts: Vec<f64> = c
+            .starts
+            .iter()
+            .enumerate()
+            .map(|(k, v)| {
+                setting(
+                    v,
+                    &c.choices,
+                    &format!("calibration[{i}].starts[{k}]"),
+                    problems,
+                )
+                .unwrap_or(start)
+            })
+            .collect();
+        let value = c
+            .value
+            .as_ref()
+            .and_then(|v| setting(v, &c.choices, &at("value"), problems));
+        let range = match (&c.range, choice) {
+            (_, true) => vec![0.0, (c.choices.len().max(2) - 1) as f64],
+            (Some(r), false) => r.clone(),
+            (None, false) => Vec::new(),
+        };
+        let (lo, hi) = match range.as_slice() {
             [lo, hi] if lo.is_finite() && hi.is_finite() && lo < hi => (*lo, *hi),
             [lo, hi] => {
                 problems.add(
@@ -290,7 +390,7 @@ pub(super) fn parse(
             }
             _ => {
                 problems.add(&at("range"), "must be [low, high]".into());
-                (c.start, c.start)
+                (start, start)
             }
         };
         if c.stage == 0 {
@@ -301,35 +401,31 @@ pub(super) fn parse(
         }
         let range_ok = lo < hi;
         let inside = |v: f64| !range_ok || (v.is_finite() && v >= lo && v <= hi);
-        let integral = |v: f64| !c.integer || v.fract() == 0.0;
-        if !inside(c.start) {
+        let integral = |v: f64| !integer || v.fract() == 0.0;
+        if !inside(start) {
             problems.add(
                 &at("start"),
-                format!("{} is outside the range [{lo}, {hi}]", c.start),
+                format!("{start} is outside the range [{lo}, {hi}]"),
             );
         }
-        for (k, v) in c.starts.iter().enumerate() {
+        for (k, v) in starts.iter().enumerate() {
             if !inside(*v) || !integral(*v) {
                 problems.add(
                     &format!("calibration[{i}].starts[{k}]"),
                     format!(
                         "{v} must be inside the range [{lo}, {hi}]{}",
-                        if c.integer { " and an integer" } else { "" }
+                        if integer { " and an integer" } else { "" }
                     ),
                 );
             }
         }
-        if c.integer && !(integral(lo) && integral(hi)) {
+        if integer && !(integral(lo) && integral(hi)) {
             problems.add(
                 &at("range"),
                 "an integer parameter's bounds must be integers".into(),
             );
         }
-        for (field, v) in [
-            ("start", Some(c.start)),
-            ("step", c.step),
-            ("value", c.value),
-        ] {
+        for (field, v) in [("start", Some(start)), ("step", c.step), ("value", value)] {
             if let Some(v) = v.filter(|v| !integral(*v)) {
                 problems.add(
                     &at(field),
@@ -349,10 +445,10 @@ pub(super) fn parse(
                 );
                 s
             }
-            None if c.integer => ((hi - lo) / 4.0).round().max(1.0),
+            None if integer => ((hi - lo) / 4.0).round().max(1.0),
             None => (hi - lo) / 4.0,
         };
-        if let Some(v) = c.value.filter(|v| !inside(*v)) {
+        if let Some(v) = value.filter(|v| !inside(*v)) {
             problems.add(
                 &at("value"),
                 format!("{v} is outside the range [{lo}, {hi}]"),
@@ -372,8 +468,11 @@ pub(super) fn parse(
                 "list at least one scenario file the fitted value is written into".into(),
             );
         }
-        let parsed: Result<Override, String> =
-            format!("{}={}", c.key, format_value(c.start, c.integer)).parse();
+        let shown_start = match c.choices.get(start as usize) {
+            Some(word) if choice => word.clone(),
+            _ => format_value(start, integer),
+        };
+        let parsed: Result<Override, String> = format!("{}={shown_start}", c.key).parse();
         if let Err(e) = &parsed {
             problems.add(&at("key"), e.clone());
         }
@@ -390,7 +489,7 @@ pub(super) fn parse(
                 }
             };
             if let Ok(o) = &parsed {
-                check_key(problems, &at("key"), &path, &text, o);
+                check_key(problems, &at("key"), &path, &text, o, choice);
             }
             if paths
                 .iter()
@@ -467,15 +566,16 @@ pub(super) fn parse(
             scenario_paths: paths,
             lo,
             hi,
-            start: c.start,
-            starts: c.starts,
+            start,
+            starts,
             step,
-            integer: c.integer,
+            integer,
+            choices: c.choices,
             stage: c.stage,
             targets: c.targets,
             rows,
             why: c.why,
-            value: c.value,
+            value,
             fitted: c.fitted,
         });
     }
@@ -500,9 +600,86 @@ pub(super) fn parse(
     out
 }
 
+/// A choice parameter's own checks: two or more distinct non-empty words,
+/// and none of the numeric fields (`range`, `step`, `integer`).
+fn check_choices(c: &CalibrationFile, at: &dyn Fn(&str) -> String, problems: &mut Problems<'_>) {
+    if c.choices.len() < 2 {
+        problems.add(
+            &at("choices"),
+            "give at least two alternatives to choose between".into(),
+        );
+    }
+    for (k, w) in c.choices.iter().enumerate() {
+        if w.trim().is_empty() {
+            problems.add(&at("choices"), format!("alternative {k} is empty"));
+        } else if c.choices[..k].contains(w) {
+            problems.add(&at("choices"), format!("{w:?} is listed twice"));
+        }
+    }
+    for (field, given) in [
+        ("range", c.range.is_some()),
+        ("step", c.step.is_some()),
+        ("integer", c.integer),
+    ] {
+        if given {
+            problems.add(
+                &at(field),
+                "a choice parameter (`choices`) is searched over its alternatives: leave out `range`, `step` and `integer`".into(),
+            );
+        }
+    }
+}
+
+/// A written `start`, `starts` entry or `value` as the search's coordinate:
+/// the number of a numeric parameter, the index of a choice.
+fn setting(
+    s: &Setting,
+    choices: &[String],
+    field: &str,
+    problems: &mut Problems<'_>,
+) -> Option<f64> {
+    match (s, choices.is_empty()) {
+        (Setting::Number(v), true) => Some(*v),
+        (Setting::Word(w), false) => {
+            let found = choices.iter().position(|c| c == w);
+            if found.is_none() {
+                problems.add(
+                    field,
+                    format!("{w:?} is not one of the choices ({})", choices.join(", ")),
+                );
+            }
+            found.map(|i| i as f64)
+        }
+        (Setting::Word(w), true) => {
+            problems.add(
+                field,
+                format!("{w:?} is a word, but the parameter is numeric (only a `choices` parameter takes words)"),
+            );
+            None
+        }
+        (Setting::Number(v), false) => {
+            problems.add(
+                field,
+                format!(
+                    "{v} is a number, but the parameter is a choice: give one of {}",
+                    choices.join(", ")
+                ),
+            );
+            None
+        }
+    }
+}
+
 /// The key must be a field the scenario loader takes (`--set`), and hold a
-/// number once loaded.
-fn check_key(problems: &mut Problems<'_>, field: &str, path: &Path, text: &str, o: &Override) {
+/// number once loaded (a word, for a choice parameter).
+fn check_key(
+    problems: &mut Problems<'_>,
+    field: &str,
+    path: &Path,
+    text: &str,
+    o: &Override,
+    choice: bool,
+) {
     let shown = path.display().to_string();
     match scenario::load(&shown, text, std::slice::from_ref(o)) {
         Err(errors) => {
@@ -514,10 +691,11 @@ fn check_key(problems: &mut Problems<'_>, field: &str, path: &Path, text: &str, 
             let held = toml::Value::try_from(&s)
                 .ok()
                 .and_then(|v| lookup(&v, &o.key).cloned());
-            if let Some(v) = held.filter(|v| as_number(v).is_none()) {
+            if let Some(v) = held.filter(|v| as_number(v).is_none() != choice) {
+                let kind = if choice { "a word" } else { "a numeric field" };
                 problems.add(
                     field,
-                    format!("{} is not a numeric field of {shown} (it holds {v})", o.key),
+                    format!("{} is not {kind} of {shown} (it holds {v})", o.key),
                 );
             }
         }
@@ -590,10 +768,10 @@ pub fn check_values(
         for path in &c.scenario_paths {
             let found = std::fs::read_to_string(path)
                 .map_err(|e| format!("unreadable ({e})"))
-                .and_then(|text| value_in_text(&text, &c.key));
+                .and_then(|text| held_in_text(&text, &c.key, |v| c.read(v)));
             let shown = match found {
                 Ok(Some(v)) if v == declared => continue,
-                Ok(Some(v)) => format!("{}", v),
+                Ok(Some(v)) => c.show(v),
                 Ok(None) => "absent (the default applies)".into(),
                 Err(s) => s,
             };
@@ -603,7 +781,7 @@ pub fn check_values(
                 c.key,
                 c.name,
                 paper_file.display(),
-                format_value(declared, c.integer)
+                c.show(declared)
             ));
         }
     }

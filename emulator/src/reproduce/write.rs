@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::calibration::{Calibration, Role, format_value};
+use super::calibration::Role;
 use super::experiments::{Kind, Paper, Plot, Row};
 use super::verdict::{Judged, Tally, Verdict};
 use crate::report::{bars_plot, esc, lines_plot};
@@ -213,26 +213,15 @@ fn free_parameters_md(s: &mut String, paper: &Paper) {
             "| {} | `{}` | {} | {} | {} | {} | {} |",
             md_cell(&c.name),
             c.key,
-            c.value.map_or_else(
-                || "not fitted yet".to_string(),
-                |v| format_value(v, c.integer)
-            ),
-            range_text(c),
+            c.value
+                .map_or_else(|| "not fitted yet".to_string(), |v| c.show(v)),
+            c.range_text(),
             md_cell(&c.targets.join("; ")),
             md_cell(c.why.trim()),
             md_cell(c.fitted.as_deref().unwrap_or("-"))
         );
     }
     s.push('\n');
-}
-
-/// `[low, high]` as the file gives it.
-pub(crate) fn range_text(c: &Calibration) -> String {
-    format!(
-        "[{}, {}]",
-        format_value(c.lo, c.integer),
-        format_value(c.hi, c.integer)
-    )
 }
 
 fn held_list(cx: &Context, held: &[Option<bool>]) -> String {
