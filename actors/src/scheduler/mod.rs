@@ -17,7 +17,7 @@
 //!    `hybrid`, which today still replace admission and placement with one
 //!    priority queue scheduled every time slot, with priority evictions
 //!    (thesis §6.2.3, §8.1.2, §9.2); the energy-aware placements
-//!    (`energy.rs`) queue by themselves under `fifo` without slots, and are
+//!    (`energy/`) queue by themselves under `fifo` without slots, and are
 //!    the placement behind ARQ or a slot stage otherwise; `annealing`
 //!    (`annealing.rs`) queues distributed runs by itself beside the
 //!    pipeline's single tasks without slots, and chooses the hosts of the
@@ -31,6 +31,12 @@
 //! After placement, reactive phase detection (Paragon §3.4) watches the
 //! progress servers report, reclassifies a lagging application in vivo and
 //! migrates it when a better server pays back the migration.
+//!
+//! The actor itself is `actor.rs` (its state and message handling), its
+//! passes over the queues `passes.rs`, what every stage places, dispatches
+//! and releases through `state.rs` (`Core`), the placement stage's
+//! answer to the slot stage and ARQ `placer.rs`, phase detection and
+//! migration `migration.rs`, and its log records `logs.rs`.
 //!
 //! The scheduler sees only what a real one could: server configurations,
 //! its own dispatches, the servers' releases and reports, and profiling
