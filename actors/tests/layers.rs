@@ -1,7 +1,9 @@
-//! `actors/src` has no cycle of module dependencies (issue 22, ARCHITECTURE.md
-//! "Layers"): scenario data, ground truth, the shared task/message/world
-//! types, the actors and the scheduler's stages each import only what lies
-//! below them, so any of them can be read, tested and replaced alone.
+//! `actors/src` and `emulator/src` have no cycle of module dependencies
+//! (issues 22 and 44, ARCHITECTURE.md "Layers"): scenario data, ground truth,
+//! the shared task/message/world types, the actors and the scheduler's stages
+//! each import only what lies below them, so any of them can be read, tested
+//! and replaced alone. A cycle is any: a child and its parent, two siblings
+//! (`peer_link.rs` and `transport.rs` once), or a longer ring.
 //!
 //! A module depends on another when its code (outside `#[cfg(test)]`) names a
 //! path into it: `crate::…`, `super::…`, or one of its own child modules.
@@ -15,12 +17,16 @@ use syn::visit::Visit;
 type Module = Vec<String>;
 
 /// Every module of the crate, by path, with its file.
-fn modules(src: &Path) -> BTreeMap<Module, PathBuf> {
-    fn walk(dir: &Path, src: &Path, out: &mut BTreeMap<Module, PathBuf>) {
+fn modules(src: &Path, skip: &[&str]) -> BTreeMap<Module, PathBuf> {
+    fn walk(dir: &Path, src: &Path, skip: &[&str], out: &mut BTreeMap<Module, PathBuf>) {
         for entry in std::fs::read_dir(dir).expect("read actors/src") {
             let path = entry.expect("entry").path();
+            let rel = path.strip_prefix(src).expect("under src");
+            if skip.iter().any(|s| rel == Path::new(s)) {
+                continue;
+            }
             if path.is_dir() {
-                walk(&path, src, out);
+                walk(&path, src, skip, out);
             } else if path.extension().is_some_and(|e| e == "rs") {
                 let rel = path
                     .strip_prefix(src)
@@ -38,7 +44,7 @@ fn modules(src: &Path) -> BTreeMap<Module, PathBuf> {
         }
     }
     let mut out = BTreeMap::new();
-    walk(src, src, &mut out);
+    walk(src, src, skip, &mut out);
     out
 }
 
@@ -248,9 +254,10 @@ fn cycles(edges: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<Vec<Module>> {
     s.out
 }
 
-fn dependencies() -> BTreeMap<Module, BTreeSet<Module>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let all = modules(&src);
+/// The module dependencies of the crate whose sources are `src`, leaving
+/// out `skip` (files of another crate root there, such as a binary's).
+fn dependencies(src: &Path, skip: &[&str]) -> BTreeMap<Module, BTreeSet<Module>> {
+    let all = modules(src, skip);
     let mut found = BTreeMap::new();
     let mut scopes = BTreeMap::new();
     for (module, file) in &all {
@@ -280,11 +287,9 @@ fn dependencies() -> BTreeMap<Module, BTreeSet<Module>> {
         .collect()
 }
 
-#[test]
-fn no_module_depends_on_itself_through_others() {
-    let edges = dependencies();
-    assert!(edges.len() > 20, "found the crate's modules");
-    let found = cycles(&edges);
+/// The cycles of `edges`, one line per arrow, or nothing.
+fn report(edges: &BTreeMap<Module, BTreeSet<Module>>) -> Option<String> {
+    let found = cycles(edges);
     let name = |m: &Module| {
         if m.is_empty() {
             "crate".to_string()
@@ -308,10 +313,61 @@ fn no_module_depends_on_itself_through_others() {
             arrows.join("\n")
         })
         .collect();
+    (!found.is_empty()).then(|| report.join("\n--\n"))
+}
+
+#[test]
+fn no_module_depends_on_itself_through_others() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let edges = dependencies(&src, &[]);
+    assert!(edges.len() > 20, "found the crate's modules");
+    if let Some(cycles) = report(&edges) {
+        panic!("module cycles in actors/src:\n{cycles}");
+    }
+}
+
+/// The cycles `emulator/src` still has (issue 44 left them): a parent and
+/// the children it calls back, and one pair of siblings (an experiment file's
+/// `[[calibration]]` blocks are parsed against its experiments, and the
+/// experiments' loader calls that parser). The check is a ratchet: a new
+/// cycle fails it, and so does one of these once it is gone, so that this
+/// list only shrinks.
+const EMULATOR_KNOWN: &[&str] = &[
+    "bench, bench::soak",
+    "calibrate, calibrate::table",
+    "engine, engine::partition",
+    "metrics, metrics::hpc",
+    "report, report::hpc, report::plots",
+    "reproduce::calibration, reproduce::experiments",
+    "scenario, scenario::distributed, scenario::refusals, scenario::streams",
+];
+
+/// The library of `dcemu-emulator` likewise (its binary's two files,
+/// `main.rs` and `cluster_cli.rs`, are another crate and import the
+/// library only), but for the cycles in [`EMULATOR_KNOWN`].
+#[test]
+fn no_emulator_module_depends_on_itself_through_others() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../emulator/src");
+    let edges = dependencies(&src, &["main.rs", "cluster_cli.rs"]);
+    assert!(edges.len() > 20, "found the crate's modules");
+    let found: BTreeSet<String> = cycles(&edges)
+        .iter()
+        .map(|c| {
+            let names: BTreeSet<String> = c.iter().map(|m| m.join("::")).collect();
+            names.into_iter().collect::<Vec<_>>().join(", ")
+        })
+        .collect();
+    let known: BTreeSet<String> = EMULATOR_KNOWN.iter().map(|s| s.to_string()).collect();
+    let new: Vec<&String> = found.difference(&known).collect();
+    let gone: Vec<&String> = known.difference(&found).collect();
     assert!(
-        found.is_empty(),
-        "module cycles in actors/src:\n{}",
-        report.join("\n--\n")
+        new.is_empty(),
+        "new module cycles in emulator/src: {new:?}\n{}",
+        report(&edges).unwrap_or_default()
+    );
+    assert!(
+        gone.is_empty(),
+        "cycles gone from emulator/src: {gone:?}; take them out of EMULATOR_KNOWN"
     );
 }
 

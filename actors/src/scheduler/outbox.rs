@@ -21,8 +21,10 @@ use std::sync::Arc;
 
 use dcemu_topology::SimTime;
 
+use super::Choice;
+use super::logs::PowerOrderLog;
 use super::preemption::SlotStage;
-use super::{Choice, Core, HeldOrders, PowerOrderLog};
+use super::state::{Core, HeldOrders};
 use crate::external::{MigrateOrder, PowerOrder};
 use crate::kernel::{ActorId, Ctx, ModelError};
 use crate::net::{Body, Msg};

@@ -14,7 +14,7 @@ use dcemu_actors::model::Msg;
 use tokio::sync::{mpsc, oneshot};
 
 use super::frames::{frames, same_limit};
-use super::transport::Inbound;
+use super::links::Inbound;
 use super::wire::{self, ToCoordinator, ToNode, WireError};
 use crate::engine::Progress;
 

@@ -3,6 +3,7 @@ mod admission;
 mod control_link;
 mod frames;
 mod gather;
+mod links;
 pub mod local_link;
 mod log_writer;
 pub mod node;

@@ -16,11 +16,12 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep, timeout};
 
 use super::control_link::{ControlLink, Finish, Heartbeat, Report, StopBeating};
+use super::links::{Inbound, Link};
 use super::local_link;
 use super::peer_link::{PeerAcceptor, PeerSystem};
 use super::signals::{Interrupts, interrupted};
 use super::tls::{self, NodeKey, Role};
-use super::transport::{Inbound, Link, QuicTransport};
+use super::transport::QuicTransport;
 use super::wire::{self, BarrierStats, Join, PeerFrame, Setup, ToCoordinator, ToNode};
 use super::{ClusterError, LOG_CHUNK};
 use crate::engine::{Logs, Progress};

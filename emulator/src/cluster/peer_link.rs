@@ -22,9 +22,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::timeout;
 
 use super::frames::{frames, same_limit};
+use super::links::{CLOSE_BAD_INPUT, Inbound, Link, misrouted};
 use super::local_link;
 use super::tls;
-use super::transport::{CLOSE_BAD_INPUT, Inbound, Link, misrouted};
 use super::wire::{self, PeerFrame, WireError};
 
 thread_local! {

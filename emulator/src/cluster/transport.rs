@@ -22,7 +22,7 @@ use serde::de::DeserializeOwned;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use super::local_link::LocalLink;
+use super::links::{CLOSE_ABORT, Inbound, Link};
 use super::peer_link::{PeerLink, PeerReader, PeerSystem};
 use super::wire::{self, BarrierStats, PeerFrame};
 use crate::engine::{Frame, Received, Report, Transport, TransportError};
@@ -35,49 +35,6 @@ const ENVELOPES_PER_FRAME: usize = 4096;
 /// Bytes a same-host link reads at once: a window's frames (length and
 /// body) then cost one system call instead of two each.
 const READ_BUFFER: usize = 256 << 10;
-
-/// QUIC application error code when a link is closed for bad input.
-pub const CLOSE_BAD_INPUT: u32 = 2;
-/// QUIC application error code when a node stops early.
-pub const CLOSE_ABORT: u32 = 3;
-
-/// What reaches the partition thread.
-pub enum Inbound<M> {
-    Batch {
-        from: usize,
-        report: Arc<Report>,
-        last: bool,
-        envelopes: Vec<Envelope<M>>,
-    },
-    End {
-        from: usize,
-        round: u64,
-    },
-    /// A link failed (the reason names what the peer did wrong, if anything).
-    Failed {
-        peer: usize,
-        reason: String,
-    },
-    /// A peer's stream ended: it finished its last window, or it is gone.
-    Closed {
-        peer: usize,
-    },
-    /// The node is told to stop (by the coordinator, or on Ctrl-C).
-    Stop {
-        reason: String,
-    },
-}
-
-/// One established link to a peer node: its QUIC connection, and the
-/// same-host socket that carries the batches instead when the two nodes
-/// share a network namespace.
-pub struct Link {
-    pub peer: usize,
-    pub conn: quinn::Connection,
-    pub send: quinn::SendStream,
-    pub recv: quinn::RecvStream,
-    pub local: Option<LocalLink>,
-}
 
 /// Where this node's batches to one peer go.
 enum PeerWriter {
@@ -305,31 +262,6 @@ fn encode_chunks<M: Serialize>(
     }
 }
 
-/// Why an envelope from `peer` must be refused, if it must.
-pub fn misrouted<M>(
-    env: &Envelope<M>,
-    me: usize,
-    peer: usize,
-    assignment: &[u32],
-) -> Option<String> {
-    let host = |id: u32| assignment.get(id as usize).map(|&p| p as usize);
-    match (host(env.src.0), host(env.dst.0)) {
-        (Some(src), _) if src != peer => Some(format!(
-            "sent an envelope from actor #{}, which it does not host (node {src} does)",
-            env.src.0
-        )),
-        (_, Some(dst)) if dst != me => Some(format!(
-            "sent an envelope for actor #{}, which this node does not host (node {dst} does)",
-            env.dst.0
-        )),
-        (None, _) | (_, None) => Some(format!(
-            "sent an envelope between unknown actors #{} → #{}",
-            env.src.0, env.dst.0
-        )),
-        _ => None,
-    }
-}
-
 impl<M: Serialize + Send> QuicTransport<M> {
     async fn send_async(&mut self, frames: Vec<(usize, Frame<M>)>) -> Result<(), TransportError> {
         let mut quic = false;
@@ -433,6 +365,7 @@ fn no_system() -> TransportError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::links::misrouted;
     use crate::cluster::tls::{self, NodeKey, RunCa};
     use crate::engine::Horizon;
     use dcemu_actors::kernel::ActorId;
