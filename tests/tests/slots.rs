@@ -91,37 +91,42 @@ fn resuming_makes_the_number_of_evictions_nearly_equal() {
 }
 
 #[test]
-fn sticky_slots_spare_evicted_class_0_tasks_against_wasp() {
-    // Table 9.1: HYBRID with 200 sticky slots against WASP, both on WASC.
-    // On the W-A-calibrated workload WASP hardly repeats an eviction
-    // (max(pe) 3 for both on seed 1, against the thesis's 14 and 4), so
-    // only the direction of the first three rows is held here; the
-    // magnitudes, and the seeds on which they tie, are in
-    // scenarios/reproduce/thesis.toml (table-9-1-*).
+fn sticky_slots_take_evicted_tasks_and_every_slot_sticky_never_evicts() {
+    // §9.2.1 on the W-A workload, WASC slots: phase I gives sticky slots to
+    // the longest-waiting tasks, evicted ones among them, and a task on a
+    // sticky slot is never priority-evicted, so with every slot sticky the
+    // scheduler is non-preemptive FCFS. How far 200 sticky slots cut
+    // Table 9.1's figures against WASP is validation, measured by
+    // `dcemu reproduce thesis` (table-9-1-*), not asserted here.
+    let hybrid = |sticky: &str| {
+        run(
+            &[
+                "scheduler.slots=hybrid",
+                "scheduler.slot_config=wasc",
+                &format!("scheduler.sticky_slots={sticky}"),
+            ],
+            1,
+        )
+    };
     let wasp = run(&["scheduler.slots=wasp", "scheduler.slot_config=wasc"], 1);
-    let hybrid = run(
-        &[
-            "scheduler.slots=hybrid",
-            "scheduler.slot_config=wasc",
-            "scheduler.sticky_slots=200",
-        ],
-        1,
-    );
-    assert_no_task_lost(&wasp, "wasp");
-    assert_no_task_lost(&hybrid, "hybrid");
-    assert!(metric(&hybrid, "sticky_starts") > 0.0);
-    for k in [
-        "evictions_priority",
-        "wasted_cpu_s",
-        "response_s_class0_evicted_mean",
-    ] {
-        assert!(
-            metric(&hybrid, k) < metric(&wasp, k),
-            "{k}: HYBRID {} WASP {}",
-            metric(&hybrid, k),
-            metric(&wasp, k)
-        );
+    let some = hybrid("200");
+    let all = hybrid("3072");
+    for (label, o) in [("wasp", &wasp), ("200", &some), ("3072", &all)] {
+        assert_no_task_lost(o, label);
     }
+    assert!(metric(&wasp, "evictions_priority") > 0.0);
+    assert!(metric(&some, "evictions_priority") > 0.0);
+    assert!(metric(&some, "sticky_starts") > 0.0);
+    assert!(
+        metric(&some, "sticky_starts_evicted") > 0.0,
+        "phase I serves evicted tasks too"
+    );
+    assert_eq!(metric(&all, "evictions_priority"), 0.0, "every slot sticky");
+    assert_eq!(
+        metric(&all, "sticky_starts"),
+        metric(&all, "tasks_completed") + metric(&all, "tasks_running_end"),
+        "every task starts once, on a sticky slot"
+    );
 }
 
 #[test]
@@ -164,8 +169,11 @@ fn slot_configurations_follow_table_8_1() {
 fn memory_evictions_work_next_to_priority_evictions() {
     // §6.4.4: with 32 slots per A-C server memory runs out at times; both
     // kinds of eviction happen, nothing is lost, and LPF (several low
-    // priority tasks for one) evicts for memory more often than LSF.
-    let sets = ["scheduler.slot_config=sc4"];
+    // priority tasks for one) evicts for memory more often than LSF. The
+    // fitted W-A mix (class 0, 0.23 GB on average, 65 % of tasks) seldom
+    // fills a server's memory (thesis.toml, table-9-1-memory), so the
+    // tasks' memory is raised by half to exercise the mechanism.
+    let sets = ["scheduler.slot_config=sc4", "tenants.0.google_memory_gb=96"];
     let lsf = run(&[&sets[..], &["scheduler.memory_eviction=lsf"]].concat(), 1);
     let lpf = run(&[&sets[..], &["scheduler.memory_eviction=lpf"]].concat(), 1);
     for (label, o) in [("lsf", &lsf), ("lpf", &lpf)] {
