@@ -23,6 +23,7 @@ use dcemu_actors::config::{PrimaryScalingConfig, StorageConfig};
 use dcemu_actors::config::{PrimaryTenantConfig, SchedulerConfig, ServerTypeConfig, TenantConfig};
 use dcemu_actors::ground_truth::{CatalogSpec, ServerClass, class_problems};
 use dcemu_actors::model::host_attachments;
+use dcemu_actors::scheduler::placement::custom;
 use dcemu_actors::trace::{AppRef, CsvTraceReader, TraceError, TraceTask};
 use dcemu_actors::trace_formats::{ImportError, ImportOptions, StreamSpec, TraceFormat};
 use dcemu_topology::{Duration, Network, PowerConfig, TopologyConfig, TopologyKind};
@@ -186,6 +187,39 @@ impl Default for OutputConfig {
     }
 }
 
+/// A placement policy a crate registered (docs/scheduler.md, "Adding a
+/// policy"): its name must be registered in this process and its
+/// `[scheduler.params]` pass its own check; a name neither built in nor
+/// registered is refused with the nearest of them. Paths relative to
+/// `[scheduler]`.
+fn policy_problems(s: &SchedulerConfig) -> Vec<(String, String)> {
+    use dcemu_actors::config::PlacementKind;
+    let mut out = custom::problems(s);
+    if let PlacementKind::Custom(name) = s.placement {
+        let builtin: Vec<String> = PlacementKind::BUILT_IN.iter().map(|k| k.name()).collect();
+        let registered = custom::names();
+        let nearest = crate::suggest::did_you_mean(
+            name.as_str(),
+            builtin.iter().chain(&registered).map(String::as_str),
+        );
+        let policies = if registered.is_empty() {
+            "no policy is registered".to_string()
+        } else {
+            format!("registered: {}", registered.join(", "))
+        };
+        for (field, why) in &mut out {
+            if field == "placement" {
+                *why = format!(
+                    "unknown value {:?}{nearest}; expected one of: {} ({policies})",
+                    name.as_str(),
+                    builtin.join(", ")
+                );
+            }
+        }
+    }
+    out
+}
+
 /// The largest seed: seeds round-trip through TOML, whose integers are i64.
 pub const MAX_SEED: u64 = i64::MAX as u64;
 /// Most rows of `timeseries.csv`.
@@ -249,6 +283,9 @@ impl Scenario {
             );
         }
         for (field, p) in self.scheduler.problems() {
+            push(format!("scheduler.{field}"), p);
+        }
+        for (field, p) in policy_problems(&self.scheduler) {
             push(format!("scheduler.{field}"), p);
         }
         for (field, p) in distributed::problems(self) {

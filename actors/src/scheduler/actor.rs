@@ -73,7 +73,7 @@ impl Scheduler {
         primaries: &[PrimaryTenantConfig],
         flows: bool,
         oracle: Option<Box<dyn crate::external::Oracle>>,
-    ) -> Self {
+    ) -> Result<Self, placement::UnknownPolicy> {
         let placement = placement::build(
             cfg,
             servers,
@@ -81,7 +81,7 @@ impl Scheduler {
             oracle,
             &world.network,
             &world.power,
-        );
+        )?;
         let admission = admission::build(cfg);
         let pools = admission.pools();
         let mut cluster = ClusterView::new(servers, cfg.contention == Contention::Server);
@@ -118,7 +118,7 @@ impl Scheduler {
             )
         });
         let energy = placement.energy_ref().is_some();
-        Scheduler {
+        Ok(Scheduler {
             cfg: cfg.clone(),
             admission,
             // flows need a path with their bandwidth: the placement stage
@@ -191,7 +191,7 @@ impl Scheduler {
                 moving: Default::default(),
                 world,
             },
-        }
+        })
     }
 
     /// Profiles the offline training set and builds the classification

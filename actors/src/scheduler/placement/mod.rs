@@ -6,6 +6,7 @@
 
 mod anneal;
 mod best_fit;
+pub mod custom;
 mod energy_aware;
 mod external;
 pub mod greedy;
@@ -17,6 +18,9 @@ pub mod yarn;
 
 pub use anneal::Annealing;
 pub use best_fit::BestFit;
+pub use custom::{
+    PlacementPolicy, PolicyContext, RegisterError, UnknownPolicy, register, registered,
+};
 pub use energy_aware::EnergyAware;
 pub use external::External;
 pub use least_loaded::LeastLoaded;

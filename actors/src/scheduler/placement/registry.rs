@@ -10,6 +10,7 @@ use crate::scheduler::annealing::AnnealingStage;
 use crate::scheduler::cluster_view::ServerSpec;
 use crate::scheduler::energy::{EnergyServer, EnergyStage};
 
+use super::custom::{PolicyContext, UnknownPolicy, registered};
 use super::paragon::{Awareness, ParagonPlacement};
 use super::yarn::{YarnH, YarnPt, YarnStock};
 use super::{Annealing, BestFit, EnergyAware, External, LeastLoaded, Placement, RandomPlacement};
@@ -26,17 +27,17 @@ pub fn build(
     oracle: Option<Box<dyn Oracle>>,
     network: &Network,
     power: &PowerConfig,
-) -> Box<dyn Placement> {
-    match &cfg.external {
+) -> Result<Box<dyn Placement>, UnknownPolicy> {
+    Ok(match &cfg.external {
         Some(e)
             if cfg.placement != PlacementKind::External
                 && !e.stages.contains(&ExternalStage::Placement) =>
         {
-            let inner = builtin(cfg, servers, primaries, None, network, power);
+            let inner = builtin(cfg, servers, primaries, None, network, power)?;
             Box::new(External::new(e, servers, primaries, oracle, Some(inner)))
         }
-        _ => builtin(cfg, servers, primaries, oracle, network, power),
-    }
+        _ => builtin(cfg, servers, primaries, oracle, network, power)?,
+    })
 }
 
 /// The policy `cfg.placement` names by itself.
@@ -47,7 +48,7 @@ fn builtin(
     oracle: Option<Box<dyn Oracle>>,
     network: &Network,
     power: &PowerConfig,
-) -> Box<dyn Placement> {
+) -> Result<Box<dyn Placement>, UnknownPolicy> {
     let paragon = |awareness| {
         Box::new(ParagonPlacement::new(
             awareness,
@@ -56,7 +57,7 @@ fn builtin(
             cfg.max_steps,
         ))
     };
-    match cfg.placement {
+    Ok(match cfg.placement {
         PlacementKind::Random => Box::new(RandomPlacement),
         PlacementKind::LeastLoaded => Box::new(LeastLoaded),
         PlacementKind::BestFit => Box::new(BestFit),
@@ -81,7 +82,17 @@ fn builtin(
             energy_stage(cfg, servers, network, power),
         )),
         PlacementKind::Annealing => Box::new(Annealing::new(AnnealingStage::new(cfg, servers))),
-    }
+        // a policy a crate registered (`custom.rs`)
+        PlacementKind::Custom(name) => {
+            let policy = registered(name).ok_or_else(|| UnknownPolicy(name.to_string()))?;
+            policy.build(&PolicyContext {
+                scheduler: cfg,
+                servers,
+                primaries,
+                network,
+            })
+        }
+    })
 }
 
 /// The energy-aware stage over `servers` in `network`, with the power
@@ -123,26 +134,7 @@ mod tests {
     /// a new variant cannot be left out of the test below.
     fn every_kind() -> Vec<PlacementKind> {
         use PlacementKind as K;
-        let all = [
-            K::Random,
-            K::LeastLoaded,
-            K::BestFit,
-            K::Paragon,
-            K::ParagonNh,
-            K::ParagonNi,
-            K::Gems,
-            K::GemsNosleep,
-            K::GemsNonetwork,
-            K::Beps,
-            K::BrfsDot,
-            K::BrfsNorm,
-            K::Rrs,
-            K::YarnStock,
-            K::YarnPt,
-            K::YarnH,
-            K::Annealing,
-            K::External,
-        ];
+        let all = PlacementKind::BUILT_IN;
         for k in all {
             match k {
                 K::Random
@@ -163,6 +155,8 @@ mod tests {
                 | K::YarnH
                 | K::Annealing
                 | K::External => {}
+                // not built in: registered by a crate (`custom.rs`)
+                K::Custom(_) => panic!("{k:?} in BUILT_IN"),
             }
         }
         all.to_vec()
@@ -204,7 +198,8 @@ mod tests {
                     .then(|| toml::from_str("command = [\"true\"]").expect("an external table")),
                 ..SchedulerConfig::default()
             };
-            let policy = build(&cfg, &servers, &[], None, &network, &PowerConfig::default());
+            let policy = build(&cfg, &servers, &[], None, &network, &PowerConfig::default())
+                .expect("a built-in policy");
             assert_eq!(policy.name(), kind.name(), "{kind:?}");
             assert_eq!(
                 policy.energy_ref().is_some(),
