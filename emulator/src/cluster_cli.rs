@@ -112,12 +112,8 @@ fn secret_from(flag: Option<String>) -> Result<Option<String>, Failure> {
 /// The process's actix system (its process-level actors run on the main
 /// thread), over a tokio runtime whose one worker drives quinn's endpoint.
 fn system() -> Result<actix_rt::SystemRunner, Failure> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::run(format!("cannot start the async runtime: {e}")))?;
-    Ok(actix_rt::System::with_tokio_rt(move || rt))
+    dcemu::cluster::runtime()
+        .map_err(|e| Failure::run(format!("cannot start the async runtime: {e}")))
 }
 
 fn cluster_failure(e: ClusterError) -> Failure {

@@ -5,8 +5,6 @@
 //! `x` becomes `x_mean`, `x_p10`, `x_p50`, `x_p95`, `x_p99` and `x_max` (null
 //! when it has no observations); a few metrics are derived from others.
 
-use std::collections::BTreeMap;
-
 use dcemu_topology::SimTime;
 use serde_json::Value;
 
@@ -15,9 +13,10 @@ use dcemu_actors::kernel::{Metrics, Steps};
 use crate::engine::EngineOutput;
 
 mod hpc;
+mod values;
 
-/// Every metric of a run, sorted by key.
-pub type MetricMap = BTreeMap<String, Value>;
+use values::opt;
+pub use values::{MetricMap, percentile};
 
 /// Metrics that appear in every run, 0 when nothing produced them (a flat
 /// network has no switches), so `metrics.json` has the same keys everywhere.
@@ -559,25 +558,12 @@ pub fn tallied_percentile(sorted: &[(f64, u64)], n: u64, q: f64) -> Option<f64> 
     sorted.last().map(|&(v, _)| v)
 }
 
-/// Nearest-rank percentile of sorted values.
-pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = (q * sorted.len() as f64).ceil() as usize;
-    Some(sorted[rank.clamp(1, sorted.len()) - 1])
-}
-
 fn seconds(t: SimTime) -> f64 {
     t as f64 / 1e9
 }
 
 fn finite(x: f64) -> Value {
     opt(Some(x))
-}
-
-fn opt(x: Option<f64>) -> Value {
-    x.filter(|v| v.is_finite()).map_or(Value::Null, Value::from)
 }
 
 /// `metrics.json`: pretty-printed, keys sorted, trailing newline.

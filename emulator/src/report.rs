@@ -14,9 +14,13 @@
 //! replayed SWF log's utilisation over time and wait and bounded-slowdown
 //! CDFs ([`hpc`]).
 
+mod data;
 mod hpc;
 mod labels;
 mod plots;
+
+use data::{Figure, bad, read_text};
+pub use data::{Heat, ReportError, RunData};
 
 pub(crate) use plots::{CiSeries, bars_plot, ci_plot, lines_plot};
 use plots::{cdf_points, heat_plot};
@@ -28,32 +32,6 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::logs::{self, Filter, StreamError};
-
-/// Why no report was written.
-#[derive(Debug, thiserror::Error)]
-pub enum ReportError {
-    #[error("cannot read {path}: {message}")]
-    Read { path: PathBuf, message: String },
-    #[error("cannot write {path}: {source}")]
-    Write {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Logs(#[from] StreamError),
-    #[error("cannot draw {plot}: {message}")]
-    Draw { plot: String, message: String },
-}
-
-impl ReportError {
-    pub fn is_bad_input(&self) -> bool {
-        match self {
-            ReportError::Read { .. } => true,
-            ReportError::Logs(StreamError::Logs(e)) => e.is_bad_input(),
-            _ => false,
-        }
-    }
-}
 
 /// Headline metrics, in table order (rows every run lacks are left out).
 const HEADLINE: &[&str] = &[
@@ -88,61 +66,9 @@ const HEADLINE: &[&str] = &[
     "failed_accesses",
 ];
 
-/// What one results directory contributes.
-#[derive(Debug, Default)]
-pub struct RunData {
-    pub label: String,
-    /// Its `scenario.toml`, flattened, for [`label_runs`].
-    pub fields: Option<labels::Fields>,
-    pub metrics: serde_json::Map<String, Value>,
-    /// `perf_norm` of each finished application, sorted ascending.
-    pub perf_norm: Vec<f64>,
-    /// Waiting time (submission to start) of each finished task, s, sorted.
-    pub waiting_s: Vec<f64>,
-    /// Priority evictions by the victim's priority class.
-    pub evictions_by_class: BTreeMap<i64, u64>,
-    /// `time_s, servers_on, switches_on`.
-    pub timeseries: Vec<(f64, f64, f64)>,
-    /// Mean occupancy (running tasks / slots) per server group × time bin.
-    pub heat: Option<Heat>,
-    /// Whether the run kept actor logs.
-    pub has_logs: bool,
-    /// A replayed SWF log's utilisation over time and its jobs' wait and
-    /// bounded slowdown.
-    pub hpc: hpc::HpcData,
-}
-
-/// A servers × time utilisation grid.
-#[derive(Debug, Clone)]
-pub struct Heat {
-    /// Rows: groups of consecutive servers (first and last index).
-    pub rows: Vec<(usize, usize)>,
-    pub bin_s: f64,
-    /// `values[row][bin]` in 0..=1.
-    pub values: Vec<Vec<f64>>,
-}
-
 /// Time bins and at most this many rows in the heat map.
 const HEAT_BINS: usize = 60;
 const HEAT_ROWS: usize = 50;
-
-fn read_text(path: &Path) -> Result<Option<String>, ReportError> {
-    match std::fs::read_to_string(path) {
-        Ok(t) => Ok(Some(t)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(ReportError::Read {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        }),
-    }
-}
-
-fn bad(path: &Path, message: impl Into<String>) -> ReportError {
-    ReportError::Read {
-        path: path.to_path_buf(),
-        message: message.into(),
-    }
-}
 
 /// Names each run by its scenario, seed and what differs between them
 /// ([`labels::labels`]).
@@ -413,14 +339,6 @@ fn read_logs(dir: &Path, run: &mut RunData) -> Result<(), ReportError> {
         values,
     });
     Ok(())
-}
-
-/// One figure of the page.
-struct Figure {
-    id: String,
-    title: String,
-    caption: String,
-    svg: String,
 }
 
 fn metric(run: &RunData, key: &str) -> Option<f64> {

@@ -15,8 +15,8 @@ pub use primary::{PrimaryScalingConfig, PrimaryTenantConfig, UtilPattern, UtilSc
 pub use scheduler::{
     AdmissionKind, Algorithm, AnnealingGoal, ArqHold, ArqOrder, CfDefaults, Contention, CpuSharing,
     EvictionPolicy, ExternalConfig, ExternalStage, InterferenceModel, MemoryEviction,
-    PlacementKind, SchedulerConfig, SelectionKind, SlotConfig, SlotPolicy, SortKey, StickyPhase,
-    default_dist_noise, default_dist_scale, default_iterations, default_restarts,
+    PlacementKind, PolicyName, SchedulerConfig, SelectionKind, SlotConfig, SlotPolicy, SortKey,
+    StickyPhase, default_dist_noise, default_dist_scale, default_iterations, default_restarts,
 };
 pub use servers::{ClassMix, REFERENCE_CORES, ServerClass, ServerPreset, ServerTypeConfig};
 pub use storage::{MAX_REPLICAS, MAX_STORED_REPLICAS, StorageConfig, StoragePlacement};

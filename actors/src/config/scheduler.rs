@@ -209,6 +209,12 @@ pub struct SchedulerConfig {
     /// decisions of the stages it names (docs/external-scheduler.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external: Option<ExternalConfig>,
+    /// `[scheduler.params]`: the parameters of a placement policy a crate
+    /// registered under the name `placement` gives (docs/scheduler.md,
+    /// "Adding a policy"); the policy checks them. Empty for the built-in
+    /// policies, and then left out of the scenario as run.
+    #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
+    pub params: toml::Table,
 }
 
 /// `[scheduler.external]`: the scheduler program dcemu starts and asks, over
@@ -485,6 +491,7 @@ impl Default for SchedulerConfig {
             dist_profile_noise: default_dist_noise(),
             dist_profile_scale: default_dist_scale(),
             external: None,
+            params: toml::Table::new(),
         }
     }
 }
@@ -965,9 +972,88 @@ pub enum PlacementKind {
     /// A program outside dcemu decides (`[scheduler.external]`,
     /// docs/external-scheduler.md).
     External,
+    /// A policy a crate registered under this name
+    /// (`dcemu_actors::scheduler::placement::register`), with its
+    /// parameters in `[scheduler.params]`. Any name that is not a built-in
+    /// one reads as this; the scenario's validation refuses it unless a
+    /// policy of that name is registered.
+    #[serde(untagged)]
+    Custom(PolicyName),
+}
+
+/// The name of a registered policy, interned: each distinct name is stored
+/// once for the process, so that [`PlacementKind`] stays `Copy`.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PolicyName(&'static str);
+
+impl PolicyName {
+    /// The interned `name`.
+    pub fn new(name: &str) -> Self {
+        use std::collections::BTreeSet;
+        use std::sync::Mutex;
+        static NAMES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+        let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&known) = names.get(name) {
+            return PolicyName(known);
+        }
+        let stored: &'static str = Box::leak(name.to_string().into_boxed_str());
+        names.insert(stored);
+        PolicyName(stored)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.0
+    }
+}
+
+impl std::fmt::Debug for PolicyName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+impl std::fmt::Display for PolicyName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl Serialize for PolicyName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for PolicyName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        Ok(PolicyName::new(&name))
+    }
 }
 
 impl PlacementKind {
+    /// Every built-in placement, in the order the enum declares them.
+    pub const BUILT_IN: [PlacementKind; 18] = [
+        PlacementKind::Random,
+        PlacementKind::LeastLoaded,
+        PlacementKind::BestFit,
+        PlacementKind::Paragon,
+        PlacementKind::ParagonNh,
+        PlacementKind::ParagonNi,
+        PlacementKind::Gems,
+        PlacementKind::GemsNosleep,
+        PlacementKind::GemsNonetwork,
+        PlacementKind::Beps,
+        PlacementKind::BrfsDot,
+        PlacementKind::BrfsNorm,
+        PlacementKind::Rrs,
+        PlacementKind::YarnStock,
+        PlacementKind::YarnPt,
+        PlacementKind::YarnH,
+        PlacementKind::Annealing,
+        PlacementKind::External,
+    ];
+
     /// Whether the placement reads the primary tenants' use from the
     /// servers' reports (YARN-PT, YARN-H).
     pub fn reads_primary_use(self) -> bool {
@@ -976,6 +1062,9 @@ impl PlacementKind {
 
     /// The value as written in a scenario.
     pub fn name(self) -> String {
+        if let PlacementKind::Custom(name) = self {
+            return name.to_string();
+        }
         serde_json::to_value(self)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))

@@ -43,7 +43,7 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
     if asks_program && spec.external.is_none() {
         return Err(BuildError::NoExternalRunner);
     }
-    nodes.push(scheduler(spec, &world, &layout, &slots));
+    nodes.push(scheduler(spec, &world, &layout, &slots)?);
     nodes.extend(tenants(spec, &world));
     nodes.extend(primary_tenants(spec, &world, &layout));
     nodes.extend(servers(&world, &layout, &slots));
@@ -267,7 +267,7 @@ fn scheduler(
     world: &Arc<World>,
     layout: &Layout<'_>,
     slots: &SlotPlan,
-) -> Node {
+) -> Result<Node, BuildError> {
     let servers: Vec<ServerSpec> = layout
         .servers
         .iter()
@@ -283,7 +283,7 @@ fn scheduler(
             peak_w: st.power().peak(),
         })
         .collect();
-    Node::Scheduler(Box::new(Scheduler::new(
+    Ok(Node::Scheduler(Box::new(Scheduler::new(
         world.clone(),
         spec.scheduler,
         &servers,
@@ -292,7 +292,7 @@ fn scheduler(
         spec.external
             .filter(|_| spec.scheduler.external.is_some())
             .map(|make| make()),
-    )))
+    )?)))
 }
 
 /// Workload tenants, `count` of each `[[tenants]]` entry, numbered across

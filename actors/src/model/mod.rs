@@ -133,6 +133,10 @@ pub enum BuildError {
         "scheduler.external: the scenario names an external scheduler but no runner for it was given"
     )]
     NoExternalRunner,
+    /// `scheduler.placement` names a policy no crate registered in this
+    /// process (`scheduler::placement::register`).
+    #[error(transparent)]
+    Placement(#[from] crate::scheduler::placement::UnknownPolicy),
 }
 
 /// Where each host actor plugs into the network, in id order: the scheduler

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use dcemu_topology::{PowerPolicy, SimTime};
+use dcemu_topology::SimTime;
 
 use crate::config::{
     AdmissionKind, Contention, PlacementKind, PrimaryTenantConfig, SchedulerConfig,
@@ -21,13 +21,12 @@ use crate::world::World;
 use super::admission::{Admission, PoolState};
 use super::classification::Classifier;
 use super::classification::cf::CfParams;
-use super::energy::{EnergyServer, EnergyStage};
 use super::preemption::{EvictionStats, Returned, SlotServer, SlotStage};
 
 use super::logs::{ArriveLog, EvictedLog, QueueLog, ReleaseLog};
 use super::state::{Classification, Core, KindStats};
 use super::{ClusterView, FlowTable, ServerSpec};
-use super::{admission, annealing, gang, placement};
+use super::{admission, gang, placement};
 
 pub struct Scheduler {
     pub(super) cfg: SchedulerConfig,
@@ -36,9 +35,6 @@ pub struct Scheduler {
     /// The thesis's slot stage, when `scheduler.slots` is not `none`; it
     /// then queues and places every task itself.
     pub(super) slots: Option<SlotStage>,
-    /// The thesis's energy-aware placements over the network, when
-    /// `scheduler.placement` is one.
-    pub(super) energy: Option<EnergyStage>,
     /// The energy stage queues and places every task itself (`admission =
     /// "fifo"`, `slots = "none"`: the thesis's chapters 3–4 as written).
     /// Otherwise it is the placement behind ARQ or the slot stage
@@ -62,10 +58,6 @@ pub struct Scheduler {
     pub(super) slot_admission: bool,
     /// The `SlotTick` armed, if any (slot and energy stages).
     pub(super) slot_tick: Option<SimTime>,
-    /// `annealing`: distributed applications (ASPLOS'16 §5); it queues
-    /// and places their runs itself, on the room single tasks leave. With
-    /// the latest `DistPlace`.
-    pub(super) annealing: Option<annealing::AnnealingStage>,
     pub(super) dist_tick: Option<SimTime>,
     pub(super) evictions: EvictionStats,
 }
@@ -81,8 +73,15 @@ impl Scheduler {
         primaries: &[PrimaryTenantConfig],
         flows: bool,
         oracle: Option<Box<dyn crate::external::Oracle>>,
-    ) -> Self {
-        let placement = placement::build(cfg, servers, primaries, oracle);
+    ) -> Result<Self, placement::UnknownPolicy> {
+        let placement = placement::build(
+            cfg,
+            servers,
+            primaries,
+            oracle,
+            &world.network,
+            &world.power,
+        )?;
         let admission = admission::build(cfg);
         let pools = admission.pools();
         let mut cluster = ClusterView::new(servers, cfg.contention == Contention::Server);
@@ -118,30 +117,8 @@ impl Scheduler {
                     .collect(),
             )
         });
-        let energy = cfg.placement.energy_aware().then(|| {
-            EnergyStage::new(
-                cfg,
-                &world.network,
-                servers
-                    .iter()
-                    .map(|s| EnergyServer {
-                        id: s.id,
-                        slots: s.slots,
-                        cores: s.cores,
-                        core_speed: s.core_speed,
-                        memory_mb: s.memory_mb,
-                        idle_w: s.idle_w,
-                        peak_w: s.peak_w,
-                    })
-                    .collect(),
-                world.power.policy == PowerPolicy::Sleep,
-                (
-                    world.power.server_wake.as_nanos(),
-                    world.power.switch_wake.as_nanos(),
-                ),
-            )
-        });
-        Scheduler {
+        let energy = placement.energy_ref().is_some();
+        Ok(Scheduler {
             cfg: cfg.clone(),
             admission,
             // flows need a path with their bandwidth: the placement stage
@@ -154,18 +131,13 @@ impl Scheduler {
                     || flows
                     || cfg.external.is_some()),
             slot_admission: slot_stage.is_some() && cfg.admission != AdmissionKind::Fifo,
-            energy_queues: energy.is_some()
-                && slot_stage.is_none()
-                && cfg.admission == AdmissionKind::Fifo,
-            energy_admission: energy.is_some()
+            energy_queues: energy && slot_stage.is_none() && cfg.admission == AdmissionKind::Fifo,
+            energy_admission: energy
                 && slot_stage.is_none()
                 && cfg.admission != AdmissionKind::Fifo,
             slots: slot_stage,
-            energy,
             energy_runs: Vec::new(),
             slot_tick: None,
-            annealing: (cfg.placement == PlacementKind::Annealing)
-                .then(|| annealing::AnnealingStage::new(cfg, servers)),
             dist_tick: None,
             evictions: EvictionStats::default(),
             core: Core {
@@ -219,7 +191,7 @@ impl Scheduler {
                 moving: Default::default(),
                 world,
             },
-        }
+        })
     }
 
     /// Profiles the offline training set and builds the classification
@@ -322,7 +294,7 @@ impl Scheduler {
             Msg::Requeue(task) if self.energy_queues => {
                 if self.core.gangs.rest(task.id).is_some() {
                     self.energy_runs.push(task);
-                } else if let Some(stage) = self.energy.as_mut() {
+                } else if let Some(stage) = self.core.placement.energy() {
                     stage.enqueue(task);
                 }
                 return self.arm_slot_tick(ctx);
@@ -405,19 +377,13 @@ impl Scheduler {
                         tenant: world.name(task.tenant).to_string(),
                     },
                 );
-                if let Some(stage) = self
-                    .energy
-                    .as_mut()
-                    .filter(|_| self.energy_queues && task.dist.is_none())
-                {
+                let queues = self.energy_queues && task.dist.is_none();
+                if let Some(stage) = self.core.placement.energy().filter(|_| queues) {
                     stage.enqueue(task);
                     return self.arm_slot_tick(ctx);
                 }
-                if let Some(stage) = self
-                    .annealing
-                    .as_mut()
-                    .filter(|_| task.dist.is_some() && self.slots.is_none())
-                {
+                let run = task.dist.is_some() && self.slots.is_none();
+                if let Some(stage) = self.core.placement.annealing().filter(|_| run) {
                     let now = ctx.now();
                     let at = stage.submit(task, now, ctx.rng())?;
                     for (kind, fields) in stage.take_logs() {
@@ -440,7 +406,7 @@ impl Scheduler {
                     // slot stage's queue once complete and profiled
                     let now = ctx.now();
                     let mut ready = now;
-                    if let Some(stage) = self.annealing.as_mut() {
+                    if let Some(stage) = self.core.placement.annealing() {
                         ready = stage.profile(&task, now, ctx.rng())?;
                         for (kind, fields) in stage.take_logs() {
                             ctx.log(kind, &fields);
@@ -479,7 +445,11 @@ impl Scheduler {
                 self.admit(task, 0, ctx)
             }
             Body::Finished { task, .. }
-                if self.annealing.as_ref().is_some_and(|a| a.owns(task)) =>
+                if self
+                    .core
+                    .placement
+                    .annealing_ref()
+                    .is_some_and(|a| a.owns(task)) =>
             {
                 ctx.log(
                     "slot_release",
@@ -488,8 +458,11 @@ impl Scheduler {
                         server: world.name(src),
                     },
                 );
-                if let Some((i, slots, memory_mb)) =
-                    self.annealing.as_mut().and_then(|a| a.release(task))
+                if let Some((i, slots, memory_mb)) = self
+                    .core
+                    .placement
+                    .annealing()
+                    .and_then(|a| a.release(task))
                 {
                     self.core.vacate(task, i, slots, memory_mb);
                 }
@@ -509,7 +482,7 @@ impl Scheduler {
             }
             Body::Finished { task, .. } if self.slots.is_some() => {
                 self.core.gangs.finished(task);
-                if let Some(stage) = self.annealing.as_mut() {
+                if let Some(stage) = self.core.placement.annealing() {
                     stage.unit_left(task);
                 }
                 if let Some(stage) = self.slots.as_mut() {
@@ -598,7 +571,7 @@ impl Scheduler {
                 self.core.profiles.remove(&task);
                 self.core.release_flow(task, ctx)?;
                 self.energy_release(task, src, ctx)?;
-                if self.annealing.is_some() {
+                if self.core.placement.annealing_ref().is_some() {
                     return self.dist_pass(ctx);
                 }
                 self.drain(ctx)
@@ -614,8 +587,8 @@ impl Scheduler {
                 }
                 if let Some(i) = i {
                     let core = &mut self.core;
-                    if let Some(energy) = self.energy.as_mut()
-                        && core.cluster.primary_aware()
+                    if core.cluster.primary_aware()
+                        && let Some(energy) = core.placement.energy()
                     {
                         energy.set_room(i, core.cluster.servers()[i as usize].primary_room);
                     }
@@ -683,7 +656,12 @@ impl Scheduler {
         src: ActorId,
         ctx: &mut Ctx<'_, Msg>,
     ) -> Result<(), ModelError> {
-        if self.annealing.as_ref().is_some_and(|a| a.owns(task.id)) {
+        if self
+            .core
+            .placement
+            .annealing_ref()
+            .is_some_and(|a| a.owns(task.id))
+        {
             return self.unit_lost(task, ctx);
         }
         if self.core.gangs.owns(task.id) {
@@ -740,12 +718,8 @@ impl Scheduler {
         if let Some(stage) = &self.slots {
             stage.finish(out);
         }
-        if let Some(stage) = &self.energy {
-            stage.finish(out);
-        }
-        if let Some(stage) = &self.annealing {
-            stage.finish(out);
-        }
+        // the energy-aware and annealing stages report through the
+        // placement's `finish`, below
         core.gangs.finish(out);
         out.add("tasks_requeued", core.killed);
         out.add("tasks_dispatched", core.dispatched);

@@ -33,7 +33,7 @@ impl Scheduler {
     ) -> Result<(), ModelError> {
         let now = ctx.now();
         let delay = self.core.resubmit_delay;
-        let Some(stage) = self.annealing.as_mut() else {
+        let Some(stage) = self.core.placement.annealing() else {
             return Ok(());
         };
         let id = task.id;
@@ -59,7 +59,7 @@ impl Scheduler {
         src: ActorId,
         ctx: &mut Ctx<'_, Msg>,
     ) -> Result<(), ModelError> {
-        if let Some(stage) = self.annealing.as_mut() {
+        if let Some(stage) = self.core.placement.annealing() {
             stage.unit_left(task.id);
         }
         if let Some(stage) = self.slots.as_mut() {
@@ -95,7 +95,7 @@ impl Scheduler {
     pub(super) fn dist_pass(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         let now = ctx.now();
         let world = Arc::clone(&self.core.world);
-        let Some(stage) = self.annealing.as_mut() else {
+        let Some(stage) = self.core.placement.annealing() else {
             return Ok(());
         };
         if stage.queued() == 0 {
@@ -132,10 +132,20 @@ impl Scheduler {
 
     /// Tasks waiting in whichever queue the pipeline uses.
     pub(super) fn queued(&self) -> usize {
-        if let Some(a) = self.annealing.as_ref().filter(|_| self.slots.is_none()) {
+        if let Some(a) = self
+            .core
+            .placement
+            .annealing_ref()
+            .filter(|_| self.slots.is_none())
+        {
             return a.queued() + self.admission.len();
         }
-        if let Some(e) = self.energy.as_ref().filter(|_| self.energy_queues) {
+        if let Some(e) = self
+            .core
+            .placement
+            .energy_ref()
+            .filter(|_| self.energy_queues)
+        {
             return e.queued() + self.energy_runs.len() + self.core.gangs.waiting();
         }
         self.admission.len()
@@ -147,7 +157,7 @@ impl Scheduler {
     /// and none is armed (thesis §6.2.3.2).
     pub(super) fn arm_slot_tick(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         let now = ctx.now();
-        let staged = self.slots.is_some() || self.energy.is_some();
+        let staged = self.slots.is_some() || self.core.placement.energy_ref().is_some();
         if !staged || self.queued() == 0 || self.slot_tick.is_some_and(|t| t > now) {
             return Ok(());
         }
@@ -165,8 +175,7 @@ impl Scheduler {
             return Ok(());
         };
         let mut actions = if self.slot_placer {
-            let mut placer = CorePlacer::new(&mut self.core, self.energy.as_mut(), false)
-                .annealing(self.annealing.as_mut());
+            let mut placer = CorePlacer::new(&mut self.core, false);
             stage.schedule_placed(now, ctx.rng(), Some(&mut placer))
         } else {
             stage.schedule(now, ctx.rng())
@@ -174,8 +183,6 @@ impl Scheduler {
         if self.slot_admission {
             let pools = self.core.pool_state();
             let core = &mut self.core;
-            let mut energy = self.energy.as_mut();
-            let mut anneal = self.annealing.as_mut();
             let mut place = |task: &Task, _: SimTime, scope: Scope<'_>| {
                 let allow: Option<Vec<bool>> = scope.bounded().then(|| {
                     (0..core.pool.len() as u32)
@@ -184,8 +191,7 @@ impl Scheduler {
                 });
                 let admits = |i: u32| allow.as_ref().is_none_or(|a| a[i as usize]);
                 let rest = core.gangs.rest(task.id).map(<[Task]>::to_vec);
-                let mut placer = CorePlacer::new(&mut *core, energy.as_deref_mut(), scope.strict)
-                    .annealing(anneal.as_deref_mut());
+                let mut placer = CorePlacer::new(&mut *core, scope.strict);
                 let allowed = allow.is_some().then_some(&admits as &dyn Fn(u32) -> bool);
                 let rng = ctx.rng();
                 let action = match rest {
@@ -261,7 +267,6 @@ impl Scheduler {
         let now = ctx.now();
         let pools = self.core.pool_state();
         let core = &mut self.core;
-        let mut energy = self.energy.as_mut();
         let mut starts: Vec<(Task, u32)> = Vec::new();
         let mut runs: Vec<Vec<(Task, u32)>> = Vec::new();
         let mut place = |task: &Task, _: SimTime, scope: Scope<'_>| {
@@ -275,7 +280,7 @@ impl Scheduler {
                     .chain(rest.iter().cloned())
                     .collect();
                 let admits = |i: u32| allow.as_ref().is_none_or(|a| a[i as usize]);
-                let mut placer = CorePlacer::new(&mut *core, energy.as_deref_mut(), scope.strict);
+                let mut placer = CorePlacer::new(&mut *core, scope.strict);
                 let Some((servers, pool)) =
                     start_run_placed(&mut placer, &units, &admits, now, ctx.rng())
                 else {
@@ -292,7 +297,7 @@ impl Scheduler {
                     && cluster.apart_allows(task, i)
             };
             let room: Vec<bool> = (0..cluster.servers().len() as u32).map(room).collect();
-            let mut placer = CorePlacer::new(&mut *core, energy.as_deref_mut(), scope.strict);
+            let mut placer = CorePlacer::new(&mut *core, scope.strict);
             let Some(server) = placer.choose(task, &|i| room[i as usize], ctx.rng()) else {
                 return Ok(core.refusal(task));
             };
@@ -326,7 +331,7 @@ impl Scheduler {
     /// 4.1): reservations go to the switches, tasks to their servers.
     pub(super) fn energy_pass(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         let world = Arc::clone(&self.core.world);
-        let Some(stage) = self.energy.as_mut() else {
+        let Some(stage) = self.core.placement.energy() else {
             return Ok(());
         };
         if !self.energy_runs.is_empty() {
@@ -352,7 +357,7 @@ impl Scheduler {
                 self.core.launch_run(ctx, units)?;
             }
         }
-        let Some(stage) = self.energy.as_mut() else {
+        let Some(stage) = self.core.placement.energy() else {
             return Ok(());
         };
         let placed = stage.schedule(&world.network, ctx.rng());
@@ -375,7 +380,7 @@ impl Scheduler {
         src: ActorId,
         ctx: &mut Ctx<'_, Msg>,
     ) -> Result<(), ModelError> {
-        let Some(stage) = self.energy.as_mut() else {
+        let Some(stage) = self.core.placement.energy() else {
             return Ok(());
         };
         for f in stage.release(task, src) {
@@ -546,8 +551,9 @@ impl Scheduler {
     /// then arms a tick for its next switching time.
     pub(super) fn drain(&mut self, ctx: &mut Ctx<'_, Msg>) -> Result<(), ModelError> {
         if self
-            .annealing
-            .as_ref()
+            .core
+            .placement
+            .annealing_ref()
             .is_some_and(|a| a.blocked(ctx.now()))
         {
             // a distributed run waits for room: single tasks wait behind

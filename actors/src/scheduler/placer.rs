@@ -1,6 +1,7 @@
 //! [`CorePlacer`]: the placement stage (and the energy or annealing stage,
 //! if any) answering the slot stage and ARQ ([`SlotPlacer`]).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use dcemu_topology::{Bandwidth, Route, SimTime};
@@ -9,23 +10,22 @@ use crate::external::MigrateOrder;
 use crate::kernel::{ActorId, ActorRng};
 use crate::task::{Task, TaskId};
 
-use super::energy::EnergyStage;
 use super::preemption::{RunningSlot, SlotAction, SlotPlacer};
 
-use super::state::{Core, Notice};
+use super::placement;
+use super::state::{Core, Notice, appropriate_on, primary_leaves_room};
 use super::{Choice, ClusterView, Request, VictimOption};
-use super::{annealing, placement};
 
 /// The placement stage answering the slot stage ([`SlotPlacer`]): it
 /// scores the servers with a free slot by its own criterion, and the view it
 /// reads follows the slot stage's starts. With an energy-aware placement
-/// (`energy`) that stage chooses the server and its path among the
-/// candidates, and books CPU, memory and bandwidth as the task starts
-/// ([`EnergyStage::choose`], [`EnergyStage::start`]); the same placer
-/// answers ARQ without a slot stage.
+/// ([`Placement::energy`]) its stage chooses the server and its path among
+/// the candidates, and books CPU, memory and bandwidth as the task starts
+/// ([`EnergyStage::choose`], [`EnergyStage::start`]); with `annealing`
+/// ([`Placement::annealing`]) its stage chooses the hosts of each run the
+/// slot stage starts. The same placer answers ARQ without a slot stage.
 pub(super) struct CorePlacer<'a> {
     pub(super) core: &'a mut Core,
-    pub(super) energy: Option<&'a mut EnergyStage>,
     /// The energy stage's latest choice: task, server and path.
     pub(super) chosen: Option<(TaskId, u32, Route)>,
     /// Of the latest choice, kept for the start it leads to.
@@ -37,9 +37,6 @@ pub(super) struct CorePlacer<'a> {
     /// Virtual time the latest decision that chose a server or a victim
     /// took (`Placement::decision_latency`), for the start it leads to.
     pub(super) latency: u64,
-    /// `annealing` under a slot stage: it chooses the hosts of each run
-    /// the slot stage starts ([`AnnealingStage::choose_hosts`]).
-    pub(super) anneal: Option<&'a mut annealing::AnnealingStage>,
     /// The path the latest choice named for its task's flow (an external
     /// program's network stage): task, server and path.
     pub(super) path: Option<(TaskId, u32, Route)>,
@@ -51,31 +48,19 @@ pub(super) struct CorePlacer<'a> {
 }
 
 impl<'a> CorePlacer<'a> {
-    /// The placement stage (and the energy stage, if any) over `core`;
-    /// `strict`: only servers ARQ counts as appropriate.
-    pub(super) fn new(
-        core: &'a mut Core,
-        energy: Option<&'a mut EnergyStage>,
-        strict: bool,
-    ) -> Self {
+    /// The placement stage over `core`; `strict`: only servers ARQ counts
+    /// as appropriate.
+    pub(super) fn new(core: &'a mut Core, strict: bool) -> Self {
         CorePlacer {
             core,
-            energy,
             chosen: None,
             violation: 0.0,
             strict,
             pool: 0,
             latency: 0,
-            anneal: None,
             path: None,
             moves: Vec::new(),
         }
-    }
-
-    /// The same, with `annealing` choosing the hosts of distributed runs.
-    pub(super) fn annealing(mut self, anneal: Option<&'a mut annealing::AnnealingStage>) -> Self {
-        self.anneal = anneal;
-        self
     }
 }
 
@@ -86,17 +71,30 @@ impl SlotPlacer for CorePlacer<'_> {
         candidates: &dyn Fn(u32) -> bool,
         rng: &mut ActorRng,
     ) -> Option<u32> {
-        if let Some(energy) = self.energy.as_deref_mut() {
-            let core = &*self.core;
+        if self.core.placement.energy_ref().is_some() {
+            let Core {
+                placement,
+                cluster,
+                profiles,
+                strict_speed,
+                ..
+            } = &mut *self.core;
+            let (cluster, profiles, speed) = (&*cluster, &*profiles, *strict_speed);
             let strict = self.strict;
             let allow = |i: u32| {
                 candidates(i)
-                    && core.primary_leaves_room(i)
-                    && core.cluster.apart_allows(task, i)
-                    && (!strict || core.appropriate_on(task, i))
+                    && primary_leaves_room(cluster, i)
+                    && cluster.apart_allows(task, i)
+                    && (!strict || appropriate_on(cluster, profiles, speed, task, i))
             };
-            let (server, route) = energy.choose(task, &allow, rng)?;
-            self.chosen = Some((task.id, server, route));
+            let req = Request {
+                task,
+                profile: profiles.get(&task.id),
+                allowed: Some(&allow),
+                exclude: None,
+            };
+            let server = placement.place(&req, cluster, rng)?.server;
+            self.chosen = placement.energy().and_then(|e| e.take_choice());
             self.violation = 0.0;
             return Some(server);
         }
@@ -166,7 +164,7 @@ impl SlotPlacer for CorePlacer<'_> {
             }
             // the victim's flows go with its slot
             core.release_flow_later(v);
-            if let Some(energy) = self.energy.as_deref_mut() {
+            if let Some(energy) = core.placement.energy() {
                 for f in energy.release(v, id) {
                     core.notices.push(Notice::Flow(f, false));
                 }
@@ -178,7 +176,7 @@ impl SlotPlacer for CorePlacer<'_> {
             self.violation
         };
         core.occupy(task, Choice { server, violation }, now);
-        let Some(energy) = self.energy.as_deref_mut() else {
+        if core.placement.energy_ref().is_none() {
             let path = match self.path.take() {
                 Some((t, i, route)) if t == task.id && i == server && victims.is_empty() => {
                     Some(route)
@@ -187,12 +185,16 @@ impl SlotPlacer for CorePlacer<'_> {
             };
             core.reserve_flow_later(task, server, path);
             return;
-        };
+        }
         let route = match self.chosen.take() {
             Some((t, i, route)) if t == task.id && i == server => Some(route),
             _ => None,
         };
-        match energy.start(&core.world.network, task, server, route, rng) {
+        let world = Arc::clone(&core.world);
+        let Some(energy) = core.placement.energy() else {
+            return;
+        };
+        match energy.start(&world.network, task, server, route, rng) {
             Some(flows) => {
                 for f in flows {
                     core.notices.push(Notice::Flow(f, true));
@@ -219,7 +221,7 @@ impl SlotPlacer for CorePlacer<'_> {
             .any(|n| matches!(n, Notice::Refused { task: t, .. } if *t == task.id));
         if refused {
             self.withdraw(task, server);
-        } else if let Some(a) = self.anneal.as_deref_mut() {
+        } else if let Some(a) = self.core.placement.annealing() {
             a.unit_started(task, server);
         }
         !refused
@@ -235,7 +237,7 @@ impl SlotPlacer for CorePlacer<'_> {
         candidates: &dyn Fn(u32) -> bool,
         rng: &mut ActorRng,
     ) -> Option<Vec<u32>> {
-        let anneal = self.anneal.as_deref_mut()?;
+        self.core.placement.annealing_ref()?;
         let core = &*self.core;
         let strict = self.strict;
         let (flows, cluster, world) = (&core.flows, &core.cluster, &core.world);
@@ -256,11 +258,14 @@ impl SlotPlacer for CorePlacer<'_> {
         let hosts: Vec<u32> = (0..cluster.servers().len() as u32)
             .filter(|&i| fits(i))
             .collect();
-        anneal.choose_hosts(units, &hosts, rng)
+        self.core
+            .placement
+            .annealing()?
+            .choose_hosts(units, &hosts, rng)
     }
 
     fn places_gangs(&self) -> bool {
-        self.anneal.is_some()
+        self.core.placement.annealing_ref().is_some()
     }
 
     fn could_hold(&self, threads: u32, hosts: usize) -> bool {
@@ -271,7 +276,7 @@ impl SlotPlacer for CorePlacer<'_> {
     /// stage's ledger) and drops its notices: the switches never hear of
     /// it.
     fn withdraw(&mut self, task: &Task, server: u32) {
-        if let Some(a) = self.anneal.as_deref_mut() {
+        if let Some(a) = self.core.placement.annealing() {
             a.unit_left(task.id);
         }
         let core = &mut *self.core;
@@ -279,8 +284,8 @@ impl SlotPlacer for CorePlacer<'_> {
             core.vacate(task.id, server, task.cores, task.memory_mb);
         }
         core.flows.release(&core.world.network, task.id);
-        if let Some(energy) = self.energy.as_deref_mut() {
-            let id = core.cluster.servers()[server as usize].id;
+        let id = core.cluster.servers()[server as usize].id;
+        if let Some(energy) = core.placement.energy() {
             energy.release(task.id, id);
         }
         core.notices.retain(|n| match n {
@@ -290,7 +295,7 @@ impl SlotPlacer for CorePlacer<'_> {
     }
 
     fn gates_victims(&self, task: &Task) -> bool {
-        task.flow_bps > 0 || self.energy.is_some()
+        task.flow_bps > 0 || self.core.placement.energy_ref().is_some()
     }
 
     /// The placement stage scores the servers holding admissible victims
@@ -298,7 +303,7 @@ impl SlotPlacer for CorePlacer<'_> {
     /// `best-fit`); the energy-aware placements keep the preemption
     /// stage's choice (they gate victims by the room they need instead).
     fn scores_victims(&self, _: &Task) -> bool {
-        self.energy.is_none() && self.core.placement.scores_victims()
+        self.core.placement.energy_ref().is_none() && self.core.placement.scores_victims()
     }
 
     fn choose_victim(
@@ -326,7 +331,7 @@ impl SlotPlacer for CorePlacer<'_> {
     }
 
     fn picks_victims(&self, _: &Task) -> bool {
-        self.energy.is_none() && self.core.placement.picks_victims()
+        self.core.placement.energy_ref().is_none() && self.core.placement.picks_victims()
     }
 
     /// The placement's pick among every running task, with the cores and
@@ -399,7 +404,7 @@ impl SlotPlacer for CorePlacer<'_> {
     /// free on some path to the server (the victim's own flow counting as
     /// freed); under an energy-aware placement, its CPU, memory and path.
     fn victim_fits(&mut self, task: &Task, server: u32, victim: TaskId) -> bool {
-        if let Some(energy) = self.energy.as_deref_mut() {
+        if let Some(energy) = self.core.placement.energy() {
             return energy.evictable(task, server, victim);
         }
         let core = &*self.core;

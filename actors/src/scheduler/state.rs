@@ -663,39 +663,11 @@ impl Core {
         }
         Ok(Attempt::Placed { pool, on })
     }
-
-    /// Whether a server a primary tenant owns leaves a core for one more
-    /// task, by its latest report (the view's primary room, harvesting
-    /// §5.3). The energy-aware placements prefer servers already on, which
-    /// a primary tenant keeps on; without this they would start tasks
-    /// there only to see them killed.
-    pub(super) fn primary_leaves_room(&self, i: u32) -> bool {
-        self.cluster.servers()[i as usize].primary_leaves(1)
-    }
-
     /// [`Core::appropriate`] for `task` on server `i`, with the violation
     /// its profile (if any) would see there: for a placement that does not
     /// weigh interference itself (the energy-aware ones).
     pub(super) fn appropriate_on(&self, task: &Task, i: u32) -> bool {
-        let profile = self.profiles.get(&task.id);
-        let violation = profile.map_or(0.0, |p| {
-            self.cluster
-                .interference(i)
-                .violation(&p.tolerated, &p.caused)
-        });
-        let req = Request {
-            task,
-            profile,
-            allowed: None,
-            exclude: None,
-        };
-        self.appropriate(
-            &req,
-            &Choice {
-                server: i,
-                violation,
-            },
-        )
+        appropriate_on(&self.cluster, &self.profiles, self.strict_speed, task, i)
     }
 
     /// ARQ's appropriate server (ARQ §3.1): no interference constraint
@@ -1055,4 +1027,32 @@ pub(super) fn band(q: f64, classes: usize) -> usize {
     let width = 100.0 / classes.max(1) as f64;
     let b = ((100.0 - q.clamp(0.0, 100.0)) / width) as usize;
     b.min(classes.saturating_sub(1))
+}
+
+/// Whether a server a primary tenant owns leaves a core for one more
+/// task, by its latest report (the view's primary room, harvesting
+/// §5.3). The energy-aware placements prefer servers already on, which
+/// a primary tenant keeps on; without this they would start tasks
+/// there only to see them killed.
+pub(super) fn primary_leaves_room(cluster: &ClusterView, i: u32) -> bool {
+    cluster.servers()[i as usize].primary_leaves(1)
+}
+
+/// [`Core::appropriate_on`] over the parts of the state it reads, for a
+/// caller that holds the placement mutably at the same time.
+pub(super) fn appropriate_on(
+    cluster: &ClusterView,
+    profiles: &BTreeMap<TaskId, Profile>,
+    strict_speed: f64,
+    task: &Task,
+    i: u32,
+) -> bool {
+    let profile = profiles.get(&task.id);
+    let violation = profile.map_or(0.0, |p| {
+        cluster.interference(i).violation(&p.tolerated, &p.caused)
+    });
+    // ARQ's appropriate server (ARQ §3.1), as `Core::appropriate`
+    let class = cluster.servers()[i as usize].class;
+    let speed = profile.map_or(1.0, |p| p.speed.get(class).copied().unwrap_or(0.0));
+    violation <= 0.0 && speed >= QOS_PERF_NORM * strict_speed
 }

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{BenchError, Measured, Runner, mb};
+use super::runner::{BenchError, Measured, Runner, mb};
 
 /// What the soak runs (from `dcemu bench`'s `--soak-*` flags).
 #[derive(Clone, Debug)]

@@ -25,6 +25,7 @@
 
 pub mod search;
 mod table;
+mod target;
 mod writeback;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -34,11 +35,12 @@ use clap::Args;
 use indicatif::ProgressBar;
 
 use crate::reproduce::calibration::{self, Calibration};
-use crate::reproduce::experiments::{Paper, Row, load_papers};
+use crate::reproduce::experiments::{Paper, load_papers};
 use crate::reproduce::runner::{self, Job, Ran};
 use crate::reproduce::{commit_of, run_dir_name};
 use crate::scenario::MAX_SEED;
 use search::{Objective, Param, SearchError};
+use target::Target;
 
 /// `dcemu calibrate`.
 #[derive(Args, Debug, Clone)]
@@ -81,17 +83,6 @@ pub struct Summary {
     pub written: Vec<PathBuf>,
     /// Scenario files whose value differed from the declared one before the fit.
     pub warnings: Vec<String>,
-}
-
-/// One target row of the fit.
-struct Target<'a> {
-    /// `experiment-id/row label`.
-    name: String,
-    row: &'a Row,
-    /// What one unit of the loss is: the tolerance (or the default).
-    scale: f64,
-    tolerance: f64,
-    paper: f64,
 }
 
 /// The tolerance that scales a row's term in the loss.

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::Target;
 use super::search::Outcome;
+use super::target::Target;
 use crate::reproduce::calibration::Calibration;
 use crate::reproduce::experiments::Paper;
 

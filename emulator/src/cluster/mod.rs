@@ -29,3 +29,16 @@ pub enum ClusterError {
     Coordinator(String),
 }
 pub mod coordinator;
+
+/// The process's actix system (its process-level actors run on the main
+/// thread), over a tokio runtime whose one worker drives quinn's endpoint:
+/// what [`coordinator::run_coordinator`] and [`node::run_node`] run on
+/// (`dcemu coordinator` / `dcemu node`, or a binary of a user's own that
+/// registers its policies first).
+pub fn runtime() -> std::io::Result<actix_rt::SystemRunner> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    Ok(actix_rt::System::with_tokio_rt(move || rt))
+}

@@ -32,17 +32,19 @@ pub(crate) mod partition;
 pub(crate) mod queue;
 pub mod reference;
 pub mod rounds;
+mod threads;
 pub mod transport;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use dcemu_actors::kernel::{Actor, Metrics, ModelError};
+use dcemu_actors::kernel::{Metrics, ModelError};
 use dcemu_topology::SimTime;
 
 pub use horizon::{Distances, Horizon, Reach};
 pub use partition::Partition;
+pub use threads::run_threads;
 pub use transport::{
     Frame, InMemoryTransport, Received, Report, Transport, TransportError, Wake, in_memory_mesh,
 };
@@ -240,88 +242,6 @@ pub fn reach_assignment(reach: &Reach, actors: usize, partitions: usize) -> Vec<
     }
     horizon::place_relays(reach, &mut assignment, partitions);
     assignment
-}
-
-/// Runs `actors` (in id order, with their names) split into `partitions`
-/// threads of this process, connected by in-memory channels.
-pub fn run_threads<A: Actor>(
-    config: &EngineConfig,
-    actors: Vec<(String, A)>,
-    partitions: usize,
-    progress: Option<Arc<Progress>>,
-) -> Result<EngineOutput, EngineError>
-where
-    A::Msg: Send,
-{
-    run_threads_with(config, actors, partitions, progress, false)
-}
-
-/// [`run_threads`], with partitions sitting rounds out when `sit_out`.
-pub(crate) fn run_threads_with<A: Actor>(
-    config: &EngineConfig,
-    actors: Vec<(String, A)>,
-    partitions: usize,
-    progress: Option<Arc<Progress>>,
-    sit_out: bool,
-) -> Result<EngineOutput, EngineError>
-where
-    A::Msg: Send,
-{
-    if partitions == 0 || partitions > MAX_PARTITIONS {
-        return Err(EngineError::Setup(format!(
-            "partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}"
-        )));
-    }
-    let assignment = reach_assignment(&config.reach, actors.len(), partitions);
-    let progress = progress.unwrap_or_else(|| Progress::new(partitions));
-    if progress.vtime.len() != partitions {
-        return Err(EngineError::Setup(
-            "progress counters sized for another partition count".into(),
-        ));
-    }
-    let mut parts = partition::split(config, actors, &assignment, partitions)?;
-    let transports = in_memory_mesh::<A::Msg>(partitions)
-        .into_iter()
-        .map(|t| t.sitting_out(sit_out));
-
-    let results: Vec<Result<partition::PartitionOutput, EngineError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = parts
-            .drain(..)
-            .zip(transports)
-            .enumerate()
-            .map(|(i, (part, transport))| {
-                let progress = progress.clone();
-                std::thread::Builder::new()
-                    .name(format!("partition-{i}"))
-                    .spawn_scoped(s, move || part.run(transport, &progress))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .enumerate()
-            .map(|(i, h)| match h {
-                Err(e) => Err(EngineError::Setup(format!(
-                    "cannot start the thread of partition {i}: {e}"
-                ))),
-                Ok(h) => h.join().unwrap_or_else(|panic| {
-                    Err(EngineError::Panicked {
-                        partition: i,
-                        message: panic_message(&panic),
-                    })
-                }),
-            })
-            .collect()
-    });
-    progress.done.store(true, Ordering::Relaxed);
-    partition::combine(results, config.end)
-}
-
-fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@ use rand::RngCore;
 use serde::Serialize;
 
 use super::reference::run_sequential;
+use super::threads::run_threads_with;
 use super::*;
 
 const L: SimTime = 1_000;

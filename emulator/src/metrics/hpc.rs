@@ -10,7 +10,7 @@ use dcemu_actors::kernel::Metrics;
 use dcemu_topology::SimTime;
 use serde_json::Value;
 
-use super::{MetricMap, opt, percentile};
+use super::values::{MetricMap, opt, percentile};
 
 /// Header of `utilisation.csv`.
 pub const UTILISATION_HEADER: &str = "t_s,busy_procs,utilisation";

@@ -5,19 +5,9 @@
 
 use std::path::Path;
 
+use super::data::{Figure, HpcData, ReportError, RunData, bad, read_text};
 use super::plots::cdf_points;
-use super::{Figure, ReportError, RunData, bad, lines_plot, read_text};
-
-/// What a run's HPC result files hold, for the plots.
-#[derive(Debug, Default)]
-pub struct HpcData {
-    /// `(t_s, utilisation)` per bin of `utilisation.csv`.
-    pub utilisation: Vec<(f64, f64)>,
-    /// Wait of each finished job, s, sorted (`jobs.csv`).
-    pub wait_s: Vec<f64>,
-    /// Bounded slowdown of each finished job, sorted (`jobs.csv`).
-    pub slowdown: Vec<f64>,
-}
+use super::plots::lines_plot;
 
 /// The columns `want` of a CSV file's rows, as numbers: every row, in
 /// order; an empty cell is `None`. Errors name the file, line and column.

@@ -3,7 +3,7 @@
 
 use plotters::prelude::*;
 
-use super::{Heat, ReportError};
+use super::data::{Heat, ReportError};
 
 const W: u32 = 760;
 const H: u32 = 380;

@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::experiments::Experiment;
+use super::data::Experiment;
+pub use super::data::Role;
 use crate::scenario::{self, Override};
 use crate::toml_file::Problems;
 
@@ -59,25 +60,6 @@ impl std::fmt::Display for Setting {
         match self {
             Setting::Number(v) => write!(f, "{v}"),
             Setting::Word(w) => write!(f, "{w:?}"),
-        }
-    }
-}
-
-/// Whether a row was a target of the fit, or never seen by it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Role {
-    /// Named by a `[[calibration]]`'s targets: the fit read it.
-    Calibrated,
-    /// Never read by a fit: what the model predicts with the fitted values held.
-    #[default]
-    Validated,
-}
-
-impl Role {
-    pub fn word(self) -> &'static str {
-        match self {
-            Role::Calibrated => "calibrated",
-            Role::Validated => "validated",
         }
     }
 }

@@ -14,7 +14,9 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::calibration::{self, Calibration, CalibrationFile, Role};
+use super::calibration::{self, Calibration, CalibrationFile};
+use super::data::Role;
+pub use super::data::{Bound, Experiment, Kind, Ordering, Plot, Row};
 use crate::scenario::{self, Origin, Override, ScenarioError, ScenarioErrors};
 use crate::toml_file::{self, Problems};
 
@@ -71,77 +73,12 @@ struct RowFile {
     open: Option<String>,
 }
 
-/// A paper value that is a bound, not a measurement ("the overheads from
-/// queuing are less than 1.5 %", Paragon §6.1): the row passes when its
-/// mean is on the stated side of `paper`, and needs no tolerance.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Bound {
-    AtMost,
-    AtLeast,
-}
-
-impl Bound {
-    /// Whether `value` is on the bound's side of `paper`.
-    pub fn holds(self, value: f64, paper: f64) -> bool {
-        match self {
-            Bound::AtMost => value <= paper + 1e-12,
-            Bound::AtLeast => value >= paper - 1e-12,
-        }
-    }
-
-    /// How the tables show the paper's value: `≤ 0.015`.
-    pub fn symbol(self) -> &'static str {
-        match self {
-            Bound::AtMost => "≤",
-            Bound::AtLeast => "≥",
-        }
-    }
-
-    /// The word `bound` takes in the experiment file and the csv.
-    pub fn word(self) -> &'static str {
-        match self {
-            Bound::AtMost => "at-most",
-            Bound::AtLeast => "at-least",
-        }
-    }
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct OrderingFile {
     claim: String,
     citation: Option<String>,
     open: Option<String>,
-}
-
-/// Whether an experiment checks a statistic of the inputs the paper
-/// reports (calibration) or one of its results.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kind {
-    Input,
-    #[default]
-    Output,
-}
-
-/// Extra plots an experiment asks for (bars of paper vs ours are always drawn).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Plot {
-    /// Paragon Fig. 8: each application's performance, worst to best, one
-    /// line per row, with the paper's QoS share marked on the 0.95 line.
-    PerfCurve,
-    /// Paragon Fig. 10(d): the running applications' mean performance over
-    /// time, one line per row.
-    PerfOverTime,
-    /// Thesis Fig. 9.2: the mean response time of class-0 tasks by the
-    /// priority evictions they suffered (1, 2, 3, 4, 5 or more), one bar
-    /// per row, averaged over seeds.
-    ByEvictions,
-    /// Thesis Table 4.2 / Figure 4.3 style: switches powered over time,
-    /// one line per row.
-    SwitchesOn,
 }
 
 /// One paper's experiments, validated.
@@ -154,55 +91,6 @@ pub struct Paper {
     pub experiments: Vec<Experiment>,
     /// The free parameters (`[[calibration]]`), in file order.
     pub calibrations: Vec<Calibration>,
-}
-
-/// One experiment, validated: its scenario loads with every row's overrides.
-#[derive(Debug)]
-pub struct Experiment {
-    pub id: String,
-    pub title: String,
-    /// The scenario file as given, relative to the experiment file
-    /// (rows may name their own).
-    pub scenario: String,
-    pub citation: String,
-    pub kind: Kind,
-    pub quick: bool,
-    pub note: Option<String>,
-    pub plots: Vec<Plot>,
-    pub rows: Vec<Row>,
-    pub orderings: Vec<Ordering>,
-}
-
-/// One policy (or configuration) of an experiment.
-#[derive(Debug)]
-pub struct Row {
-    pub label: String,
-    /// The row's scenario: its own, or the experiment's.
-    pub scenario: String,
-    pub scenario_path: PathBuf,
-    pub scenario_text: Arc<String>,
-    /// The experiment's overrides followed by the row's own.
-    pub overrides: Vec<Override>,
-    pub metric: String,
-    pub paper: Option<f64>,
-    /// `paper` is a bound on the mean rather than a value to be near.
-    pub bound: Option<Bound>,
-    pub citation: Option<String>,
-    pub tolerance: Option<f64>,
-    pub open: Option<String>,
-    /// Calibrated (a target of a `[[calibration]]`) or validated.
-    pub role: Role,
-}
-
-/// "`higher` is above `lower`" on every seed (`strict`: strictly above).
-#[derive(Debug)]
-pub struct Ordering {
-    pub claim: String,
-    pub higher: usize,
-    pub lower: usize,
-    pub strict: bool,
-    pub citation: Option<String>,
-    pub open: Option<String>,
 }
 
 /// Finds the experiment files of `papers` (all that exist when empty) in `dir`.

@@ -17,6 +17,7 @@
 //! on `--validation-seeds`, which no fit has seen, and are judged there too.
 
 pub mod calibration;
+mod data;
 pub mod experiments;
 pub mod runner;
 pub mod verdict;

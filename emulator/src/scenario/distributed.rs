@@ -4,7 +4,7 @@
 use dcemu_actors::config::PlacementKind;
 use dcemu_actors::trace_formats::TraceFormat;
 
-use super::Scenario;
+use super::data::Scenario;
 
 /// Problems as `(dotted field, problem)`.
 pub fn problems(s: &Scenario) -> Vec<(String, String)> {

@@ -7,7 +7,7 @@
 use dcemu_actors::config::{ExternalStage, SlotPolicy, StickyPhase};
 use dcemu_topology::{PowerPolicy, TopologyKind};
 
-use super::Scenario;
+use super::data::Scenario;
 
 /// One row of the table.
 pub struct Refusal {

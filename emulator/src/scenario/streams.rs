@@ -15,7 +15,7 @@ use dcemu_actors::trace_formats::{
     ImportError, ImportOptions, ImportStats, StreamSpec, TraceFormat,
 };
 
-use super::{Origin, Scenario, ScenarioError};
+use super::data::{Origin, Scenario, ScenarioError, trace_error_of};
 
 /// A streamed trace's problem as a scenario error pointing into the file.
 pub fn import_error(e: ImportError) -> ScenarioError {
@@ -30,7 +30,7 @@ pub fn import_error(e: ImportError) -> ScenarioError {
             (path, None, format!("cannot read the trace: {source}"))
         }
         ImportError::File { path, problem } => (path, None, problem),
-        ImportError::Csv(e) => return super::trace_error_of(e),
+        ImportError::Csv(e) => return trace_error_of(e),
     };
     ScenarioError {
         origin: Origin::File { path, at },

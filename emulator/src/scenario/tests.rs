@@ -1,4 +1,5 @@
 use super::*;
+use dcemu_actors::config::PrimaryTenantConfig;
 
 fn set(s: &str) -> Override {
     s.parse().unwrap()

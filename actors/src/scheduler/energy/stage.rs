@@ -69,6 +69,9 @@ pub struct EnergyStage {
     /// [`EnergyStage::widest_above`] per pod, with the links' version it
     /// was computed at.
     pub(super) widest_cache: RefCell<BTreeMap<u32, (u64, u64)>>,
+    /// The latest choice made through the placement policy (task, server
+    /// and path), until the start it leads to takes it.
+    pub(super) chosen: Option<(TaskId, u32, Route)>,
 }
 
 impl EnergyStage {
@@ -248,6 +251,7 @@ impl EnergyStage {
             sharing: cfg.cpu_sharing,
             strongest,
             widest_cache: RefCell::default(),
+            chosen: None,
             costing,
             choice,
             sort_by,
@@ -358,6 +362,16 @@ impl EnergyStage {
             self.deferred += 1;
         }
         chosen
+    }
+
+    /// Keeps a choice of [`EnergyStage::choose`] for the start it leads to.
+    pub fn keep_choice(&mut self, task: TaskId, server: u32, route: Route) {
+        self.chosen = Some((task, server, route));
+    }
+
+    /// The choice kept last, once.
+    pub fn take_choice(&mut self) -> Option<(TaskId, u32, Route)> {
+        self.chosen.take()
     }
 
     /// `task` starts on server `i` with its external flow on `route` (from

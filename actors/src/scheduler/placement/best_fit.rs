@@ -14,6 +14,10 @@ use super::{Choice, ClusterView, Placement, Request, VictimOption};
 pub struct BestFit;
 
 impl Placement for BestFit {
+    fn name(&self) -> &str {
+        "best-fit"
+    }
+
     fn place(
         &mut self,
         req: &Request<'_>,

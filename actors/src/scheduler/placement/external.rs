@@ -18,6 +18,8 @@ use crate::kernel::{ActorRng, Metrics, ModelError};
 use crate::scheduler::cluster_view::ServerSpec;
 
 use super::{Choice, ClusterView, PathOption, PlacedTask, Placement, Request, RunningTask};
+use crate::scheduler::annealing::AnnealingStage;
+use crate::scheduler::energy::EnergyStage;
 
 /// `external`: asks the program at every placement decision where the task
 /// should run (protocol v1's `place`), and, when it decides the preemption
@@ -790,6 +792,28 @@ fn shorten(s: &str) -> String {
 }
 
 impl Placement for External {
+    fn name(&self) -> &str {
+        "external"
+    }
+
+    /// The inner placement's stage, when the program decides preemption
+    /// only beside one that has a stage of its own.
+    fn energy(&mut self) -> Option<&mut EnergyStage> {
+        self.inner.as_mut().and_then(|p| p.energy())
+    }
+
+    fn energy_ref(&self) -> Option<&EnergyStage> {
+        self.inner.as_ref().and_then(|p| p.energy_ref())
+    }
+
+    fn annealing(&mut self) -> Option<&mut AnnealingStage> {
+        self.inner.as_mut().and_then(|p| p.annealing())
+    }
+
+    fn annealing_ref(&self) -> Option<&AnnealingStage> {
+        self.inner.as_ref().and_then(|p| p.annealing_ref())
+    }
+
     /// The program's placement, or the built-in's beside a program that
     /// decides only preemption (its latency then, not the latest
     /// `preempt`'s).

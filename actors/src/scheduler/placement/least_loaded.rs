@@ -27,6 +27,10 @@ impl LeastLoaded {
 }
 
 impl Placement for LeastLoaded {
+    fn name(&self) -> &str {
+        "least-loaded"
+    }
+
     fn reads_reports(&self) -> bool {
         true
     }

@@ -4,7 +4,10 @@
 //! scenario's `scheduler.placement` to it (docs/scheduler.md walks through
 //! adding one).
 
+mod anneal;
 mod best_fit;
+pub mod custom;
+mod energy_aware;
 mod external;
 pub mod greedy;
 mod least_loaded;
@@ -13,7 +16,12 @@ mod random;
 mod registry;
 pub mod yarn;
 
+pub use anneal::Annealing;
 pub use best_fit::BestFit;
+pub use custom::{
+    PlacementPolicy, PolicyContext, RegisterError, UnknownPolicy, register, registered,
+};
+pub use energy_aware::EnergyAware;
 pub use external::External;
 pub use least_loaded::LeastLoaded;
 pub use paragon::{Awareness, ParagonPlacement, expected_rate};
@@ -28,7 +36,9 @@ use crate::kernel::ActorRng;
 use crate::profiling::Profile;
 use crate::task::{Task, TaskId};
 
+use super::annealing::AnnealingStage;
 pub use super::cluster_view::ClusterView;
+use super::energy::EnergyStage;
 
 /// What the scheduler asks the placement stage.
 /// A path a task's flow could take from a core switch down to a server
@@ -133,8 +143,16 @@ pub struct PlacedTask {
     pub migrating: bool,
 }
 
-/// A placement policy.
+/// A placement policy: every policy of `scheduler.placement`, built-in or a
+/// user's, is reached through this one trait (docs/scheduler.md, "Adding a
+/// policy"). A policy that keeps more than a choice per task (the
+/// energy-aware ones' bandwidth ledger and switch states, annealing's
+/// batches of distributed runs) says so through [`Placement::energy`] and
+/// [`Placement::annealing`], and the scheduler asks it through them.
 pub trait Placement: Send {
+    /// The policy's name as a scenario writes it (`scheduler.placement`).
+    fn name(&self) -> &str;
+
     /// The server that should run `req.task`, or `None` to leave it queued.
     fn place(
         &mut self,
@@ -293,5 +311,30 @@ pub trait Placement: Send {
     /// the scheduler writes them to its log.
     fn take_logs(&mut self) -> Vec<(&'static str, serde_json::Value)> {
         Vec::new()
+    }
+
+    /// The energy-aware stage the policy places through (GEMS, BEPS, BRFS,
+    /// RRS; thesis chapters 3-4): its queue under `fifo` without a slot
+    /// stage, its path choice and booking behind ARQ or a slot stage, the
+    /// flows it reserves. `None` for every other policy.
+    fn energy(&mut self) -> Option<&mut EnergyStage> {
+        None
+    }
+
+    /// [`Placement::energy`], to read.
+    fn energy_ref(&self) -> Option<&EnergyStage> {
+        None
+    }
+
+    /// The stage that places distributed runs by simulated annealing, a
+    /// batch of runs at a time (ASPLOS'16 §5): `annealing`. `None` for
+    /// every other policy.
+    fn annealing(&mut self) -> Option<&mut AnnealingStage> {
+        None
+    }
+
+    /// [`Placement::annealing`], to read.
+    fn annealing_ref(&self) -> Option<&AnnealingStage> {
+        None
     }
 }

@@ -82,6 +82,14 @@ impl ParagonPlacement {
 }
 
 impl Placement for ParagonPlacement {
+    fn name(&self) -> &str {
+        match self.awareness {
+            Awareness::Full => "paragon",
+            Awareness::InterferenceOnly => "paragon-nh",
+            Awareness::HeterogeneityOnly => "paragon-ni",
+        }
+    }
+
     fn place(
         &mut self,
         req: &Request<'_>,

@@ -10,6 +10,10 @@ use super::{Choice, ClusterView, Placement, Request};
 pub struct RandomPlacement;
 
 impl Placement for RandomPlacement {
+    fn name(&self) -> &str {
+        "random"
+    }
+
     fn place(
         &mut self,
         req: &Request<'_>,

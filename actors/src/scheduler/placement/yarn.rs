@@ -81,6 +81,10 @@ fn pick_weighted(items: &[(u32, u32)], rng: &mut ActorRng) -> Option<u32> {
 pub struct YarnStock;
 
 impl Placement for YarnStock {
+    fn name(&self) -> &str {
+        "yarn-stock"
+    }
+
     fn place(
         &mut self,
         req: &Request<'_>,
@@ -183,6 +187,10 @@ impl YarnPt {
 }
 
 impl Placement for YarnPt {
+    fn name(&self) -> &str {
+        "yarn-pt"
+    }
+
     fn place(
         &mut self,
         req: &Request<'_>,
@@ -537,6 +545,10 @@ impl YarnH {
 }
 
 impl Placement for YarnH {
+    fn name(&self) -> &str {
+        "yarn-h"
+    }
+
     fn place(
         &mut self,
         req: &Request<'_>,
