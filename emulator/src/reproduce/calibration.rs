@@ -55,15 +55,6 @@ pub(super) enum Setting {
     Word(String),
 }
 
-impl std::fmt::Display for Setting {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Setting::Number(v) => write!(f, "{v}"),
-            Setting::Word(w) => write!(f, "{w:?}"),
-        }
-    }
-}
-
 /// One free parameter, validated.
 #[derive(Clone, Debug)]
 pub struct Calibration {
