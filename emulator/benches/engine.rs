@@ -28,6 +28,15 @@
 //! another model through a connected output, so every actor holds one per
 //! destination, n² in all.
 //!
+//! Where SimGrid is installed (Debian: `libsimgrid-dev`) the same PHOLD
+//! also runs as (e), a C++ program on SimGrid's S4U interface with raw
+//! contexts (`engine/simgrid_phold.cpp`): each token an actor that sleeps
+//! its latency and lands on the next LP. The bench compiles it with the
+//! system C++ compiler (`$CXX` or `c++`, flags from `pkg-config simgrid`)
+//! into `target/release/simgrid-peers/`, runs it as a child process and
+//! checks every LP's count and sum against the other runs. Without SimGrid
+//! or a compiler it prints one line saying so and skips (e).
+//!
 //! Run with `cargo bench -p dcemu-emulator --bench engine`. Environment
 //! variables override the defaults:
 //!
@@ -50,6 +59,8 @@ use dcemu_topology::SimTime;
 
 #[path = "engine/phold.rs"]
 mod phold;
+#[path = "common/simgrid.rs"]
+mod simgrid;
 
 /// The lookahead: the minimum latency of every message, in ns.
 const L: SimTime = 1_000;
@@ -333,17 +344,31 @@ fn peer(fanout: u32, repeats: u64, seed: u64) -> Result<(), String> {
         "peer comparison: token PHOLD, {n} actors, {fanout} tokens each, latency [L, 4L) \
          with L = {L} ns, end = {end_us} µs, best of {repeats}"
     );
-    const LABELS: [&str; 4] = [
+    const LABELS: [&str; 5] = [
         "(a) engine, 1 partition",
         "(b) engine, 2 partitions",
         "(c) sequential BinaryHeap",
         "(d) nexosim, 1 thread",
+        "(e) SimGrid S4U, raw contexts",
     ];
+    let sg = match simgrid::build("simgrid_phold", "benches/engine/simgrid_phold.cpp") {
+        Ok(program) => Some(program),
+        Err(simgrid::Skip(why)) => {
+            println!("(e) SimGrid S4U skipped: {why}");
+            None
+        }
+    };
+    let configs = if sg.is_some() { 5 } else { 4 };
+    let mut version = None;
     let mut reference: Option<Vec<(u64, u64)>> = None;
-    let mut best: [Best; 4] = Default::default();
+    let mut best: [Best; 5] = Default::default();
     for round in 1..=repeats {
-        for (i, label) in LABELS.into_iter().enumerate() {
-            let (tallies, events, wall) = if i == 3 {
+        for (i, label) in LABELS.into_iter().enumerate().take(configs) {
+            let (tallies, events, wall) = if let (4, Some(program)) = (i, &sg) {
+                let (tallies, events, wall, v) = run_simgrid(program, n, fanout, end)?;
+                version = Some(v);
+                (tallies, events, wall)
+            } else if i == 3 {
                 let run = phold::run_nexosim(n, fanout, L, end)?;
                 let tallies = run
                     .tallies
@@ -375,7 +400,7 @@ fn peer(fanout: u32, repeats: u64, seed: u64) -> Result<(), String> {
                 (tallies, out.events, wall)
             };
             eprintln!(
-                "  round {round}: {label:<26} {events:>11} events in {:.3} s",
+                "  round {round}: {label:<29} {events:>11} events in {:.3} s",
                 wall.as_secs_f64()
             );
             let handled: u64 = tallies.iter().map(|t| t.0).sum();
@@ -402,20 +427,69 @@ fn peer(fanout: u32, repeats: u64, seed: u64) -> Result<(), String> {
             b.events = events;
         }
     }
-    print_table(LABELS.into_iter().zip(&best));
-    let [a, b, c, d] = &best;
+    print_table(LABELS.into_iter().zip(&best).take(configs));
+    let [a, b, c, d, e] = &best;
     println!();
     println!(
-        "a/d = {:.2} (engine against nexosim; target >= 1.0)",
+        "a/d = {:.2} (engine against nexosim; target >= 3.0)",
         a.rate() / d.rate()
     );
     println!("b/d = {:.2}", b.rate() / d.rate());
     println!("c/d = {:.2}", c.rate() / d.rate());
+    if let Some(v) = version {
+        println!(
+            "a/e = {:.2} (engine against SimGrid {v}; target >= 5.0)",
+            a.rate() / e.rate()
+        );
+        println!("b/e = {:.2}", b.rate() / e.rate());
+        println!("c/e = {:.2}", c.rate() / e.rate());
+    }
     println!(
         "equivalence: all {} runs handled the same events per actor",
-        4 * repeats
+        configs as u64 * repeats
     );
     Ok(())
+}
+
+/// One run of the SimGrid program: per-LP (count, sum >> 32), events, the
+/// wall time of the run alone as the program measured it, and SimGrid's
+/// version.
+fn run_simgrid(
+    program: &simgrid::Program,
+    n: u32,
+    fanout: u32,
+    end: SimTime,
+) -> Result<(Vec<(u64, u64)>, u64, Duration, String), String> {
+    let out = program.run(&[
+        n.to_string(),
+        fanout.to_string(),
+        L.to_string(),
+        end.to_string(),
+        "--cfg=contexts/factory:raw".into(),
+        "--log=root.thres:warning".into(),
+    ])?;
+    let mut tallies = vec![None; n as usize];
+    for words in out.all("lp") {
+        let [i, received, sum] = out.ints::<3>("lp", words)?;
+        let slot = usize::try_from(i)
+            .ok()
+            .and_then(|i| tallies.get_mut(i))
+            .ok_or_else(|| format!("simgrid_phold: LP {i} out of range (n = {n})"))?;
+        if slot.replace((received, sum)).is_some() {
+            return Err(format!("simgrid_phold: LP {i} reported twice"));
+        }
+    }
+    let tallies = tallies
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| t.ok_or_else(|| format!("simgrid_phold: no line for LP {i}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((
+        tallies,
+        out.u64("events")?,
+        out.seconds("wall_s")?,
+        out.word("simgrid")?.to_owned(),
+    ))
 }
 
 fn check_same(config: Config, reference: &Fingerprint, got: &Fingerprint) -> Result<(), String> {
