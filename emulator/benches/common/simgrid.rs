@@ -150,6 +150,7 @@ impl Output {
     }
 
     /// Parses `words` of a `key` line as integers, with the key in errors.
+    #[allow(dead_code, reason = "each bench uses its own part of this module")]
     pub fn ints<const K: usize>(&self, key: &str, words: &[String]) -> Result<[u64; K], String> {
         let mut out = [0; K];
         if words.len() != K {
