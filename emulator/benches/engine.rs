@@ -454,12 +454,14 @@ fn peer(fanout: u32, repeats: u64, seed: u64) -> Result<(), String> {
 /// One run of the SimGrid program: per-LP (count, sum >> 32), events, the
 /// wall time of the run alone as the program measured it, and SimGrid's
 /// version.
+type SgRun = (Vec<(u64, u64)>, u64, Duration, String);
+
 fn run_simgrid(
     program: &simgrid::Program,
     n: u32,
     fanout: u32,
     end: SimTime,
-) -> Result<(Vec<(u64, u64)>, u64, Duration, String), String> {
+) -> Result<SgRun, String> {
     let out = program.run(&[
         n.to_string(),
         fanout.to_string(),
