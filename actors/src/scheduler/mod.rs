@@ -54,6 +54,7 @@ pub mod gang;
 mod outbox;
 pub mod placement;
 pub mod preemption;
+pub mod registered;
 mod run_ledger;
 mod unplaceable;
 pub mod wasc;
