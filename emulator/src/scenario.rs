@@ -37,35 +37,63 @@ pub const QUICKSTART: &str = include_str!("../../scenarios/quickstart.toml");
 /// How the embedded default is named in messages.
 pub const QUICKSTART_LABEL: &str = "<embedded scenarios/quickstart.toml>";
 
-/// A placement policy a crate registered (docs/scheduler.md, "Adding a
-/// policy"): its name must be registered in this process and its
-/// `[scheduler.params]` pass its own check; a name neither built in nor
-/// registered is refused with the nearest of them. Paths relative to
-/// `[scheduler]`.
+/// Policies a crate registered (docs/scheduler.md, "Adding a policy"),
+/// for each stage that takes them (admission, placement, slots): a name
+/// must be registered in this process and its parameters pass its own
+/// check; a name neither built in nor registered is refused with the
+/// nearest of them. Paths relative to `[scheduler]`.
 fn policy_problems(s: &SchedulerConfig) -> Vec<(String, String)> {
-    use dcemu_actors::config::PlacementKind;
-    let mut out = custom::problems(s);
-    if let PlacementKind::Custom(name) = s.placement {
-        let builtin: Vec<String> = PlacementKind::BUILT_IN.iter().map(|k| k.name()).collect();
-        let registered = custom::names();
-        let nearest = crate::suggest::did_you_mean(
-            name.as_str(),
-            builtin.iter().chain(&registered).map(String::as_str),
-        );
-        let policies = if registered.is_empty() {
-            "no policy is registered".to_string()
-        } else {
-            format!("registered: {}", registered.join(", "))
-        };
-        for (field, why) in &mut out {
-            if field == "placement" {
-                *why = format!(
-                    "unknown value {:?}{nearest}; expected one of: {} ({policies})",
-                    name.as_str(),
-                    builtin.join(", ")
-                );
+    use dcemu_actors::config::{AdmissionKind, PlacementKind, SlotPolicy};
+    use dcemu_actors::scheduler::registered::Stage;
+    use dcemu_actors::scheduler::{admission, preemption};
+    let names = |all: &[&str]| -> Vec<String> { all.iter().map(|n| n.to_string()).collect() };
+    let placements: Vec<String> = PlacementKind::BUILT_IN.iter().map(|k| k.name()).collect();
+    let stages = [
+        (
+            Stage::Admission,
+            s.admission.custom(),
+            admission::custom::problems(s),
+            names(&AdmissionKind::BUILT_IN.map(AdmissionKind::name)),
+            admission::custom::names(),
+        ),
+        (
+            Stage::Placement,
+            s.placement.custom(),
+            custom::problems(s),
+            placements,
+            custom::names(),
+        ),
+        (
+            Stage::Slots,
+            s.slots.custom(),
+            preemption::custom::problems(s),
+            names(&SlotPolicy::BUILT_IN.map(SlotPolicy::name)),
+            preemption::custom::names(),
+        ),
+    ];
+    let mut out = Vec::new();
+    for (stage, custom, mut problems, builtin, registered) in stages {
+        if let Some(name) = custom {
+            let nearest = crate::suggest::did_you_mean(
+                name.as_str(),
+                builtin.iter().chain(&registered).map(String::as_str),
+            );
+            let policies = if registered.is_empty() {
+                "no policy is registered".to_string()
+            } else {
+                format!("registered: {}", registered.join(", "))
+            };
+            for (field, why) in &mut problems {
+                if field == stage.field() {
+                    *why = format!(
+                        "unknown value {:?}{nearest}; expected one of: {} ({policies})",
+                        name.as_str(),
+                        builtin.join(", ")
+                    );
+                }
             }
         }
+        out.extend(problems);
     }
     out
 }

@@ -530,6 +530,12 @@ fn typos_and_bad_values_are_refused_in_words() {
     );
     let e = refused(&["run", "--set", "scheduler.placement=paragn"]);
     assert!(e.contains("did you mean \"paragon\"?"), "{e}");
+    // admission and slot policies take registered names too: a typo is
+    // still refused with the nearest built-in one
+    let e = refused(&["run", "--set", "scheduler.admission=arqq"]);
+    assert!(e.contains("did you mean \"arq\"?"), "{e}");
+    let e = refused(&["run", "--set", "scheduler.slots=hybird"]);
+    assert!(e.contains("did you mean \"hybrid\"?"), "{e}");
     let e = refused(&["run", "--set", "run.seed=-3"]);
     assert!(e.contains("expected a whole number ≥ 0, found -3"), "{e}");
     let e = refused(&["run", "--set", "tenants.0.count=abc"]);

@@ -12,13 +12,16 @@ use super::Problem;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SchedulerConfig {
-    /// Admission stage: `fifo` (one queue, head of line) or `arq` (Paragon §4).
+    /// Admission stage: `fifo` (one queue, head of line), `arq` (Paragon
+    /// §4), `easy-backfill`, or the name of a policy a crate registered
+    /// (`scheduler::admission::register`).
     #[serde(default)]
     pub admission: AdmissionKind,
     #[serde(default)]
     pub placement: PlacementKind,
-    /// Slot stage; `none` is the only one today (priority policies come with
-    /// the thesis's slot scheduler).
+    /// Slot and preemption stage: `none`, the thesis's `priority`, `wasp`
+    /// and `hybrid`, or the name of a policy a crate registered
+    /// (`scheduler::preemption::register`).
     #[serde(default)]
     pub slots: SlotPolicy,
     /// How long a task killed for a primary tenant (or evicted) waits before
@@ -215,6 +218,16 @@ pub struct SchedulerConfig {
     /// policies, and then left out of the scenario as run.
     #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
     pub params: toml::Table,
+    /// `[scheduler.admission_params]`: the parameters of a registered
+    /// admission policy (`admission`). Each stage has a table of its own,
+    /// so that a registered admission, placement and slot policy in one
+    /// scenario never read (or refuse) each other's keys.
+    #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
+    pub admission_params: toml::Table,
+    /// `[scheduler.slots_params]`: the parameters of a registered slot
+    /// policy (`slots`).
+    #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
+    pub slots_params: toml::Table,
 }
 
 /// `[scheduler.external]`: the scheduler program dcemu starts and asks, over
@@ -492,6 +505,8 @@ impl Default for SchedulerConfig {
             dist_profile_scale: default_dist_scale(),
             external: None,
             params: toml::Table::new(),
+            admission_params: toml::Table::new(),
+            slots_params: toml::Table::new(),
         }
     }
 }
@@ -736,6 +751,23 @@ impl SlotPolicy {
             SlotPolicy::Priority => "priority",
             SlotPolicy::Wasp => "wasp",
             SlotPolicy::Hybrid => "hybrid",
+            SlotPolicy::Custom(name) => name.as_str(),
+        }
+    }
+
+    /// Every built-in slot policy, in the order the enum declares them.
+    pub const BUILT_IN: [SlotPolicy; 4] = [
+        SlotPolicy::None,
+        SlotPolicy::Priority,
+        SlotPolicy::Wasp,
+        SlotPolicy::Hybrid,
+    ];
+
+    /// The registered policy's name, if it is one.
+    pub fn custom(self) -> Option<PolicyName> {
+        match self {
+            SlotPolicy::Custom(name) => Some(name),
+            _ => None,
         }
     }
 }
@@ -755,6 +787,40 @@ pub enum AdmissionKind {
     /// running tasks' requested times; later tasks start now where they do
     /// not delay it (Lifka 1995; Mu'alem and Feitelson 2001).
     EasyBackfill,
+    /// A policy a crate registered under this name
+    /// (`dcemu_actors::scheduler::admission::register`), with its
+    /// parameters in `[scheduler.admission_params]`. Like a placement's,
+    /// any name that is not a built-in one reads as this, and validation
+    /// refuses it unless a policy of that name is registered.
+    #[serde(untagged)]
+    Custom(PolicyName),
+}
+
+impl AdmissionKind {
+    /// Every built-in admission, in the order the enum declares them.
+    pub const BUILT_IN: [AdmissionKind; 3] = [
+        AdmissionKind::Fifo,
+        AdmissionKind::Arq,
+        AdmissionKind::EasyBackfill,
+    ];
+
+    /// The value as written in a scenario.
+    pub fn name(self) -> &'static str {
+        match self {
+            AdmissionKind::Fifo => "fifo",
+            AdmissionKind::Arq => "arq",
+            AdmissionKind::EasyBackfill => "easy-backfill",
+            AdmissionKind::Custom(name) => name.as_str(),
+        }
+    }
+
+    /// The registered policy's name, if it is one.
+    pub fn custom(self) -> Option<PolicyName> {
+        match self {
+            AdmissionKind::Custom(name) => Some(name),
+            _ => None,
+        }
+    }
 }
 
 /// `scheduler.arq_order` (Paragon §4.4).
@@ -843,6 +909,12 @@ pub enum SlotPolicy {
     /// Thesis §9.2 (HYBRID): first-arrival order onto `sticky_slots`
     /// uninterruptible slots (phase I), then WASP on the rest (phase II).
     Hybrid,
+    /// A policy a crate registered under this name
+    /// (`dcemu_actors::scheduler::preemption::register`): the slot stage
+    /// with its decisions, and its parameters in
+    /// `[scheduler.slots_params]`.
+    #[serde(untagged)]
+    Custom(PolicyName),
 }
 
 impl SlotPolicy {
@@ -1058,6 +1130,14 @@ impl PlacementKind {
     /// servers' reports (YARN-PT, YARN-H).
     pub fn reads_primary_use(self) -> bool {
         matches!(self, PlacementKind::YarnPt | PlacementKind::YarnH)
+    }
+
+    /// The registered policy's name, if it is one.
+    pub fn custom(self) -> Option<PolicyName> {
+        match self {
+            PlacementKind::Custom(name) => Some(name),
+            _ => None,
+        }
     }
 
     /// The value as written in a scenario.

@@ -133,10 +133,11 @@ pub enum BuildError {
         "scheduler.external: the scenario names an external scheduler but no runner for it was given"
     )]
     NoExternalRunner,
-    /// `scheduler.placement` names a policy no crate registered in this
-    /// process (`scheduler::placement::register`).
+    /// `scheduler.admission`, `placement` or `slots` names a policy no
+    /// crate registered in this process (`scheduler::placement::register`
+    /// and its admission and preemption likes).
     #[error(transparent)]
-    Placement(#[from] crate::scheduler::placement::UnknownPolicy),
+    Policy(#[from] crate::scheduler::registered::UnknownPolicy),
 }
 
 /// Where each host actor plugs into the network, in id order: the scheduler

@@ -24,6 +24,7 @@ use super::classification::cf::CfParams;
 use super::preemption::{EvictionStats, Returned, SlotServer, SlotStage};
 
 use super::logs::{ArriveLog, EvictedLog, QueueLog, ReleaseLog};
+use super::registered::UnknownPolicy;
 use super::state::{Classification, Core, KindStats};
 use super::{ClusterView, FlowTable, ServerSpec};
 use super::{admission, gang, placement};
@@ -73,7 +74,7 @@ impl Scheduler {
         primaries: &[PrimaryTenantConfig],
         flows: bool,
         oracle: Option<Box<dyn crate::external::Oracle>>,
-    ) -> Result<Self, placement::UnknownPolicy> {
+    ) -> Result<Self, UnknownPolicy> {
         let placement = placement::build(
             cfg,
             servers,
@@ -82,7 +83,8 @@ impl Scheduler {
             &world.network,
             &world.power,
         )?;
-        let admission = admission::build(cfg);
+        let admission = admission::build(cfg, servers)?;
+        let backfills = admission.reads_machine();
         let pools = admission.pools();
         let mut cluster = ClusterView::new(servers, cfg.contention == Contention::Server);
         if !primaries.is_empty() && world.primary_kills && !cfg.placement.reads_primary_use() {
@@ -103,20 +105,25 @@ impl Scheduler {
             machine: None,
         };
         pool_counts.free[0] = counted.iter().filter(|c| c.1).count() as u32;
-        let slot_stage = cfg.slots.slotted().then(|| {
-            SlotStage::new(
-                cfg,
-                servers
-                    .iter()
-                    .map(|s| SlotServer {
-                        id: s.id,
-                        slots: s.slots,
-                        cores: s.cores,
-                        cpu_per_slot: s.core_speed * f64::from(s.cores) / f64::from(s.slots.max(1)),
-                    })
-                    .collect(),
-            )
-        });
+        let slot_stage = cfg
+            .slots
+            .slotted()
+            .then(|| {
+                SlotStage::new(
+                    cfg,
+                    servers
+                        .iter()
+                        .map(|s| SlotServer {
+                            id: s.id,
+                            slots: s.slots,
+                            cores: s.cores,
+                            cpu_per_slot: s.core_speed * f64::from(s.cores)
+                                / f64::from(s.slots.max(1)),
+                        })
+                        .collect(),
+                )
+            })
+            .transpose()?;
         let energy = placement.energy_ref().is_some();
         Ok(Scheduler {
             cfg: cfg.clone(),
@@ -185,7 +192,7 @@ impl Scheduler {
                     || sends_orders,
                 sends_orders,
                 busy_until: 0,
-                backfills: cfg.admission == AdmissionKind::EasyBackfill,
+                backfills,
                 slot_latency: BTreeMap::new(),
                 held: Default::default(),
                 moving: Default::default(),

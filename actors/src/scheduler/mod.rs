@@ -7,8 +7,8 @@
 //! 1. **classification** (`classification/`, Paragon §2): a new application
 //!    is profiled (`profile_time`, part of its response time) and
 //!    classified by collaborative filtering, when a stage needs its profile;
-//! 2. **admission** (`admission/`): `fifo` or `arq`, which task to place
-//!    next and on which servers (Paragon §4);
+//! 2. **admission** (`admission/`): `fifo`, `arq` or `easy-backfill`,
+//!    which task to place next and on which servers (Paragon §4);
 //! 3. **placement** (`placement/`): `random`, `least-loaded`, `best-fit`,
 //!    `paragon`, `paragon-nh`, `paragon-ni`, and the YARN placements on
 //!    harvested servers `yarn-stock`, `yarn-pt`, `yarn-h`;
@@ -27,6 +27,9 @@
 //!    stage starts it whole in free slots, `preemption/gang.rs`; an
 //!    energy stage that queues by itself, `energy_gang.rs`).
 //!    docs/scheduler.md lists what composes and what is still refused.
+//!
+//! Admission, placement and the slot stage also take policies a crate of
+//! yours registers by name (`registered.rs`, each stage's `custom.rs`).
 //!
 //! After placement, reactive phase detection (Paragon §3.4) watches the
 //! progress servers report, reclassifies a lagging application in vivo and
@@ -54,6 +57,7 @@ pub mod gang;
 mod outbox;
 pub mod placement;
 pub mod preemption;
+pub mod registered;
 mod run_ledger;
 mod unplaceable;
 pub mod wasc;

@@ -1,6 +1,7 @@
 //! `custom-dcemu`: dcemu's `run`, `coordinator` and `node`, in a binary of
-//! your own that registers `p2c-memory` first. A multi-process run needs
-//! the policy in every process that builds the model (the coordinator and
+//! your own that registers this crate's policies first (`p2c-memory`,
+//! `token-bucket`, `least-work-lost`). A multi-process run needs the
+//! policies in every process that builds the model (the coordinator and
 //! each node), so each runs this binary rather than `dcemu`.
 //!
 //!     custom-dcemu run [--scenario FILE] [--set K=V]... [--partitions N]
@@ -26,7 +27,7 @@ use dcemu::scenario::{self, Override, QUICKSTART, Scenario};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = dcemu_custom_policy::register_policy()
+    let result = dcemu_custom_policy::register_all()
         .map_err(|e| e.to_string())
         .and_then(|()| match args.first().map(String::as_str) {
             Some("run") => run(&args[1..]),

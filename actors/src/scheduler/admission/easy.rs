@@ -141,6 +141,10 @@ impl EasyBackfill {
 }
 
 impl Admission for EasyBackfill {
+    fn reads_machine(&self) -> bool {
+        true
+    }
+
     fn enqueue(
         &mut self,
         task: Task,

@@ -1,6 +1,9 @@
 //! The admission stage: which waiting task the scheduler tries to place
 //! next, and on which servers it may go. Adding a policy is one type
-//! implementing [`Admission`] in this folder and one variant of `AdmissionKind`.
+//! implementing [`Admission`] in this folder, one variant of
+//! `AdmissionKind` and one line of `registry.rs`; or, from a crate of
+//! your own, an [`AdmissionPolicy`] and [`register`] (`custom.rs`,
+//! docs/scheduler.md, "Adding a policy").
 //!
 //! * [`Fifo`]: one queue in arrival order; its head waits until a server
 //!   has room (Paragon's application-agnostic admission, ARQ §2).
@@ -12,11 +15,13 @@
 //!   start now where they do not delay it.
 
 pub mod arq;
+pub mod custom;
 mod easy;
 mod fifo;
 mod registry;
 
 pub use arq::ArqAdmission;
+pub use custom::{AdmissionContext, AdmissionPolicy, register};
 pub use easy::EasyBackfill;
 pub use fifo::Fifo;
 pub use registry::build;
@@ -120,6 +125,15 @@ impl Scope<'_> {
 /// scheduler at `arrived`) within `scope`.
 pub type PlaceFn<'a> = dyn FnMut(&Task, SimTime, Scope<'_>) -> Result<Attempt, ModelError> + 'a;
 
+/// An admission policy: it holds the tasks waiting to be placed and
+/// decides which the scheduler tries next, and where ([`Scope`]). The
+/// built-ins are `fifo.rs`, `arq.rs` and `easy.rs`; a crate adds its own
+/// through [`register`].
+///
+/// Determinism: a policy decides from its arguments alone (the virtual
+/// `now`, the tasks, [`PoolState`]), never from a clock, the process or
+/// an iteration order that is not the tasks' own, so that its runs give
+/// the same digest on any partitioning.
 pub trait Admission: Send {
     /// A task is ready to be placed: `profile` is its classification, if
     /// any; `overhead_ns` what profiling cost it (ARQ's P_a).
@@ -169,4 +183,11 @@ pub trait Admission: Send {
 
     /// A busy period of a server of `pool` ended after `seconds` (ARQ §3.2).
     fn record_busy(&mut self, _pool: usize, _seconds: f64) {}
+
+    /// Whether it reads [`PoolState::machine`] (the scheduler then builds
+    /// it for every pass: free slots and when running tasks should end, as
+    /// EASY backfilling reads them). False by default.
+    fn reads_machine(&self) -> bool {
+        false
+    }
 }

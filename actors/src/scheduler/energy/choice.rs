@@ -1,154 +1,96 @@
-//! Each policy's criterion (phase I): GEMS's least shared energy, eq. 4.4
-//! (§4.3; `gems-nonetwork` on the server alone, §4.4.2), BEPS's least
-//! added energy (§3.3.1), BRFS's best fit (§3.3.2) and RRS's round robin
-//! (§3.3.3), and the energy each node costs.
+//! What the energy-aware policies share in phase I: the dispatch to the
+//! policy's own choice rule (`policies/`, one file per policy), the two
+//! searches those rules are made of (the least-energy server and path,
+//! GEMS's and BEPS's; the first server of an order with a best-energy
+//! path, BRFS's and RRS's), and the energy each node costs (eq. 4.3-4.4
+//! shared for GEMS, the marginal energy of chapter 3 for the others).
 
-use crate::sampling::index;
 use crate::task::Task;
 use dcemu_topology::Route;
 use rand::RngCore;
 
 use super::paths::CoreCache;
+use super::policies::rule;
 use super::stage::EnergyStage;
 use super::state::{ServerState, fits};
-use super::types::{Choice, Costing, cpu_of};
+use super::types::{Costing, cpu_of};
 
 impl EnergyStage {
     /// Phase I's choice for one task among the servers `allow` admits (an
     /// admission or slot stage's candidates; all of them when this stage
     /// queues by itself): the server and the path from a core switch down
-    /// to it, by the policy's criterion. Books nothing.
+    /// to it, by the policy's criterion (`policies/`). Books nothing.
     pub(super) fn choose_among(
         &mut self,
         task: &Task,
         allow: &dyn Fn(u32) -> bool,
         rng: &mut impl RngCore,
     ) -> Option<(u32, Route)> {
-        let cpu = cpu_of(task);
-        let mut cores_cache = CoreCache::default();
-        match self.choice {
-            Choice::Path if self.costing == Costing::ServerOnly => {
-                // GEMS(noNetwork) costs the server alone (§4.4.2): a path
-                // only has to exist, and the one taken is drawn at random
-                let mut best: Option<(f64, u32)> = None;
-                for i in self.candidates_among(allow) {
-                    let s = &self.servers[i as usize];
-                    if !fits(task, cpu, s) {
-                        continue;
-                    }
-                    let cost = self.server_cost(s, self.exec_time(task, s));
-                    // the path check, the costlier, only where it could win
-                    if best
-                        .is_some_and(|b| cost.partial_cmp(&b.0) != Some(std::cmp::Ordering::Less))
-                        || !self.has_path(s, self.task_bps(task, s))
-                    {
-                        continue;
-                    }
-                    best = Some((cost, i));
-                }
-                best.and_then(|(cost, i)| {
-                    let i = self.any_tied(task, cpu, cost, allow, rng).unwrap_or(i);
-                    let s = &self.servers[i as usize];
-                    let bw = self.task_bps(task, s);
-                    // a feasible path exists: the draw finds one
-                    self.random_path(s, bw, rng).map(|route| (i, route))
-                })
-            }
-            Choice::Path => {
-                let mut best: Option<(f64, u32, Route)> = None;
-                for i in self.candidates_among(allow) {
-                    let s = &self.servers[i as usize];
-                    if !fits(task, cpu, s) {
-                        continue;
-                    }
-                    let t_x = self.exec_time(task, s);
-                    let server = self.server_cost(s, t_x);
-                    // a path costs ≥ 0 (watts are validated non-negative):
-                    // where the server alone does not win, no path can
-                    if best
-                        .as_ref()
-                        .is_some_and(|b| server.partial_cmp(&b.0) != Some(std::cmp::Ordering::Less))
-                    {
-                        continue;
-                    }
-                    let bw = self.task_bps(task, s);
-                    let Some((path_cost, route)) = self.best_path(s, bw, t_x, &mut cores_cache)
-                    else {
-                        continue;
-                    };
-                    let cost = server + path_cost;
-                    if best.as_ref().is_none_or(|b| cost < b.0) {
-                        best = Some((cost, i, route));
-                    }
-                }
-                best.map(|(_, i, route)| (i, route))
-            }
-            Choice::FitDot | Choice::FitNorm | Choice::RoundRobin => {
-                let n = self.servers.len();
-                let order: Vec<u32> = match self.choice {
-                    Choice::RoundRobin => (0..n).map(|k| ((self.next_rr + k) % n) as u32).collect(),
-                    _ => {
-                        let mut scored: Vec<(f64, u32)> = self
-                            .servers
-                            .iter()
-                            .enumerate()
-                            .filter(|&(i, s)| allow(i as u32) && fits(task, cpu, s))
-                            .map(|(i, s)| (self.fit(task, s), i as u32))
-                            .collect();
-                        scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-                        scored.into_iter().map(|(_, i)| i).collect()
-                    }
-                };
-                let mut found = None;
-                for i in order {
-                    let s = &self.servers[i as usize];
-                    if !allow(i) || !fits(task, cpu, s) {
-                        continue;
-                    }
-                    let (t_x, bw) = (self.exec_time(task, s), self.task_bps(task, s));
-                    if let Some((_, route)) = self.best_path(s, bw, t_x, &mut cores_cache) {
-                        found = Some((i, route));
-                        break;
-                    }
-                }
-                if let (Some((i, _)), Choice::RoundRobin) = (&found, self.choice) {
-                    self.next_rr = (*i as usize + 1) % n.max(1);
-                }
-                found
-            }
-        }
+        rule(self.rule).choose(self, task, allow, rng)
     }
 
-    /// GEMS(noNetwork) knows nothing of where servers sit in the network,
-    /// so among the servers of least cost it takes any, uniformly (a cold
-    /// group's representative stands for all of its members).
-    pub(super) fn any_tied(
-        &self,
+    /// The server and path of least energy (server plus switches, by the
+    /// stage's costing) among the servers `allow` admits where `task`
+    /// fits: GEMS's eq. 4.4 (§4.3) and BEPS's least added energy (§3.3.1).
+    pub(super) fn least_energy_path(
+        &mut self,
         task: &Task,
-        cpu: f64,
-        cost: f64,
         allow: &dyn Fn(u32) -> bool,
-        rng: &mut impl RngCore,
-    ) -> Option<u32> {
-        let mut tied: Vec<u32> = Vec::new();
+    ) -> Option<(u32, Route)> {
+        let cpu = cpu_of(task);
+        let mut cores_cache = CoreCache::default();
+        let mut best: Option<(f64, u32, Route)> = None;
         for i in self.candidates_among(allow) {
             let s = &self.servers[i as usize];
-            if !fits(task, cpu, s) || self.server_cost(s, self.exec_time(task, s)) != cost {
+            if !fits(task, cpu, s) {
                 continue;
             }
-            if self.is_cold[i as usize] {
-                let group = self.cold.get(&s.group).into_iter().flatten();
-                tied.extend(group.copied().filter(|&j| allow(j)));
-            } else {
-                tied.push(i);
+            let t_x = self.exec_time(task, s);
+            let server = self.server_cost(s, t_x);
+            // a path costs ≥ 0 (watts are validated non-negative):
+            // where the server alone does not win, no path can
+            if best
+                .as_ref()
+                .is_some_and(|b| server.partial_cmp(&b.0) != Some(std::cmp::Ordering::Less))
+            {
+                continue;
+            }
+            let bw = self.task_bps(task, s);
+            let Some((path_cost, route)) = self.best_path(s, bw, t_x, &mut cores_cache) else {
+                continue;
+            };
+            let cost = server + path_cost;
+            if best.as_ref().is_none_or(|b| cost < b.0) {
+                best = Some((cost, i, route));
             }
         }
-        tied.retain(|&i| {
+        best.map(|(_, i, route)| (i, route))
+    }
+
+    /// The first server of `order` that `allow` admits, where `task` fits
+    /// and a path has its bandwidth, with that path of least added energy
+    /// (BEPS's, §3.3.1): how BRFS and RRS route the server they choose.
+    pub(super) fn first_with_path(
+        &mut self,
+        task: &Task,
+        order: Vec<u32>,
+        allow: &dyn Fn(u32) -> bool,
+    ) -> Option<(u32, Route)> {
+        let cpu = cpu_of(task);
+        let mut cores_cache = CoreCache::default();
+        let mut found = None;
+        for i in order {
             let s = &self.servers[i as usize];
-            self.has_path(s, self.task_bps(task, s))
-        });
-        let n = tied.len() as u32;
-        (n > 0).then(|| tied[index(rng, n) as usize])
+            if !allow(i) || !fits(task, cpu, s) {
+                continue;
+            }
+            let (t_x, bw) = (self.exec_time(task, s), self.task_bps(task, s));
+            if let Some((_, route)) = self.best_path(s, bw, t_x, &mut cores_cache) {
+                found = Some((i, route));
+                break;
+            }
+        }
+        found
     }
 
     /// Energy a server adds for a task running `t_x` there (eq. 4.3 for
@@ -194,22 +136,5 @@ impl EnergyStage {
             .iter()
             .map(|&n| self.switch_cost(n, t_x))
             .sum()
-    }
-
-    /// BRFS's fit of a task on a server (§3.3.2), over CPU and memory as
-    /// shares of the server's capacity: smaller is better.
-    pub(super) fn fit(&self, task: &Task, s: &ServerState) -> f64 {
-        let need = [
-            cpu_of(task) / s.capacity.max(f64::MIN_POSITIVE),
-            task.memory_mb as f64 / s.spec.memory_mb.max(1) as f64,
-        ];
-        let free = [
-            1.0 - s.cpu_used / s.capacity.max(f64::MIN_POSITIVE),
-            1.0 - s.memory_used as f64 / s.spec.memory_mb.max(1) as f64,
-        ];
-        match self.choice {
-            Choice::FitNorm => need.iter().zip(free).map(|(a, c)| (a - c) * (a - c)).sum(),
-            _ => need.iter().zip(free).map(|(a, c)| a * c).sum(),
-        }
     }
 }

@@ -31,6 +31,9 @@
 //! - **RRS** (§3.3.3): the next server in round-robin order that fits, then
 //!   the BEPS path to it.
 //!
+//! Each policy's choice rule is a file of `policies/`; what they share,
+//! `choice.rs`.
+//!
 //! Chapter 3 derives bandwidth from memory (§3.4); here every policy uses the
 //! tasks' own flows, so that they are compared on the same workload.
 //!
@@ -51,6 +54,7 @@
 mod choice;
 mod ledger;
 mod paths;
+mod policies;
 mod stage;
 mod state;
 mod types;

@@ -16,12 +16,12 @@ use std::collections::BTreeSet;
 use super::state::{
     Downlinks, Links, MeshAccess, Running, ServerState, SwitchState, Upper, bandwidth_bps, fits,
 };
-use super::types::{Choice, Costing, EnergyServer, Flow, Placed, cpu_of, sort_value};
+use super::types::{Costing, EnergyServer, Flow, Placed, Rule, cpu_of, sort_value};
 
 /// The energy stage: queue, capacity and bandwidth ledgers, node states.
 pub struct EnergyStage {
     pub(super) costing: Costing,
-    pub(super) choice: Choice,
+    pub(super) rule: Rule,
     pub(super) sort_by: Option<SortKey>,
     pub(super) sleeps: bool,
     pub(super) server_wake_s: f64,
@@ -232,13 +232,13 @@ impl EnergyStage {
             mesh_cold[acc.group].insert(k as u32);
         }
         let is_cold = vec![true; states.len()];
-        let (costing, choice) = match cfg.placement {
-            PlacementKind::GemsNonetwork => (Costing::ServerOnly, Choice::Path),
-            PlacementKind::Beps => (Costing::Marginal, Choice::Path),
-            PlacementKind::BrfsDot => (Costing::Marginal, Choice::FitDot),
-            PlacementKind::BrfsNorm => (Costing::Marginal, Choice::FitNorm),
-            PlacementKind::Rrs => (Costing::Marginal, Choice::RoundRobin),
-            _ => (Costing::Shared, Choice::Path),
+        let (costing, rule) = match cfg.placement {
+            PlacementKind::GemsNonetwork => (Costing::ServerOnly, Rule::GemsNoNetwork),
+            PlacementKind::Beps => (Costing::Marginal, Rule::Beps),
+            PlacementKind::BrfsDot => (Costing::Marginal, Rule::BrfsDot),
+            PlacementKind::BrfsNorm => (Costing::Marginal, Rule::BrfsNorm),
+            PlacementKind::Rrs => (Costing::Marginal, Rule::Rrs),
+            _ => (Costing::Shared, Rule::Gems),
         };
         let sort_by = match cfg.placement {
             PlacementKind::Gems | PlacementKind::GemsNosleep | PlacementKind::GemsNonetwork => {
@@ -253,7 +253,7 @@ impl EnergyStage {
             widest_cache: RefCell::default(),
             chosen: None,
             costing,
-            choice,
+            rule,
             sort_by,
             sleeps,
             server_wake_s: wake.0 as f64 / 1e9,

@@ -1,5 +1,5 @@
 //! What the energy stage hands out and reads: servers as it sees them,
-//! placements and flows, and the policies' two axes (costing, choice).
+//! placements and flows, and the policies' two axes (costing, rule).
 
 use crate::config::SortKey;
 use crate::kernel::ActorId;
@@ -47,12 +47,17 @@ pub(super) enum Costing {
     Marginal,
 }
 
+/// Which policy's choice rule phase I applies (`policies/table.rs` maps
+/// it to the rule's file).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Choice {
-    Path,
-    FitDot,
-    FitNorm,
-    RoundRobin,
+pub(super) enum Rule {
+    /// `gems`, `gems-nosleep`.
+    Gems,
+    GemsNoNetwork,
+    Beps,
+    BrfsDot,
+    BrfsNorm,
+    Rrs,
 }
 
 /// The CPU a task asks for, normalised to the reference machine: its

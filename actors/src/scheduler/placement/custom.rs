@@ -17,13 +17,14 @@
 //! The registry is the process's: names are looked up, never iterated
 //! into a result, so the order of registration cannot reach a run.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use dcemu_topology::Network;
 
 use crate::config::{PlacementKind, PolicyName, PrimaryTenantConfig, Problem, SchedulerConfig};
 use crate::scheduler::cluster_view::ServerSpec;
+pub use crate::scheduler::registered::{RegisterError, UnknownPolicy};
+use crate::scheduler::registered::{Registry, Stage};
 
 use super::Placement;
 
@@ -61,89 +62,40 @@ pub trait PlacementPolicy: Send + Sync + 'static {
     fn build(&self, ctx: &PolicyContext<'_>) -> Box<dyn Placement>;
 }
 
-/// A scenario names a policy this process has not registered.
-#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
-#[error("scheduler.placement: no placement policy named {0:?} is registered in this process")]
-pub struct UnknownPolicy(pub String);
-
-/// Why a policy could not be registered.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum RegisterError {
-    #[error("{0:?} is the name of a built-in placement")]
-    BuiltIn(String),
-    #[error("a placement policy named {0:?} is registered already")]
-    Taken(String),
-    #[error(
-        "{0:?} is not a policy name: 1-64 ASCII letters, digits, '-' and '_', starting with a letter"
-    )]
-    Invalid(String),
-}
-
-type Registry = BTreeMap<String, Arc<dyn PlacementPolicy>>;
-
-static PLACEMENTS: RwLock<Registry> = RwLock::new(BTreeMap::new());
+static PLACEMENTS: Registry<dyn PlacementPolicy> = Registry::new(Stage::Placement);
 
 /// Registers `policy` under `name` for this process: scenarios may then
-/// say `scheduler.placement = "<name>"`.
+/// say `scheduler.placement = "<name>"`. A built-in placement's name is
+/// refused, and so is a name registered already.
 pub fn register(name: &str, policy: impl PlacementPolicy) -> Result<(), RegisterError> {
-    let valid = (1..=64).contains(&name.len())
-        && name.starts_with(|c: char| c.is_ascii_alphabetic())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if !valid {
-        return Err(RegisterError::Invalid(name.to_string()));
-    }
     let parsed: Result<PlacementKind, _> =
         serde_json::from_value(serde_json::Value::String(name.to_string()));
-    if !matches!(parsed, Ok(PlacementKind::Custom(_))) {
-        return Err(RegisterError::BuiltIn(name.to_string()));
-    }
-    let mut all = PLACEMENTS.write().unwrap_or_else(|e| e.into_inner());
-    if all.contains_key(name) {
-        return Err(RegisterError::Taken(name.to_string()));
-    }
-    all.insert(name.to_string(), Arc::new(policy));
-    Ok(())
+    let built_in = !matches!(parsed, Ok(PlacementKind::Custom(_)));
+    PLACEMENTS.register(name, built_in, Arc::new(policy))
 }
 
 /// The policy registered under `name`, if any.
 pub fn registered(name: PolicyName) -> Option<Arc<dyn PlacementPolicy>> {
-    let all = PLACEMENTS.read().unwrap_or_else(|e| e.into_inner());
-    all.get(name.as_str()).cloned()
+    PLACEMENTS.get(name)
+}
+
+/// The policy registered under `name`, or why there is none.
+pub(super) fn find(name: PolicyName) -> Result<Arc<dyn PlacementPolicy>, UnknownPolicy> {
+    PLACEMENTS.find(name)
 }
 
 /// Every registered name, sorted (for "did you mean …?").
 pub fn names() -> Vec<String> {
-    let all = PLACEMENTS.read().unwrap_or_else(|e| e.into_inner());
-    all.keys().cloned().collect()
+    PLACEMENTS.names()
 }
 
 /// Problems with a scenario's choice of a registered policy: the name
 /// must be registered, and its parameters pass its check; `params` is for
 /// a registered policy only. Field paths are relative to `[scheduler]`.
 pub fn problems(scheduler: &SchedulerConfig) -> Vec<Problem> {
-    match scheduler.placement {
-        PlacementKind::Custom(name) => match registered(name) {
-            Some(policy) => policy
-                .check(&scheduler.params)
-                .into_iter()
-                .map(|(field, why)| (format!("params.{field}"), why))
-                .collect(),
-            None => vec![(
-                "placement".to_string(),
-                format!(
-                    "no placement policy named {:?} is built in or registered",
-                    name.as_str()
-                ),
-            )],
-        },
-        _ if !scheduler.params.is_empty() => vec![(
-            "params".to_string(),
-            "only a registered placement policy reads [scheduler.params]".to_string(),
-        )],
-        _ => Vec::new(),
-    }
+    PLACEMENTS.problems(scheduler.placement.custom(), &scheduler.params, |p, t| {
+        p.check(t)
+    })
 }
 
 #[cfg(test)]
@@ -170,7 +122,10 @@ mod tests {
     fn names_are_checked_as_they_are_registered() {
         assert_eq!(
             register("paragon", Uniform),
-            Err(RegisterError::BuiltIn("paragon".into()))
+            Err(RegisterError::BuiltIn {
+                stage: Stage::Placement,
+                name: "paragon".into()
+            })
         );
         assert_eq!(
             register("9lives", Uniform),
@@ -179,7 +134,10 @@ mod tests {
         register("custom-test-uniform", Uniform).expect("a new name");
         assert_eq!(
             register("custom-test-uniform", Uniform),
-            Err(RegisterError::Taken("custom-test-uniform".into()))
+            Err(RegisterError::Taken {
+                stage: Stage::Placement,
+                name: "custom-test-uniform".into()
+            })
         );
         assert!(names().contains(&"custom-test-uniform".to_string()));
     }

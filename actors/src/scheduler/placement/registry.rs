@@ -10,7 +10,7 @@ use crate::scheduler::annealing::AnnealingStage;
 use crate::scheduler::cluster_view::ServerSpec;
 use crate::scheduler::energy::{EnergyServer, EnergyStage};
 
-use super::custom::{PolicyContext, UnknownPolicy, registered};
+use super::custom::{PolicyContext, UnknownPolicy, find};
 use super::paragon::{Awareness, ParagonPlacement};
 use super::yarn::{YarnH, YarnPt, YarnStock};
 use super::{Annealing, BestFit, EnergyAware, External, LeastLoaded, Placement, RandomPlacement};
@@ -84,7 +84,7 @@ fn builtin(
         PlacementKind::Annealing => Box::new(Annealing::new(AnnealingStage::new(cfg, servers))),
         // a policy a crate registered (`custom.rs`)
         PlacementKind::Custom(name) => {
-            let policy = registered(name).ok_or_else(|| UnknownPolicy(name.to_string()))?;
+            let policy = find(name)?;
             policy.build(&PolicyContext {
                 scheduler: cfg,
                 servers,

@@ -10,7 +10,7 @@ use crate::sampling::index;
 /// first: `mrs` the most recently started (the least work lost), `lrs` the
 /// least recently started, `rnd` one uniformly at random (one draw, among
 /// the `count()` candidates).
-pub(super) fn pick<T>(
+pub fn pick<T>(
     policy: EvictionPolicy,
     mut candidates: impl DoubleEndedIterator<Item = T>,
     count: impl FnOnce() -> u32,

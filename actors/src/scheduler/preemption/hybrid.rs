@@ -152,6 +152,7 @@ mod tests {
                     cpu_per_slot: 0.5,
                 }],
             )
+            .expect("a built-in policy")
         };
         let mut s = six_slots();
         // At 10 s: task 1 has waited since 8 s, task 2 was evicted before,
@@ -207,7 +208,8 @@ mod tests {
                 cores: 4,
                 cpu_per_slot: 0.5,
             }],
-        );
+        )
+        .expect("a built-in policy");
         for id in 0..4 {
             s.enqueue(task(id, 9, 10));
         }
@@ -267,7 +269,8 @@ mod tests {
                 cores: 2,
                 cpu_per_slot: 0.5,
             }],
-        );
+        )
+        .expect("a built-in policy");
         s.enqueue(task(1, 0, 5));
         s.enqueue(task(2, 11, 6));
         s.enqueue(task(3, 11, 7));

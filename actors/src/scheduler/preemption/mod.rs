@@ -29,12 +29,14 @@
 //! - The policies: `priority.rs` (§6.2.3.3, §7.3.1: the lowest running
 //!   priority, by `mrs` / `rnd` / `lrs`, `eviction.rs`), `wasp.rs` (§8.1.2:
 //!   production on the most powerful slots) and `hybrid.rs` (§9.2: sticky
-//!   slots, then WASP).
+//!   slots, then WASP); a crate of yours adds one with a
+//!   [`PreemptionPolicy`] and [`register`] (`custom.rs`).
 //!
 //! This is the scheduler's view: slots it gave out, freed when the server's
 //! `Finished` or `Evicted` arrives (a server may free a slot earlier; never
 //! later), so a server is never sent more tasks than it has slots.
 
+pub mod custom;
 mod eviction;
 mod eviction_stats;
 mod fenwick;
@@ -52,6 +54,8 @@ mod wasp;
 #[cfg(test)]
 mod wide_tests;
 
+pub use custom::{PreemptionContext, PreemptionPolicy, register};
+pub use eviction::pick;
 pub use eviction_stats::EvictionStats;
 pub use registry::build;
 
@@ -72,10 +76,13 @@ use slots::{Need, Run};
 
 /// What one slot policy decides; the rest (queue, slots, time slots,
 /// thresholds) is the stage's. Each policy is one file of this folder;
-/// `registry.rs` maps `scheduler.slots` to it.
+/// `registry.rs` maps `scheduler.slots` to it, and a crate adds its own
+/// through [`register`].
 ///
 /// Randomness comes only from the `rng` argument (the scheduler's stream),
-/// so a run stays deterministic.
+/// and a policy reads nothing but its arguments (no clock, no process
+/// state), so a run stays deterministic: the same digest on any
+/// partitioning.
 pub trait Preemption: Send {
     /// How many slots are sticky (HYBRID's pool, §9.2.1; capped at the
     /// cluster's slots). While fewer tasks hold one, a start goes to a
@@ -128,6 +135,10 @@ pub trait Preemption: Send {
     /// The rule `victim` applies among the admissible victims
     /// (`scheduler.eviction`, §6.2.3.3).
     fn eviction(&self) -> EvictionPolicy;
+
+    /// Adds the policy's own counters to the run's metrics, at its end.
+    /// None by default (the stage's are `preemptions` and the like).
+    fn finish(&self, _out: &mut Metrics) {}
 }
 
 /// What a scheduling pass decided.
@@ -943,6 +954,7 @@ impl SlotStage {
         if self.victims_placed > 0 {
             out.add("victims_placed", self.victims_placed);
         }
+        self.policy.finish(out);
     }
 }
 

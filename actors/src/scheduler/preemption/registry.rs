@@ -1,6 +1,7 @@
 //! The slot-policy registry: which [`Preemption`] `scheduler.slots` names.
-//! Adding a policy is its file in this folder and one line here
-//! (docs/scheduler.md, "Adding a policy").
+//! Adding a policy is its file in this folder and one line here, or, from
+//! a crate of your own, [`super::register`] (docs/scheduler.md, "Adding a
+//! policy").
 //!
 //! [`SlotStage::new`] lives here rather than in `mod.rs`, because it is
 //! the one place that names the policies: `mod.rs` naming them would make
@@ -9,13 +10,17 @@
 
 use crate::config::{SchedulerConfig, SlotPolicy};
 
+use super::custom::{PreemptionContext, UnknownPolicy, find};
 use super::hybrid::Hybrid;
 use super::priority::Priority;
 use super::wasp::Wasp;
 use super::{Preemption, SlotServer, SlotStage};
 
-/// The registry: the policy `cfg.slots` names.
-pub fn build(cfg: &SchedulerConfig) -> Box<dyn Preemption> {
+/// The registry: the policy `cfg.slots` names, over `servers`.
+pub fn build(
+    cfg: &SchedulerConfig,
+    servers: &[SlotServer],
+) -> Result<Box<dyn Preemption>, UnknownPolicy> {
     let priority = Priority {
         eviction: cfg.eviction,
     };
@@ -23,7 +28,7 @@ pub fn build(cfg: &SchedulerConfig) -> Box<dyn Preemption> {
         base: priority,
         production: cfg.production_priority,
     };
-    match cfg.slots {
+    Ok(match cfg.slots {
         // `none` builds no slot stage (a task takes a slot per thread);
         // asked anyway, it is `priority` without sticky slots.
         SlotPolicy::None | SlotPolicy::Priority => Box::new(priority),
@@ -34,12 +39,22 @@ pub fn build(cfg: &SchedulerConfig) -> Box<dyn Preemption> {
             phase: cfg.sticky_phase,
             slot_ns: cfg.slot_interval.as_nanos().max(1),
         }),
-    }
+        // a policy a crate registered (`custom.rs`)
+        SlotPolicy::Custom(name) => find(name)?.build(&PreemptionContext {
+            scheduler: cfg,
+            servers,
+        }),
+    })
 }
 
 impl SlotStage {
     /// The slot stage `cfg.slots` names, over `servers`.
-    pub fn new(cfg: &SchedulerConfig, servers: Vec<SlotServer>) -> Self {
-        SlotStage::with_policy(build(cfg), cfg.eviction_threshold, servers)
+    pub fn new(cfg: &SchedulerConfig, servers: Vec<SlotServer>) -> Result<Self, UnknownPolicy> {
+        let policy = build(cfg, &servers)?;
+        Ok(SlotStage::with_policy(
+            policy,
+            cfg.eviction_threshold,
+            servers,
+        ))
     }
 }

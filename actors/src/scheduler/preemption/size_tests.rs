@@ -29,7 +29,7 @@ fn sized(policy: SlotPolicy, servers: &[(u32, u32)]) -> SlotStage {
             cpu_per_slot: f64::from(cores) / f64::from(slots),
         })
         .collect();
-    SlotStage::new(&cfg, servers)
+    SlotStage::new(&cfg, servers).expect("a built-in policy")
 }
 
 fn wide(id: TaskId, priority: u8, arrived: SimTime, cores: u32) -> Task {

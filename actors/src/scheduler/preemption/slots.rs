@@ -292,8 +292,19 @@ impl Slots {
             })
     }
 
+    /// When running task `id`'s current execution started (what `mrs`
+    /// and `lrs` order by); `None` if it does not run.
+    pub fn started(&self, id: TaskId) -> Option<SimTime> {
+        self.running.get(&id).map(|r| r.started)
+    }
+
+    /// The server (index) running task `id` runs on, and its priority.
+    pub fn running_on(&self, id: TaskId) -> Option<(u32, u8)> {
+        self.running.get(&id).map(|r| (r.server, r.priority))
+    }
+
     /// The most powerful level with a free slot on a server `admits` holds.
-    pub(super) fn most_powerful_free(&self, admits: Admits<'_>) -> Option<u16> {
+    pub fn most_powerful_free(&self, admits: Admits<'_>) -> Option<u16> {
         let found = match admits {
             None => self.levels.iter().position(|l| l.free.total() > 0),
             Some(ok) => self.levels.iter().position(|l| {
@@ -306,7 +317,7 @@ impl Slots {
     }
 
     /// Whether running task `id` may be a victim within `scope`.
-    pub(super) fn admitted(&self, id: TaskId, scope: Scope<'_>) -> bool {
+    pub fn admitted(&self, id: TaskId, scope: Scope<'_>) -> bool {
         if scope.is_all() {
             return true;
         }
@@ -318,7 +329,7 @@ impl Slots {
 
     /// The lowest priority of an evictable task running on a server
     /// `admits` holds, if it is strictly below `below`.
-    pub(super) fn lowest_evictable(&self, below: u8, admits: Scope<'_>) -> Option<u8> {
+    pub fn lowest_evictable(&self, below: u8, admits: Scope<'_>) -> Option<u8> {
         self.by_start
             .iter()
             .take_while(|k| k.0 < below)
@@ -328,7 +339,7 @@ impl Slots {
 
     /// The evictable tasks of priority `class` running on servers `admits`
     /// holds, least recently started first.
-    pub(super) fn by_start(
+    pub fn by_start(
         &self,
         class: u8,
         admits: Scope<'_>,
@@ -340,7 +351,7 @@ impl Slots {
     }
 
     /// How many [`Slots::by_start`] lists.
-    pub(super) fn evictable_count(&self, class: u8, admits: Scope<'_>) -> u32 {
+    pub fn evictable_count(&self, class: u8, admits: Scope<'_>) -> u32 {
         match admits.is_all() {
             true => self.evictable_at[class as usize],
             false => self.by_start(class, admits).count() as u32,
@@ -349,7 +360,7 @@ impl Slots {
 
     /// The most powerful level an evictable task of priority `class` runs
     /// on, among the servers `admits` holds.
-    pub(super) fn most_powerful_running(&self, class: u8, admits: Scope<'_>) -> Option<u16> {
+    pub fn most_powerful_running(&self, class: u8, admits: Scope<'_>) -> Option<u16> {
         self.by_power
             .range((class, 0, 0, 0)..=(class, u16::MAX, SimTime::MAX, TaskId::MAX))
             .find(|k| self.admitted(k.3, admits))
@@ -358,7 +369,7 @@ impl Slots {
 
     /// The evictable tasks of priority `class` running on `level`, on
     /// servers `admits` holds, least recently started first.
-    pub(super) fn by_power(
+    pub fn by_power(
         &self,
         class: u8,
         level: u16,

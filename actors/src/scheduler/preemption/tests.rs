@@ -34,7 +34,7 @@ pub(super) fn stage(
             cpu_per_slot: cpu,
         })
         .collect();
-    SlotStage::new(&cfg, servers)
+    SlotStage::new(&cfg, servers).expect("a built-in policy")
 }
 
 /// Fills the stage with class-0 tasks started at times 1, 2, 3, ...
@@ -422,7 +422,8 @@ fn a_task_evicted_past_the_threshold_is_dropped() {
             cores: 1,
             cpu_per_slot: 0.5,
         }],
-    );
+    )
+    .expect("a built-in policy");
     let mut t = task(1, 0, 0);
     t.evictions = 2;
     assert_eq!(s.evicted(t.clone(), ActorId(3)), Returned::Requeued);
