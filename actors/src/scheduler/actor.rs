@@ -25,7 +25,7 @@ use super::preemption::{EvictionStats, Returned, SlotServer, SlotStage};
 
 use super::logs::{ArriveLog, EvictedLog, QueueLog, ReleaseLog};
 use super::registered::UnknownPolicy;
-use super::state::{Classification, Core, KindStats};
+use super::state::{Classification, Core, KindStats, ServerPools};
 use super::{ClusterView, FlowTable, ServerSpec};
 use super::{admission, gang, placement};
 
@@ -97,7 +97,7 @@ impl Scheduler {
             cluster.watch_idle();
         }
         let sends_orders = placement.tracks_power() || placement.wants_running();
-        let pool = vec![0; servers.len()];
+        let pool = ServerPools::new(servers.len());
         let counted: Vec<(bool, bool)> = servers.iter().map(|s| (false, s.slots > 0)).collect();
         let mut pool_counts = PoolState {
             busy: vec![0; pools],

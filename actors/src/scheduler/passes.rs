@@ -184,15 +184,23 @@ impl Scheduler {
             let pools = self.core.pool_state();
             let core = &mut self.core;
             let mut place = |task: &Task, _: SimTime, scope: Scope<'_>| {
-                let allow: Option<Vec<bool>> = scope.bounded().then(|| {
+                let rest = core.gangs.rest(task.id).map(<[Task]>::to_vec);
+                // A gang's units book one by one, each changing its server's
+                // pool: they all answer to the pools as the attempt began. A
+                // single task reads them as they are (nothing changes a pool
+                // before its start is decided), server by server.
+                let snapshot: Option<Vec<bool>> = (scope.bounded() && rest.is_some()).then(|| {
                     (0..core.pool.len() as u32)
-                        .map(|i| scope.admits(i, core.pool[i as usize]))
+                        .map(|i| scope.admits(i, core.pool.get(i)))
                         .collect()
                 });
-                let admits = |i: u32| allow.as_ref().is_none_or(|a| a[i as usize]);
-                let rest = core.gangs.rest(task.id).map(<[Task]>::to_vec);
+                let pools = core.pool.share();
+                let admits = |i: u32| match &snapshot {
+                    Some(a) => a[i as usize],
+                    None => scope.admits(i, pools.get(i)),
+                };
                 let mut placer = CorePlacer::new(&mut *core, scope.strict);
-                let allowed = allow.is_some().then_some(&admits as &dyn Fn(u32) -> bool);
+                let allowed = scope.bounded().then_some(&admits as &dyn Fn(u32) -> bool);
                 let rng = ctx.rng();
                 let action = match rest {
                     Some(rest) => stage.try_start_gang(task, &rest, allowed, now, rng, &mut placer),
@@ -272,7 +280,7 @@ impl Scheduler {
         let mut place = |task: &Task, _: SimTime, scope: Scope<'_>| {
             let allow: Option<Vec<bool>> = scope.bounded().then(|| {
                 (0..core.pool.len() as u32)
-                    .map(|i| scope.admits(i, core.pool[i as usize]))
+                    .map(|i| scope.admits(i, core.pool.get(i)))
                     .collect()
             });
             if let Some(rest) = core.gangs.rest(task.id) {

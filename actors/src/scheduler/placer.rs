@@ -156,7 +156,7 @@ impl SlotPlacer for CorePlacer<'_> {
         if latency > 0 {
             core.slot_latency.insert(task.id, latency);
         }
-        self.pool = core.pool[server as usize];
+        self.pool = core.pool.get(server);
         let id = core.cluster.servers()[server as usize].id;
         for &v in victims {
             if let Some(p) = core.placed.remove(&v) {

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use dcemu_topology::{Bandwidth, Route, SimTime};
@@ -53,7 +54,7 @@ pub(super) struct Core {
     pub(super) placement: Box<dyn Placement>,
     pub(super) cluster: ClusterView,
     /// ARQ pool of each server (all 0 without ARQ).
-    pub(super) pool: Vec<usize>,
+    pub(super) pool: ServerPools,
     pub(super) pools: usize,
     /// Per pool, servers running something and servers with a free slot,
     /// kept up to date by `refresh_pool`, with what each server counts as.
@@ -425,7 +426,7 @@ impl Core {
         if self.pools <= 1 {
             return;
         }
-        let (old_pool, (old_busy, old_free)) = (self.pool[i as usize], self.counted[i as usize]);
+        let (old_pool, (old_busy, old_free)) = (self.pool.get(i), self.counted[i as usize]);
         let counts = &mut self.pool_counts;
         counts.busy[old_pool] -= u32::from(old_busy);
         counts.free[old_pool] -= u32::from(old_free);
@@ -433,7 +434,7 @@ impl Core {
         let q = server_quality(&state.tolerated(), &state.caused());
         let pool = band(q, self.pools);
         let (busy, free) = self.occupancy(i);
-        self.pool[i as usize] = pool;
+        self.pool.set(i, pool);
         self.counted[i as usize] = (busy, free);
         self.pool_counts.busy[pool] += u32::from(busy);
         self.pool_counts.free[pool] += u32::from(free);
@@ -480,7 +481,7 @@ impl Core {
         let started = Instant::now();
         let pool = &self.pool;
         let apart = self.cluster.apart_hosts(task);
-        let in_scope = |i: u32| scope.admits(i, pool[i as usize]) && !apart.contains(&i);
+        let in_scope = |i: u32| scope.admits(i, pool.get(i)) && !apart.contains(&i);
         let bounded = scope.bounded() || !apart.is_empty();
         let req = Request {
             task,
@@ -540,7 +541,7 @@ impl Core {
                 }
             }
         };
-        let pool = self.pool[choice.server as usize];
+        let pool = self.pool.get(choice.server);
         self.occupy(task, choice, ctx.now());
         if let Some((route, bandwidth)) = flow {
             ctx.log(
@@ -602,7 +603,7 @@ impl Core {
         for (k, unit) in units.iter().enumerate() {
             let pool = &self.pool;
             let used: Vec<u32> = booked.iter().map(|(_, c)| c.server).collect();
-            let admits = |i: u32| scope.admits(i, pool[i as usize]) && !used.contains(&i);
+            let admits = |i: u32| scope.admits(i, pool.get(i)) && !used.contains(&i);
             let req = Request {
                 task: unit,
                 profile: None,
@@ -641,7 +642,7 @@ impl Core {
             .collect();
         let run = first.dist.map_or(first.id, |d| d.run);
         let run_attempt = self.gangs.attempt(run);
-        let pool = self.pool[booked[0].1.server as usize];
+        let pool = self.pool.get(booked[0].1.server);
         let on: Vec<u32> = booked.iter().map(|(_, c)| c.server).collect();
         self.gangs.started(
             first.id,
@@ -691,7 +692,7 @@ impl Core {
                 .interference_mut(i)
                 .add(task.id, &p.tolerated, &p.caused);
         }
-        let pool = self.pool[i as usize];
+        let pool = self.pool.get(i);
         self.refresh_pool(i);
         self.placed.insert(
             task.id,
@@ -947,7 +948,7 @@ impl Core {
         p.server = target;
         p.violation = violation;
         p.since = ctx.now();
-        p.pool = self.pool[target as usize];
+        p.pool = self.pool.get(target);
         self.placed.insert(task.id, p);
         let server = self.cluster.servers()[target as usize].id;
         if self.sends_orders {
@@ -1055,4 +1056,37 @@ pub(super) fn appropriate_on(
     let class = cluster.servers()[i as usize].class;
     let speed = profile.map_or(1.0, |p| p.speed.get(class).copied().unwrap_or(0.0));
     violation <= 0.0 && speed >= QOS_PERF_NORM * strict_speed
+}
+
+/// The ARQ pool of each server, shared: a placement attempt reads it
+/// through its own handle while the attempt's placer holds the scheduler's
+/// state, so an attempt costs what its candidates cost, not a pass over
+/// every server (issue 43). Pools change only in [`Core::refresh_pool`],
+/// on the scheduler's one thread; the atomics make the handle shareable,
+/// not concurrent.
+#[derive(Debug, Default)]
+pub(super) struct ServerPools(Arc<[AtomicUsize]>);
+
+impl ServerPools {
+    /// Another handle on the same pools.
+    pub(super) fn share(&self) -> Self {
+        ServerPools(Arc::clone(&self.0))
+    }
+
+    /// `n` servers, all in pool 0.
+    pub(super) fn new(n: usize) -> Self {
+        ServerPools((0..n).map(|_| AtomicUsize::new(0)).collect())
+    }
+
+    pub(super) fn get(&self, i: u32) -> usize {
+        self.0[i as usize].load(Ordering::Relaxed)
+    }
+
+    fn set(&self, i: u32, pool: usize) {
+        self.0[i as usize].store(pool, Ordering::Relaxed);
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.0.len()
+    }
 }
