@@ -403,6 +403,21 @@ pub fn load(label: &str, text: &str, overrides: &[Override]) -> Result<Scenario,
     load_with(label, text, overrides, None)
 }
 
+/// `field` as the user wrote it: `primary_tenants[j]` of the expanded
+/// tenants is the table `origin[j]` (`copies`).
+fn copied_from(field: &str, origin: &[usize]) -> String {
+    let Some(rest) = field.strip_prefix("primary_tenants[") else {
+        return field.to_string();
+    };
+    let Some((index, tail)) = rest.split_once(']') else {
+        return field.to_string();
+    };
+    match index.parse::<usize>().ok().and_then(|j| origin.get(j)) {
+        Some(i) => format!("primary_tenants[{i}]{tail}"),
+        None => field.to_string(),
+    }
+}
+
 /// [`load`], with streamed traces (`arrivals.format`) found relative to
 /// `stream_base` instead of the scenario file's directory: `dcemu replay`
 /// re-runs a results directory whose streamed traces stayed where the
@@ -463,7 +478,13 @@ pub fn load_with(
         }
     };
     scenario.scheduler.select_external();
-    let problems = scenario.problems();
+    let (tenants, origin) = dcemu_actors::config::expand_copies(&scenario.primary_tenants);
+    scenario.primary_tenants = tenants;
+    let problems: Vec<(String, String)> = scenario
+        .problems()
+        .into_iter()
+        .map(|(field, problem)| (copied_from(&field, &origin), problem))
+        .collect();
     if problems.is_empty() {
         let scenario = load_traces(label, scenario, stream_base)?;
         // a program is looked for beside the scenario file; a scenario

@@ -11,7 +11,9 @@ mod servers;
 mod storage;
 mod tenants;
 
-pub use primary::{PrimaryScalingConfig, PrimaryTenantConfig, UtilPattern, UtilScaling};
+pub use primary::{
+    MAX_COPIES, PrimaryScalingConfig, PrimaryTenantConfig, UtilPattern, UtilScaling, expand_copies,
+};
 pub use scheduler::{
     AdmissionKind, Algorithm, AnnealingGoal, ArqHold, ArqOrder, CfDefaults, Contention, CpuSharing,
     EvictionPolicy, ExternalConfig, ExternalStage, InterferenceModel, MemoryEviction,

@@ -64,6 +64,46 @@ pub struct PrimaryTenantConfig {
     /// two replicas of a block in one environment (§4.2). Default: its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<String>,
+    /// Tenants like this one, each owning its own `servers`: a real
+    /// datacenter's thousands of services without a table each. The
+    /// scenario holds them expanded ([`expand_copies`]), named
+    /// `<name>-1` … `<name>-<copies>`. Default 1.
+    #[serde(default = "default_copies", skip_serializing_if = "is_one")]
+    pub copies: u32,
+}
+
+/// At most this many copies of one tenant.
+pub const MAX_COPIES: u32 = 100_000;
+
+fn default_copies() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+/// The tenants with every `copies` expanded, in order, copies next to one
+/// another, and for each expanded tenant the index of the table it came
+/// from (so that problems name the line the user wrote).
+pub fn expand_copies(tenants: &[PrimaryTenantConfig]) -> (Vec<PrimaryTenantConfig>, Vec<usize>) {
+    let mut out = Vec::with_capacity(tenants.len());
+    let mut origin = Vec::with_capacity(tenants.len());
+    for (i, t) in tenants.iter().enumerate() {
+        if t.copies <= 1 || t.copies > MAX_COPIES {
+            out.push(t.clone());
+            origin.push(i);
+            continue;
+        }
+        for k in 1..=t.copies {
+            let mut c = t.clone();
+            c.name = format!("{}-{k}", t.name);
+            c.copies = 1;
+            out.push(c);
+            origin.push(i);
+        }
+    }
+    (out, origin)
 }
 
 impl PrimaryTenantConfig {
@@ -274,6 +314,12 @@ impl PrimaryTenantConfig {
         }
         if self.servers == 0 {
             out.push(("servers".into(), "must be at least 1".into()));
+        }
+        if !(1..=MAX_COPIES).contains(&self.copies) {
+            out.push((
+                "copies".into(),
+                format!("must be between 1 and {MAX_COPIES}, got {}", self.copies),
+            ));
         }
         let fractions = [
             ("mean", self.mean),

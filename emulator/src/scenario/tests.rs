@@ -961,3 +961,40 @@ fn an_external_section_selects_the_external_placement_and_is_checked() {
     .unwrap();
     assert!(s.scheduler.slots.slotted());
 }
+
+#[test]
+fn copies_expand_in_place_and_their_problems_name_the_table_written() {
+    let text = PRIMARIES.replace("count = 6", "count = 8").replace(
+        "name = \"high\"\nservers = 1\n",
+        "name = \"high\"\nservers = 1\ncopies = 3\n",
+    );
+    let s = load("p.toml", &text, &[]).unwrap();
+    let names: Vec<&str> = s.primary_tenants.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["low", "high-1", "high-2", "high-3", "own"]);
+    assert!(s.primary_tenants.iter().all(|p| p.copies == 1));
+    assert_eq!(s.primary_tenants[3].mean, 0.6);
+
+    // the copies' problems are the table's, at its line, after the expansion of an earlier one
+    let bad = text.replace(
+        "name = \"own\"\nservers = 2\n",
+        "name = \"own\"\nservers = 2\ncopies = 0\n",
+    );
+    let e = &errors(&bad, &[])[0];
+    assert_eq!(e.field.as_deref(), Some("primary_tenants[2].copies"), "{e}");
+    assert!(e.problem.contains("between 1 and 100000"), "{e}");
+    assert!(matches!(e.origin, Origin::File { at: Some(_), .. }), "{e}");
+    let bad = text.replace(
+        "name = \"high\"\nservers = 1\n",
+        "name = \"high\"\nservers = 0\n",
+    );
+    let e = &errors(&bad, &[])[0];
+    assert_eq!(
+        e.field.as_deref(),
+        Some("primary_tenants[1].servers"),
+        "{e}"
+    );
+
+    // copies own their servers: too many for the datacenter is refused
+    let e = &errors(&text, &[set("primary_tenants.1.copies=1000")])[0];
+    assert!(e.problem.contains("primary tenants own"), "{e}");
+}
