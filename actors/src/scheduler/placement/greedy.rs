@@ -715,11 +715,17 @@ impl Drawn {
 /// `0..n`) and is rehashed by h_k for the next one. Sources take turns, one
 /// hash each, until enough distinct servers are drawn. The paper also hashes
 /// the servers' tolerated scores; mapping outputs straight to indices gives
-/// the uniform sample its analysis assumes without that table. Should the
-/// chains still lack servers after `64 × count + 1024` hashes (vanishingly
-/// unlikely), the lowest undrawn indices complete the sample. Depends only
-/// on the inputs.
-pub fn sample_servers(app_caused: &[f64; SOURCES], n: u32, count: u32) -> Vec<u32> {
+/// the uniform sample its analysis assumes without that table. In the
+/// paper a server's hashed value changes with its load, so the same
+/// application arriving again meets other servers; here `draw` (which of
+/// the scheduler's decisions this is) goes into the first hash for that
+/// purpose: without it every instance of one application would meet the
+/// same `count` servers however large the datacenter, and queue once those
+/// are full (issue 43, measured at 30,000 servers). Should the chains still
+/// lack servers after `64 × count + 1024` hashes (vanishingly unlikely),
+/// the lowest undrawn indices complete the sample. Depends only on the
+/// inputs.
+pub fn sample_servers(app_caused: &[f64; SOURCES], draw: u64, n: u32, count: u32) -> Vec<u32> {
     let target = count.min(n) as usize;
     if target == 0 {
         return Vec::new();
@@ -727,7 +733,9 @@ pub fn sample_servers(app_caused: &[f64; SOURCES], n: u32, count: u32) -> Vec<u3
     let mut drawn = Drawn::new(n, target);
     let mut state = [[0u8; 32]; SOURCES];
     for (k, s) in state.iter_mut().enumerate() {
-        *s = soi_hash(k, &quantise(app_caused[k]).to_be_bytes());
+        let mut input = quantise(app_caused[k]).to_be_bytes().to_vec();
+        input.extend_from_slice(&draw.to_be_bytes());
+        *s = soi_hash(k, &input);
     }
     let budget = 64 * target + 1024;
     let mut hashes = SOURCES;
@@ -772,10 +780,12 @@ fn normalise(q: f64, min: f64, max: f64) -> f64 {
 /// returns the eligible one of highest [`colocation_quality`] (ties → lower
 /// index) with its quality normalised over the eligible sample.
 ///
+/// `draw` is which decision this is ([`sample_servers`]).
 /// `server_tolerated(i)` is server `i`'s tolerated scores. `None` when
 /// `n == 0`, `samples == 0` or no sampled server is eligible.
 pub fn statistical_select(
     app_caused: &[f64; SOURCES],
+    draw: u64,
     n: u32,
     samples: u32,
     server_tolerated: impl Fn(u32) -> [f64; SOURCES],
@@ -784,7 +794,7 @@ pub fn statistical_select(
     let mut best: Option<(u32, f64)> = None;
     let mut min = f64::INFINITY;
     let mut max = f64::NEG_INFINITY;
-    for i in sample_servers(app_caused, n, samples) {
+    for i in sample_servers(app_caused, draw, n, samples) {
         if !eligible(i) {
             continue;
         }
@@ -1163,33 +1173,43 @@ mod tests {
     #[test]
     fn sampling_is_deterministic_distinct_and_pinned() {
         let app_c = scores(50.0, &[(MB, 80.0)]);
-        let s = sample_servers(&app_c, 1000, 16);
+        let s = sample_servers(&app_c, 0, 1000, 16);
         assert_eq!(s.len(), 16);
         assert!(s.windows(2).all(|w| w[0] < w[1]), "sorted and distinct");
         assert!(s.iter().all(|&i| i < 1000));
-        assert_eq!(s, sample_servers(&app_c, 1000, 16));
-        assert_ne!(s, sample_servers(&scores(50.0, &[(MB, 81.0)]), 1000, 16));
+        assert_eq!(s, sample_servers(&app_c, 0, 1000, 16));
+        assert_ne!(s, sample_servers(&scores(50.0, &[(MB, 81.0)]), 0, 1000, 16));
+        // Another decision for the same application meets other servers.
+        let again = sample_servers(&app_c, 1, 1000, 16);
+        assert_eq!(again.len(), 16);
+        assert!(
+            again.iter().filter(|i| s.contains(i)).count() < 4,
+            "{s:?} {again:?}"
+        );
         // A longer draw extends a shorter one, whichever bookkeeping it uses
         // (4 of 1000: sorted vector; 16 and 400: bitmap).
-        let four = sample_servers(&app_c, 1000, 4);
-        let big = sample_servers(&app_c, 1000, 400);
+        let four = sample_servers(&app_c, 0, 1000, 4);
+        let big = sample_servers(&app_c, 0, 1000, 400);
         assert_eq!(big.len(), 400);
         assert!(four.iter().all(|i| s.contains(i)));
         assert!(s.iter().all(|i| big.contains(i)));
-        assert_eq!(sample_servers(&app_c, 37, 100), (0..37).collect::<Vec<_>>());
-        assert!(sample_servers(&app_c, 0, 5).is_empty());
+        assert_eq!(
+            sample_servers(&app_c, 0, 37, 100),
+            (0..37).collect::<Vec<_>>()
+        );
+        assert!(sample_servers(&app_c, 0, 0, 5).is_empty());
         // Pinned: changing the hashing changes every statistical placement.
         assert_eq!(four, PINNED);
     }
 
-    const PINNED: [u32; 4] = [197, 459, 515, 922];
+    const PINNED: [u32; 4] = [82, 807, 913, 991];
 
     #[test]
     fn statistical_select_takes_the_best_sampled_eligible_server() {
         let app_c = scores(45.0, &[(MB, 70.0)]);
         let n = 200;
-        let sample = sample_servers(&app_c, n, 12);
-        let (i, q) = statistical_select(&app_c, n, 12, tolerated_of, |_| true).unwrap();
+        let sample = sample_servers(&app_c, 0, n, 12);
+        let (i, q) = statistical_select(&app_c, 0, n, 12, tolerated_of, |_| true).unwrap();
         let (best, best_q) = exhaustive_best(&app_c, &sample, |_| true);
         assert_eq!(i, best);
         assert!(best_q > 0.0);
@@ -1198,7 +1218,7 @@ mod tests {
             "the best of a sample with a non-negative max normalises to 1"
         );
         assert_eq!(
-            statistical_select(&app_c, n, 12, tolerated_of, |_| true),
+            statistical_select(&app_c, 0, n, 12, tolerated_of, |_| true),
             Some((i, q)),
             "deterministic"
         );
@@ -1206,28 +1226,28 @@ mod tests {
         // Without the best, the next best sampled server; ineligible servers
         // still used up their draw, so nothing outside the sample is taken.
         let not_best = |j: u32| j != best;
-        let (j, _) = statistical_select(&app_c, n, 12, tolerated_of, not_best).unwrap();
+        let (j, _) = statistical_select(&app_c, 0, n, 12, tolerated_of, not_best).unwrap();
         assert_ne!(j, best);
         assert!(sample.contains(&j));
         assert_eq!(j, exhaustive_best(&app_c, &sample, not_best).0);
         assert_eq!(
-            statistical_select(&app_c, n, 12, tolerated_of, |_| false),
+            statistical_select(&app_c, 0, n, 12, tolerated_of, |_| false),
             None
         );
         assert_eq!(
-            statistical_select(&app_c, 0, 12, tolerated_of, |_| true),
+            statistical_select(&app_c, 0, 0, 12, tolerated_of, |_| true),
             None
         );
         assert_eq!(
-            statistical_select(&app_c, n, 0, tolerated_of, |_| true),
+            statistical_select(&app_c, 0, n, 0, tolerated_of, |_| true),
             None
         );
 
         // Sampling every server finds the exhaustive optimum.
         let all: Vec<u32> = (0..n).collect();
-        let (k, _) = statistical_select(&app_c, n, n, tolerated_of, |_| true).unwrap();
+        let (k, _) = statistical_select(&app_c, 0, n, n, tolerated_of, |_| true).unwrap();
         assert_eq!(k, exhaustive_best(&app_c, &all, |_| true).0);
-        let (k, _) = statistical_select(&app_c, n, 5 * n, tolerated_of, |j| j % 3 == 0).unwrap();
+        let (k, _) = statistical_select(&app_c, 0, n, 5 * n, tolerated_of, |j| j % 3 == 0).unwrap();
         assert_eq!(k, exhaustive_best(&app_c, &all, |j| j % 3 == 0).0);
     }
 
