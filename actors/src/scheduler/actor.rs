@@ -25,7 +25,7 @@ use super::preemption::{EvictionStats, Returned, SlotServer, SlotStage};
 
 use super::logs::{ArriveLog, EvictedLog, QueueLog, ReleaseLog};
 use super::registered::UnknownPolicy;
-use super::state::{Classification, Core, KindStats, ServerPools};
+use super::state::{Classification, Core, KindStats, PlacedTasks, ServerPools};
 use super::{ClusterView, FlowTable, ServerSpec};
 use super::{admission, gang, placement};
 
@@ -153,7 +153,7 @@ impl Scheduler {
                 kinds: BTreeMap::new(),
                 kind_waiting: BTreeMap::new(),
                 kind_stats: KindStats::default(),
-                placed: BTreeMap::new(),
+                placed: PlacedTasks::default(),
                 nic: Nic::default(),
                 inbox: Inbox::default(),
                 placement,

@@ -269,10 +269,15 @@ impl Core {
     ) -> Result<(), ModelError> {
         let others: Vec<TaskId> = self
             .placed
-            .iter()
-            .filter(|&(&id, p)| id != task && p.server == i && p.migrating_to.is_none())
-            .filter(|&(&id, _)| !self.gangs.owns(id))
-            .map(|(&id, _)| id)
+            .on_server(i)
+            .filter(|&id| {
+                id != task
+                    && self
+                        .placed
+                        .get(&id)
+                        .is_some_and(|p| p.migrating_to.is_none())
+                    && !self.gangs.owns(id)
+            })
             .collect();
         if others.is_empty() || others.len() > MAX_ISOLATION_MOVES {
             self.migrations_declined += 1;
