@@ -13,13 +13,12 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
-use crate::scenario::{self, Override};
-
 mod runner;
+pub mod scale;
 mod soak;
 
 pub use runner::BenchError;
-use runner::{Measured, Runner, mb};
+use runner::{Runner, mb};
 
 /// Which measurements to take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
@@ -28,7 +27,8 @@ pub enum Suite {
     Paper,
     /// One scenario on 1 and on 2 partitions (threads): same digest, ratio.
     Partitions,
-    /// The 10,000-server scenario at 1,000, 2,500, 5,000 and 10,000 servers.
+    /// The mission datacenter at 1,000 to 100,000 servers, and Paragon alone
+    /// at 1,000 to 10,000 (`bench/scale.rs`).
     Scale,
     /// A long coordinator + nodes run under CPU contention against one
     /// process (only when asked for: it takes as long as `--soak-*` make it).
@@ -140,41 +140,6 @@ fn paper_cases() -> Vec<Case> {
     ]
 }
 
-/// The scale study's sizes, in servers.
-const SCALE_SIZES: [u32; 4] = [1_000, 2_500, 5_000, 10_000];
-const SCALE_FILE: &str = "scale/paragon-10k.toml";
-
-/// `--set`s that shrink the 10,000-server scenario to `servers`: every
-/// server type, the access and aggregation switches, the pods and the
-/// arrival rate scale alike (10 applications per server).
-fn scale_sets(base: &scenario::Scenario, servers: u32) -> Vec<String> {
-    let f = f64::from(servers) / 10_000.0;
-    let mut sets: Vec<String> = base
-        .server_types
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let n = (f64::from(t.count) * f).round().max(1.0);
-            format!("server_types.{i}.count={n}")
-        })
-        .collect();
-    let topo = &base.topology;
-    let pods = (f64::from(topo.pods) * f).round().max(1.0);
-    sets.push(format!(
-        "topology.access={}",
-        (f64::from(topo.access) * f).round().max(1.0)
-    ));
-    sets.push(format!(
-        "topology.aggregation={}",
-        (f64::from(topo.aggregation) * f).round().max(pods)
-    ));
-    sets.push(format!("topology.pods={pods}"));
-    if let Some(rate) = base.tenants.first().and_then(|t| t.arrivals.rate_per_s) {
-        sets.push(format!("tenants.0.arrivals.rate_per_s={}", rate * f));
-    }
-    sets
-}
-
 /// Runs the suites and writes their tables.
 pub fn bench(args: &BenchArgs) -> Result<(), BenchError> {
     let mut suites = args.suites.clone();
@@ -216,7 +181,7 @@ pub fn bench(args: &BenchArgs) -> Result<(), BenchError> {
         let (name, body) = match suite {
             Suite::Paper => ("paper", paper(&runner)?),
             Suite::Partitions => ("partitions", partitions(&runner)?),
-            Suite::Scale => ("scale", scale(&runner, &args.out)?),
+            Suite::Scale => ("scale", scale::scale(&runner, &args.out)?),
             Suite::Soak => {
                 let plan = soak::SoakPlan {
                     scenario: args.soak_scenario.clone(),
@@ -307,115 +272,6 @@ fn partitions(runner: &Runner) -> Result<String, BenchError> {
         }
     }
     Ok(t)
-}
-
-fn scale(runner: &Runner, out: &Path) -> Result<String, BenchError> {
-    let path = runner.scenarios.join(SCALE_FILE);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| BenchError::Input(format!("{}: {e}", path.display())))?;
-    let base = scenario::load(&path.display().to_string(), &text, &[] as &[Override])
-        .map_err(|e| BenchError::Input(e.to_string()))?;
-    let mut rows = Vec::new();
-    for servers in SCALE_SIZES {
-        let sets = if servers == 10_000 {
-            Vec::new()
-        } else {
-            scale_sets(&base, servers)
-        };
-        let m = runner.run(SCALE_FILE, &sets, 1)?;
-        rows.push((servers, m));
-    }
-    let (first_servers, first) = (rows[0].0, rows[0].1.clone());
-    let mut t = String::from(
-        "| servers | applications | wall s | peak RSS MB | events | wall / (wall at 1,000 × size) |\n\
-         |---:|---:|---:|---:|---:|---:|\n",
-    );
-    for (servers, m) in &rows {
-        let size = f64::from(*servers) / f64::from(first_servers);
-        let _ = writeln!(
-            t,
-            "| {servers} | {} | {:.2} | {} | {} | {:.2} |",
-            servers * 10,
-            m.wall_s,
-            mb(m.peak_rss_kb),
-            m.events,
-            m.wall_s / (first.wall_s * size).max(1e-9)
-        );
-    }
-    let svg = out.with_file_name("scale.svg");
-    plot_scale(&svg, &rows)?;
-    let _ = writeln!(
-        t,
-        "\n![wall time against servers](scale.svg) (the dashed line: linear from 1,000 servers)"
-    );
-    Ok(t)
-}
-
-/// Wall time against servers, with the line linear growth from the first
-/// size would follow.
-fn plot_scale(path: &Path, rows: &[(u32, Measured)]) -> Result<(), BenchError> {
-    use plotters::prelude::*;
-    let fail = |e: &dyn std::fmt::Display| BenchError::Failed(format!("{}: {e}", path.display()));
-    let max_x = rows.iter().map(|r| r.0).max().unwrap_or(1) as f64;
-    let (x0, w0) = rows
-        .first()
-        .map_or((1.0, 0.0), |r| (f64::from(r.0), r.1.wall_s));
-    let linear = |x: f64| w0 * x / x0;
-    let max_y = rows
-        .iter()
-        .map(|r| r.1.wall_s)
-        .fold(linear(max_x), f64::max)
-        * 1.1;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (640, 400)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| fail(&e))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption("dcemu scale: wall time against servers", ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(56)
-            .build_cartesian_2d(0.0..max_x * 1.05, 0.0..max_y.max(1.0))
-            .map_err(|e| fail(&e))?;
-        chart
-            .configure_mesh()
-            .x_desc("servers (10 applications each)")
-            .y_desc("wall s")
-            .draw()
-            .map_err(|e| fail(&e))?;
-        chart
-            .draw_series(LineSeries::new(
-                rows.iter().map(|r| (f64::from(r.0), r.1.wall_s)),
-                BLUE.stroke_width(2),
-            ))
-            .map_err(|e| fail(&e))?
-            .label("measured")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLUE));
-        chart
-            .draw_series(
-                rows.iter()
-                    .map(|r| Circle::new((f64::from(r.0), r.1.wall_s), 4, BLUE.filled())),
-            )
-            .map_err(|e| fail(&e))?;
-        chart
-            .draw_series(DashedLineSeries::new(
-                [(x0, linear(x0)), (max_x, linear(max_x))],
-                6,
-                4,
-                RED.into(),
-            ))
-            .map_err(|e| fail(&e))?
-            .label("linear from the first size")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], RED));
-        chart
-            .configure_series_labels()
-            .border_style(BLACK)
-            .background_style(WHITE)
-            .draw()
-            .map_err(|e| fail(&e))?;
-        root.present().map_err(|e| fail(&e))?;
-    }
-    write_atomic(path, svg.as_bytes())
 }
 
 /// The machine the numbers were taken on.
@@ -531,29 +387,5 @@ mod tests {
         assert_eq!(civil_date(0), (1970, 1, 1));
         assert_eq!(civil_date(11_016), (2000, 2, 29));
         assert_eq!(civil_date(20_779), (2026, 11, 22));
-    }
-
-    #[test]
-    fn scale_sets_shrink_servers_switches_and_rate_alike() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
-        let text = std::fs::read_to_string(root.join(SCALE_FILE)).unwrap();
-        let base = scenario::load("s", &text, &[]).unwrap();
-        let overrides: Vec<Override> = scale_sets(&base, 1_000)
-            .iter()
-            .map(|s| s.parse().unwrap())
-            .collect();
-        let small = scenario::load("s", &text, &overrides).unwrap();
-        let servers =
-            |s: &scenario::Scenario| -> u32 { s.server_types.iter().map(|t| t.count).sum() };
-        assert_eq!(servers(&base), 10_000);
-        assert!(
-            (990..=1_010).contains(&servers(&small)),
-            "{}",
-            servers(&small)
-        );
-        assert_eq!(small.topology.access, 25);
-        assert_eq!(small.topology.pods, 1);
-        let rate = |s: &scenario::Scenario| s.tenants[0].arrivals.rate_per_s.unwrap();
-        assert!((rate(&small) * 10.0 - rate(&base)).abs() < 1e-9);
     }
 }

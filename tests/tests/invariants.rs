@@ -39,6 +39,9 @@ const LONGEST_NS: u64 = 4 * 3600 * 1_000_000_000;
 /// 10,000) only 20 minutes.
 const LARGEST_SERVERS: u32 = 5_000;
 const LARGE_LONGEST_NS: u64 = 20 * 60 * 1_000_000_000;
+/// Scenarios over this many servers run at [`SHRUNK_TO`].
+const SHRUNK_ABOVE: u32 = 20_000;
+const SHRUNK_TO: u32 = 1_000;
 
 /// The digest and a SHA-256 of `metrics.json` of every catalog scenario, run
 /// as [`every_scenario_runs_without_losing_a_task`] runs it. A change in a
@@ -104,6 +107,16 @@ fn check_golden(lines: &[String]) {
     );
 }
 
+/// A real datacenter's size is for the bench: a scenario over
+/// [`SHRUNK_ABOVE`] servers runs here as the bench's smallest size runs it
+/// (`dcemu bench --suite scale`), its load per server kept.
+fn shrunk(label: &str, text: &str, servers: u32) -> Vec<String> {
+    if servers <= SHRUNK_ABOVE {
+        return Vec::new();
+    }
+    dcemu::bench::scale::shrink(label, text, SHRUNK_TO).unwrap_or_else(|e| panic!("{label}: {e}"))
+}
+
 #[test]
 fn every_scenario_runs_without_losing_a_task() {
     let mut golden = Vec::new();
@@ -112,6 +125,7 @@ fn every_scenario_runs_without_losing_a_task() {
         let label = path.display().to_string();
         let mut scenario = load(&label, &text, &[]).unwrap_or_else(|e| panic!("{e}"));
         let servers: u32 = scenario.server_types.iter().map(|t| t.count).sum();
+        let mut sets = shrunk(&label, &text, servers);
         let longest = if servers > LARGEST_SERVERS {
             LARGE_LONGEST_NS
         } else {
@@ -119,8 +133,11 @@ fn every_scenario_runs_without_losing_a_task() {
         };
         if scenario.run.end.as_nanos() > longest {
             // Day-long runs repeat their first hours; the ledger is the same.
-            let cut = [format!("run.end={longest}ns").parse().unwrap()];
-            scenario = load(&label, &text, &cut).unwrap_or_else(|e| panic!("{e}"));
+            sets.push(format!("run.end={longest}ns"));
+        }
+        if !sets.is_empty() {
+            let overrides: Vec<_> = sets.iter().map(|s| s.parse().unwrap()).collect();
+            scenario = load(&label, &text, &overrides).unwrap_or_else(|e| panic!("{e}"));
         }
         let out = execute(
             &scenario,
@@ -198,8 +215,16 @@ fn every_metric_is_documented() {
         let text = std::fs::read_to_string(&path).unwrap();
         let label = path.display().to_string();
         // five minutes show every metric; scenarios whose tenants start later run whole
-        let scenario = load(&label, &text, &["run.end=5m".parse().unwrap()])
-            .or_else(|_| load(&label, &text, &[]))
+        let whole = load(&label, &text, &[]).unwrap_or_else(|e| panic!("{e}"));
+        let servers: u32 = whole.server_types.iter().map(|t| t.count).sum();
+        let sets = shrunk(&label, &text, servers);
+        let parse = |sets: &[String]| -> Vec<dcemu::scenario::Override> {
+            sets.iter().map(|s| s.parse().unwrap()).collect()
+        };
+        let mut five = sets.clone();
+        five.push("run.end=5m".into());
+        let scenario = load(&label, &text, &parse(&five))
+            .or_else(|_| load(&label, &text, &parse(&sets)))
             .unwrap_or_else(|e| panic!("{e}"));
         let out = execute(&scenario, &RunOptions::default()).unwrap();
         for key in out.metrics.keys() {

@@ -24,6 +24,11 @@ pub(super) struct Measured {
     pub(super) peak_rss_kb: Option<u64>,
     pub(super) events: u64,
     pub(super) digest: String,
+    /// Tasks submitted over the run.
+    pub(super) tasks: u64,
+    /// Tasks submitted and not completed at the end: running, queued,
+    /// waiting for a server to wake, in transit.
+    pub(super) in_flight: u64,
 }
 
 pub(super) struct Runner {
@@ -84,10 +89,13 @@ impl Runner {
         };
         let facts = read_json("run.json")?;
         let metrics = read_json("metrics.json")?;
+        let count = |key: &str| metrics.get(key).and_then(Value::as_u64).unwrap_or(0);
         let measured = Measured {
             wall_s,
             peak_rss_kb: facts.get("peak_rss_kb").and_then(Value::as_u64),
-            events: metrics.get("events").and_then(Value::as_u64).unwrap_or(0),
+            events: count("events"),
+            tasks: count("tasks_submitted"),
+            in_flight: count("tasks_submitted").saturating_sub(count("tasks_completed")),
             digest: facts
                 .get("digest")
                 .and_then(Value::as_str)

@@ -527,6 +527,8 @@ mod tests {
             peak_rss_kb: Some(2048),
             events: 10,
             digest: "aa".into(),
+            tasks: 4,
+            in_flight: 1,
         };
         let multi = Multi {
             wall_s: 10.0,
