@@ -18,7 +18,7 @@ pub mod scale;
 mod soak;
 
 pub use runner::BenchError;
-use runner::{Runner, mb};
+use runner::{Runner, mb, write_atomic};
 
 /// Which measurements to take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
@@ -344,17 +344,6 @@ fn write_sections(out: &Path, sections: &[(&str, String)]) -> Result<(), BenchEr
         }
     }
     write_atomic(out, doc.as_bytes())
-}
-
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), BenchError> {
-    let fail = |e: std::io::Error| BenchError::Failed(format!("{}: {e}", path.display()));
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
-    if let Some(d) = dir {
-        std::fs::create_dir_all(d).map_err(fail)?;
-    }
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes).map_err(fail)?;
-    std::fs::rename(&tmp, path).map_err(fail)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! in a child process and what they read back: a leaf both use, so that
 //! neither imports the other.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -110,4 +110,17 @@ impl Runner {
 
 pub(super) fn mb(kb: Option<u64>) -> String {
     kb.map_or("n/a".into(), |kb| format!("{:.0}", kb as f64 / 1024.0))
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename, so that
+/// nothing already there is lost to a failed write.
+pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), BenchError> {
+    let fail = |e: std::io::Error| BenchError::Failed(format!("{}: {e}", path.display()));
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(d) = dir {
+        std::fs::create_dir_all(d).map_err(fail)?;
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes).map_err(fail)?;
+    std::fs::rename(&tmp, path).map_err(fail)
 }

@@ -17,8 +17,7 @@ use std::path::Path;
 
 use crate::scenario::{self, Override};
 
-use super::BenchError;
-use super::runner::{Measured, Runner, mb};
+use super::runner::{BenchError, Measured, Runner, mb, write_atomic};
 
 /// The Paragon study's sizes, in servers.
 const PARAGON_SIZES: [u32; 4] = [1_000, 2_500, 5_000, 10_000];
@@ -273,7 +272,7 @@ fn plot(path: &Path, rows: &[(u32, Measured)]) -> Result<(), BenchError> {
             .map_err(|e| fail(&e))?;
         root.present().map_err(|e| fail(&e))?;
     }
-    super::write_atomic(path, svg.as_bytes())
+    write_atomic(path, svg.as_bytes())
 }
 
 #[cfg(test)]
