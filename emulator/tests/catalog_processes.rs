@@ -18,6 +18,9 @@ use common::{Procs, SECRET};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dcemu");
 const CUT_NS: u64 = 30 * 60 * 1_000_000_000;
+/// Scenarios over this many servers run at [`SHRUNK_TO`] (as in `tests/invariants.rs`).
+const SHRUNK_ABOVE: u32 = 20_000;
+const SHRUNK_TO: u32 = 1_000;
 
 fn scenario_files() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -137,11 +140,20 @@ fn every_catalog_scenario_gives_the_one_process_digest_over_two_nodes() {
             .max()
             .unwrap_or(0);
         let cut = CUT_NS.max(latest_start + CUT_NS / 2);
-        let set: Vec<String> = if scenario.run.end.as_nanos() > cut {
+        let mut set: Vec<String> = if scenario.run.end.as_nanos() > cut {
             vec!["--set".into(), format!("run.end={cut}ns")]
         } else {
             Vec::new()
         };
+        // a real datacenter's size is for the bench: shrunk as its smallest size
+        let servers: u32 = scenario.server_types.iter().map(|t| t.count).sum();
+        if servers > SHRUNK_ABOVE {
+            for s in dcemu::bench::scale::shrink(&label, &text, SHRUNK_TO)
+                .unwrap_or_else(|e| panic!("{label}: {e}"))
+            {
+                set.extend(["--set".into(), s]);
+            }
+        }
         let tmp = tempfile::tempdir().unwrap();
         let one = tmp.path().join("one");
         let ran = Command::new(BIN)
