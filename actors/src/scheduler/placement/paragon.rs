@@ -98,27 +98,14 @@ impl Placement for ParagonPlacement {
     ) -> Option<Choice> {
         let servers = cluster.servers();
         let eligible = |i: u32| req.may_use(i) && servers[i as usize].fits(req.task, true);
-        let statistical =
-            self.selection == SelectionKind::Statistical && self.awareness == Awareness::Full;
         // §3.3's selection costs the same at any size: it looks at its
         // sample only, never at the list of fitting servers (a sample with
         // no eligible server places nothing, as an empty list would).
-        let mut fits: Vec<u32> = if statistical && req.profile.is_some() {
-            Vec::new()
-        } else {
-            req.fitting(cluster, true).collect()
-        };
-        let Some(profile) = req.profile else {
-            if fits.is_empty() {
-                return None;
-            }
-            return Some(self.short_job(&fits, cluster, rng));
-        };
-        if !statistical && fits.is_empty() {
-            return None;
-        }
-        self.placed += 1;
-        if statistical {
+        if let Some(profile) = req.profile
+            && self.selection == SelectionKind::Statistical
+            && self.awareness == Awareness::Full
+        {
+            self.placed += 1;
             let (server, _quality) = statistical_select(
                 &profile.caused,
                 self.placed,
@@ -129,6 +116,14 @@ impl Placement for ParagonPlacement {
             )?;
             return Some(Choice::clean(server));
         }
+        let mut fits: Vec<u32> = req.fitting(cluster, true).collect();
+        if fits.is_empty() {
+            return None;
+        }
+        let Some(profile) = req.profile else {
+            return Some(self.short_job(&fits, cluster, rng));
+        };
+        self.placed += 1;
         if self.awareness == Awareness::HeterogeneityOnly {
             // Blind to interference, NI still balances load: among the
             // servers of the best predicted configuration it takes the least
