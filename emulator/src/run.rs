@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration as WallDuration, Instant};
 
 use dcemu_actors::config::SlotConfig;
+use dcemu_actors::kernel::ActorId;
 use dcemu_actors::model::BuildError;
 use dcemu_actors::model::{self, ModelSpec};
 use dcemu_actors::trace::TraceTask;
@@ -107,10 +108,21 @@ pub fn trace_defects(scenario: &Scenario, output: &EngineOutput) -> TraceDefects
 pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, RunError> {
     let started = Instant::now();
     let prepared = prepare(scenario, options.log_dir.clone())?;
-    let actor_count = prepared.actors.len();
+    let actor_count = prepared.names.len();
+    let Prepared {
+        config,
+        names,
+        actors,
+        slot_table,
+    } = prepared;
+    let actors = names
+        .into_iter()
+        .zip(actors)
+        .map(|(name, (_, actor))| (name, actor))
+        .collect();
     let output = run_threads(
-        &prepared.config,
-        prepared.actors,
+        &config,
+        actors,
         options.partitions.max(1),
         options.progress.clone(),
     )?;
@@ -119,7 +131,7 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
         output,
         options.log_dir.as_deref(),
         actor_count,
-        prepared.slot_table,
+        slot_table,
         started,
     )
 }
@@ -127,14 +139,30 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
 /// A scenario's model, built and ready for the engine.
 pub struct Prepared {
     pub config: EngineConfig,
-    /// Every actor with its name, in id order.
-    pub actors: Vec<(String, model::Node)>,
+    /// Every actor's name, in id order.
+    pub names: Vec<String>,
+    /// The actors built in this process, in id order: every actor (see
+    /// [`prepare`]) or a node's share ([`prepare_hosted`]).
+    pub actors: Vec<(ActorId, model::Node)>,
     pub slot_table: Option<String>,
 }
 
-/// Builds the model of `scenario`; actor logs go to files in `log_dir` when
-/// given, else stay in memory (when the scenario keeps them at all).
+/// Builds the model of `scenario`, every actor of it; actor logs go to
+/// files in `log_dir` when given, else stay in memory (when the scenario
+/// keeps them at all).
 pub fn prepare(scenario: &Scenario, log_dir: Option<PathBuf>) -> Result<Prepared, RunError> {
+    prepare_hosted(scenario, log_dir, &model::every_actor)
+}
+
+/// [`prepare`], building only the actors `hosts` selects: a node of a
+/// split run holds its own share of the servers, switches and tenants and
+/// nothing of the others' (issue 43), and the coordinator builds only the
+/// scheduler, whose construction checks the scheduler's configuration.
+pub fn prepare_hosted(
+    scenario: &Scenario,
+    log_dir: Option<PathBuf>,
+    hosts: &dyn Fn(ActorId) -> bool,
+) -> Result<Prepared, RunError> {
     let end = scenario.run.end.as_nanos();
     // Tenants stream their traces; only the WASC slot plan needs every row
     // before the run.
@@ -177,6 +205,7 @@ pub fn prepare(scenario: &Scenario, log_dir: Option<PathBuf>) -> Result<Prepared
         external: runner
             .as_ref()
             .map(|r| r as dcemu_actors::external::OracleFactory<'_>),
+        hosts,
     })?;
     let config = EngineConfig {
         lookahead: model.lookahead,
@@ -191,6 +220,7 @@ pub fn prepare(scenario: &Scenario, log_dir: Option<PathBuf>) -> Result<Prepared
     };
     Ok(Prepared {
         config,
+        names: model.names,
         actors: model.actors,
         slot_table: model.slot_table,
     })
@@ -312,4 +342,41 @@ pub fn assemble(
         states,
         trace_defects,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{self, Override, QUICKSTART};
+
+    /// A node's share is built and nothing else: the actors `hosts` selects,
+    /// each the kind its name says, while every name is still known (the
+    /// engine addresses the others by id).
+    #[test]
+    fn prepare_hosted_builds_exactly_the_selected_actors() {
+        let scenario = scenario::load("quickstart.toml", QUICKSTART, &[] as &[Override]).unwrap();
+        let every = prepare(&scenario, None).unwrap();
+        let odd = prepare_hosted(&scenario, None, &|id| id.0 % 2 == 1).unwrap();
+        assert_eq!(odd.names, every.names);
+        let ids: Vec<u32> = odd.actors.iter().map(|(id, _)| id.0).collect();
+        let expected: Vec<u32> = (0..every.names.len() as u32)
+            .filter(|i| i % 2 == 1)
+            .collect();
+        assert_eq!(ids, expected);
+        for (id, actor) in &odd.actors {
+            let kind = match actor {
+                model::Node::Scheduler(_) => "scheduler",
+                model::Node::Tenant(_) => "tenant",
+                model::Node::Primary(_) => "primary",
+                model::Node::Server(_) => "server",
+                model::Node::Switch(_) => "switch",
+                model::Node::NameNode(_) => "namenode",
+            };
+            let name = &odd.names[id.0 as usize];
+            assert_eq!(name.split('-').next(), Some(kind), "{name}");
+        }
+        let none = prepare_hosted(&scenario, None, &|_| false).unwrap();
+        assert!(none.actors.is_empty());
+        assert_eq!(none.config.lookahead, every.config.lookahead);
+    }
 }

@@ -23,12 +23,14 @@ use crate::tenant::WorkloadTenant;
 use crate::trace_formats::TraceFormat;
 use crate::world::{KindTruth, StorageLink, World};
 
-/// Builds every actor of the scenario, in id order: the scheduler, the
-/// tenants in file order, the primary tenants, the servers in file order,
-/// the name node (with `[storage]`), then the switches (core, aggregation,
-/// access). Names: `scheduler`, `tenant-<name>-<i>`, `primary-<name>`,
-/// `server-<index>` (zero-padded to at least 4 digits), `namenode`,
-/// `switch-<tier>-<index>`.
+/// Builds the actors of the scenario that `spec.hosts` selects, in id
+/// order: the scheduler, the tenants in file order, the primary tenants,
+/// the servers in file order, the name node (with `[storage]`), then the
+/// switches (core, aggregation, access). Names: `scheduler`,
+/// `tenant-<name>-<i>`, `primary-<name>`, `server-<index>` (zero-padded to
+/// at least 4 digits), `namenode`, `switch-<tier>-<index>`. An actor not
+/// selected is never built, so a node of a split run holds only its share
+/// (each actor's state depends on the scenario and its own id alone).
 pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
     let (layout, network) = Layout::of(spec)?;
     let types: Vec<&ServerTypeConfig> = layout.servers.iter().map(|(_, st)| *st).collect();
@@ -37,25 +39,29 @@ pub fn build(spec: &ModelSpec<'_>) -> Result<Model, BuildError> {
     let (catalog, latent) = catalog(spec)?;
     let world = Arc::new(world(spec, &layout, network, catalog, latent, &slots));
 
-    let mut nodes = Vec::with_capacity(world.names.len());
+    let want = |id: ActorId| (spec.hosts)(id);
+    let mut nodes: Vec<(ActorId, Node)> = Vec::new();
     let asks_program =
         spec.scheduler.placement == PlacementKind::External || spec.scheduler.external.is_some();
     if asks_program && spec.external.is_none() {
         return Err(BuildError::NoExternalRunner);
     }
-    nodes.push(scheduler(spec, &world, &layout, &slots)?);
-    nodes.extend(tenants(spec, &world));
-    nodes.extend(primary_tenants(spec, &world, &layout));
-    nodes.extend(servers(&world, &layout, &slots));
+    if want(world.scheduler) {
+        nodes.push((world.scheduler, scheduler(spec, &world, &layout, &slots)?));
+    }
+    nodes.extend(tenants(spec, &world, &want));
+    nodes.extend(primary_tenants(spec, &world, &layout, &want));
+    nodes.extend(servers(&world, &layout, &slots, &want));
     nodes.extend(name_node(spec, &world, &layout));
-    nodes.extend(switches(&world));
+    nodes.extend(switches(&world, &layout, &want));
 
     let links = world
         .network
         .least_hop_latencies()
         .filter(|links| links.len() == world.names.len());
     Ok(Model {
-        actors: world.names.iter().cloned().zip(nodes).collect(),
+        names: world.names.clone(),
+        actors: nodes,
         lookahead: world.network.min_latency(),
         links,
         slot_table: slots.table,
@@ -297,7 +303,11 @@ fn scheduler(
 
 /// Workload tenants, `count` of each `[[tenants]]` entry, numbered across
 /// entries (their task-id blocks).
-fn tenants<'a>(spec: &'a ModelSpec<'_>, world: &'a Arc<World>) -> impl Iterator<Item = Node> + 'a {
+fn tenants<'a>(
+    spec: &'a ModelSpec<'_>,
+    world: &'a Arc<World>,
+    want: &'a dyn Fn(ActorId) -> bool,
+) -> impl Iterator<Item = (ActorId, Node)> + 'a {
     spec.tenants
         .iter()
         .enumerate()
@@ -307,22 +317,30 @@ fn tenants<'a>(spec: &'a ModelSpec<'_>, world: &'a Arc<World>) -> impl Iterator<
             (0..t.count).map(move |_| (t, trace.clone(), stream.clone()))
         })
         .enumerate()
+        .filter(move |(ordinal, _)| want(ActorId(1 + *ordinal as u32)))
         .map(move |(ordinal, (t, trace, stream))| {
-            Node::Tenant(WorkloadTenant::new(
-                world.clone(),
-                t,
-                (trace, stream),
-                ordinal as u64,
-                spec.end,
-            ))
+            let tenant =
+                WorkloadTenant::new(world.clone(), t, (trace, stream), ordinal as u64, spec.end);
+            (ActorId(1 + ordinal as u32), Node::Tenant(tenant))
         })
 }
 
 /// Primary tenants, each owning the next `servers` servers in id order.
-fn primary_tenants(spec: &ModelSpec<'_>, world: &Arc<World>, layout: &Layout<'_>) -> Vec<Node> {
+fn primary_tenants(
+    spec: &ModelSpec<'_>,
+    world: &Arc<World>,
+    layout: &Layout<'_>,
+    want: &dyn Fn(ActorId) -> bool,
+) -> Vec<(ActorId, Node)> {
+    let tenants: u32 = spec.tenants.iter().map(|t| t.count).sum();
     let mut first = 0;
-    let mut out = Vec::with_capacity(spec.primary_tenants.len());
-    for cfg in spec.primary_tenants {
+    let mut out = Vec::new();
+    for (p, cfg) in spec.primary_tenants.iter().enumerate() {
+        let id = ActorId(1 + tenants + p as u32);
+        if !want(id) {
+            first += cfg.servers as usize;
+            continue;
+        }
         let owned: Vec<(ActorId, u32)> = (first..first + cfg.servers as usize)
             .filter_map(|i| {
                 layout
@@ -332,32 +350,50 @@ fn primary_tenants(spec: &ModelSpec<'_>, world: &Arc<World>, layout: &Layout<'_>
             })
             .collect();
         first += cfg.servers as usize;
-        out.push(Node::Primary(PrimaryTenant::new(world.clone(), cfg, owned)));
+        out.push((
+            id,
+            Node::Primary(PrimaryTenant::new(world.clone(), cfg, owned)),
+        ));
     }
     out
 }
 
-fn servers(world: &Arc<World>, layout: &Layout<'_>, slots: &SlotPlan) -> Vec<Node> {
+fn servers(
+    world: &Arc<World>,
+    layout: &Layout<'_>,
+    slots: &SlotPlan,
+    want: &dyn Fn(ActorId) -> bool,
+) -> Vec<(ActorId, Node)> {
     layout
         .servers
         .iter()
         .enumerate()
+        .filter(|(i, _)| want(layout.server_id(*i)))
         .map(|(i, (class, st))| {
-            Node::Server(Box::new(Server::new(
+            let server = Server::new(
                 world.clone(),
                 st,
                 slots.per_server[i],
                 *class,
                 i < layout.owned,
-            )))
+            );
+            (layout.server_id(i), Node::Server(Box::new(server)))
         })
         .collect()
 }
 
 /// The name node with the block storage of every server's harvested disk,
 /// when the scenario has `[storage]`.
-fn name_node(spec: &ModelSpec<'_>, world: &Arc<World>, layout: &Layout<'_>) -> Option<Node> {
+fn name_node(
+    spec: &ModelSpec<'_>,
+    world: &Arc<World>,
+    layout: &Layout<'_>,
+) -> Option<(ActorId, Node)> {
     let cfg = spec.storage?;
+    let id = layout.namenode?;
+    if !(spec.hosts)(id) {
+        return None;
+    }
     let disk_mb: Vec<u64> = layout
         .servers
         .iter()
@@ -380,20 +416,23 @@ fn name_node(spec: &ModelSpec<'_>, world: &Arc<World>, layout: &Layout<'_>) -> O
         spec.primary_tenants,
         cfg,
     );
-    Some(Node::NameNode(Box::new(NameNode::new(
-        world.clone(),
-        cfg,
-        cluster,
-        first,
-        spec.end,
-    ))))
+    let node = NameNode::new(world.clone(), cfg, cluster, first, spec.end);
+    Some((id, Node::NameNode(Box::new(node))))
 }
 
-fn switches(world: &Arc<World>) -> Vec<Node> {
+fn switches(
+    world: &Arc<World>,
+    layout: &Layout<'_>,
+    want: &dyn Fn(ActorId) -> bool,
+) -> Vec<(ActorId, Node)> {
+    let first = layout.names.len() - world.network.switches().len();
     world
         .network
         .switches()
         .iter()
-        .map(|info| Node::Switch(Switch::new(world.clone(), info)))
+        .enumerate()
+        .map(|(k, info)| (ActorId((first + k) as u32), info))
+        .filter(|(id, _)| want(*id))
+        .map(|(id, info)| (id, Node::Switch(Switch::new(world.clone(), info))))
         .collect()
 }

@@ -118,6 +118,14 @@ pub struct ModelSpec<'a> {
     pub workload: Option<&'a crate::distributed::WorkloadConfig>,
     /// Runs the program of `[scheduler.external]`, when the scenario has one.
     pub external: Option<crate::external::OracleFactory<'a>>,
+    /// Which actors this process builds: [`every_actor`] in one process, a
+    /// node's share in a split run (the others are only named).
+    pub hosts: &'a dyn Fn(crate::kernel::ActorId) -> bool,
+}
+
+/// [`ModelSpec::hosts`] of a run in one process.
+pub fn every_actor(_: crate::kernel::ActorId) -> bool {
+    true
 }
 
 /// Why a model could not be built.
@@ -161,8 +169,10 @@ pub fn host_attachments(
 
 /// A model ready to run.
 pub struct Model {
-    /// Every actor with its name, in id order.
-    pub actors: Vec<(String, Node)>,
+    /// Every actor's name, in id order (hosted here or not).
+    pub names: Vec<String>,
+    /// The actors [`ModelSpec::hosts`] selected, in id order.
+    pub actors: Vec<(crate::kernel::ActorId, Node)>,
     /// The smallest latency of any message between two actors: the engine's lookahead.
     pub lookahead: SimTime,
     /// `links[x]`: every actor `x` sends to and the least latency of that

@@ -30,8 +30,9 @@ use super::wire::{self, BarrierStats, PeerInfo, Setup, ToNode};
 use crate::engine::ActorOutput;
 use crate::engine::partition::{ExchangeStats, PartitionOutput, combine};
 use crate::results::Staging;
-use crate::run::{Outcome, assemble, prepare};
+use crate::run::{Outcome, assemble, prepare_hosted};
 use crate::scenario::{LoadedTrace, Scenario};
+use dcemu_actors::kernel::ActorId;
 use dcemu_topology::{TopologyConfig, TopologyKind};
 
 /// How the coordinator runs.
@@ -196,8 +197,11 @@ pub async fn run_coordinator(
         )));
     }
     let shared_dir = shared_dir(scenario).map_err(input)?;
-    let prepared = prepare(scenario, None).map_err(|e| input(e.to_string()))?;
-    let names: Vec<String> = prepared.actors.iter().map(|(n, _)| n.clone()).collect();
+    // the nodes build the actors; here only the scheduler, which checks its
+    // configuration before any node is asked to join
+    let prepared =
+        prepare_hosted(scenario, None, &|id| id == ActorId(0)).map_err(|e| input(e.to_string()))?;
+    let names = prepared.names.clone();
     let slot_table = prepared.slot_table.clone();
     let reach = prepared.config.reach.clone();
     drop(prepared);

@@ -26,9 +26,10 @@ use super::wire::{self, BarrierStats, Join, PeerFrame, Setup, ToCoordinator, ToN
 use super::{ClusterError, LOG_CHUNK};
 use crate::engine::{Logs, Progress};
 use crate::engine::{Partition, TransportError};
-use crate::run::prepare;
+use crate::run::prepare_hosted;
 use crate::scenario;
 use actix::prelude::*;
+use dcemu_actors::kernel::ActorId;
 use dcemu_actors::model::Node;
 
 /// How a node is started.
@@ -219,11 +220,14 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     let logs_dir = scratch.0.join("actors");
     std::fs::create_dir_all(&logs_dir)
         .map_err(|x| e(format!("cannot create {}: {x}", logs_dir.display())))?;
-    let prepared = prepare(&scenario, Some(logs_dir.clone())).map_err(|x| e(x.to_string()))?;
-    if prepared.actors.len() != assignment.len() {
+    // only this node's actors are built: the others' state lives on their nodes
+    let mine = |id: ActorId| assignment.get(id.0 as usize) == Some(&index);
+    let prepared =
+        prepare_hosted(&scenario, Some(logs_dir.clone()), &mine).map_err(|x| e(x.to_string()))?;
+    if prepared.names.len() != assignment.len() {
         return Err(e(format!(
             "the scenario has {} actors but the assignment covers {}",
-            prepared.actors.len(),
+            prepared.names.len(),
             assignment.len()
         )));
     }
@@ -232,19 +236,21 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         Logs::Files(_) => prepared
             .actors
             .iter()
-            .enumerate()
-            .filter(|(id, _)| assignment[*id] == index)
-            .map(|(id, (name, _))| (id as u32, logs_dir.join(format!("{name}.jsonl"))))
+            .map(|(id, _)| {
+                let name = &prepared.names[id.0 as usize];
+                (id.0, logs_dir.join(format!("{name}.jsonl")))
+            })
             .collect(),
         _ => Vec::new(),
     };
-    let mut parts = crate::engine::partition::split(
-        &prepared.config,
-        prepared.actors,
-        &assignment_usize,
-        nodes.len(),
-    )
-    .map_err(|x| e(x.to_string()))?;
+    let hosted = prepared
+        .actors
+        .into_iter()
+        .map(|(id, actor)| (id, prepared.names[id.0 as usize].clone(), actor))
+        .collect();
+    let mut parts =
+        crate::engine::partition::split(&prepared.config, hosted, &assignment_usize, nodes.len())
+            .map_err(|x| e(x.to_string()))?;
     let partition = parts.swap_remove(me);
     drop(parts);
     let hosted = assignment.iter().filter(|&&p| p == index).count();

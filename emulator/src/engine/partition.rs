@@ -111,9 +111,13 @@ impl ExchangeStats {
 }
 
 /// Distributes actors to partitions by `assignment[actor id] = partition`.
+/// `hosted` holds, in id order, the actors built in this process: every
+/// actor in a threaded run, only the node's own in a split one (the others'
+/// partitions are then returned empty; where an actor lives follows from
+/// `assignment` alone).
 pub(crate) fn split<A: Actor>(
     config: &EngineConfig,
-    actors: Vec<(String, A)>,
+    hosted: Vec<(ActorId, String, A)>,
     assignment: &[usize],
     partitions: usize,
 ) -> Result<Vec<Partition<A>>, EngineError> {
@@ -122,20 +126,34 @@ pub(crate) fn split<A: Actor>(
             "the lookahead (minimum link latency) must be greater than 0".into(),
         ));
     }
-    let total = u32::try_from(actors.len())
+    let total = u32::try_from(assignment.len())
         .map_err(|_| EngineError::Setup("more than 2^32 actors".into()))?;
-    if assignment.len() != actors.len() || assignment.iter().any(|&p| p >= partitions) {
+    if assignment.iter().any(|&p| p >= partitions) {
         return Err(EngineError::Setup(
-            "partition assignment does not cover every actor".into(),
+            "partition assignment names a partition that does not exist".into(),
         ));
     }
-    let mut location = Vec::with_capacity(actors.len());
+    let mut counts = vec![0u32; partitions];
+    let location: Vec<(u32, u32)> = assignment
+        .iter()
+        .map(|&p| {
+            counts[p] += 1;
+            (p as u32, counts[p] - 1)
+        })
+        .collect();
     let mut per_part: Vec<Vec<Slot<A>>> = (0..partitions).map(|_| Vec::new()).collect();
-    for (i, (name, actor)) in actors.into_iter().enumerate() {
-        let p = assignment[i];
-        location.push((p as u32, per_part[p].len() as u32));
-        per_part[p].push(Slot {
-            id: ActorId(i as u32),
+    let mut last: Option<ActorId> = None;
+    for (id, name, actor) in hosted {
+        if id.0 >= total || last.is_some_and(|l| l >= id) {
+            return Err(EngineError::Setup(format!(
+                "hosted actor {} ({name}) out of id order or beyond the assignment",
+                id.0
+            )));
+        }
+        last = Some(id);
+        let (p, _) = location[id.0 as usize];
+        per_part[p as usize].push(Slot {
+            id,
             rng: actor_rng(config.seed, &name),
             name,
             actor,
@@ -143,6 +161,19 @@ pub(crate) fn split<A: Actor>(
             log: ActorLog::new(config.logs != Logs::Off),
             causal_hops: 0,
         });
+    }
+    for (p, slots) in per_part.iter().enumerate() {
+        let partial = !slots.is_empty() && slots.len() != counts[p] as usize;
+        if partial
+            || slots
+                .iter()
+                .enumerate()
+                .any(|(i, slot)| location[slot.id.0 as usize].1 as usize != i)
+        {
+            return Err(EngineError::Setup(format!(
+                "partition {p} does not host every actor the assignment gives it"
+            )));
+        }
     }
     let location = Arc::new(location);
     let distances = Arc::new(
@@ -185,6 +216,12 @@ pub(crate) fn split<A: Actor>(
 }
 
 impl<A: Actor> Partition<A> {
+    /// The ids of the actors this partition hosts, in id order.
+    #[cfg(test)]
+    pub(crate) fn hosted(&self) -> Vec<ActorId> {
+        self.slots.iter().map(|s| s.id).collect()
+    }
+
     /// Runs the window loop to the end of the run (see the module docs).
     pub(crate) fn run<T: Transport<A::Msg>>(
         mut self,

@@ -348,6 +348,30 @@ fn setup_errors_are_reported() {
     ));
 }
 
+/// A node builds only its own actors: `split` places them by the
+/// assignment alone, leaves the other partitions empty, and refuses a share
+/// with an actor missing or out of order (a node would otherwise run with
+/// the wrong actors at the locations its peers address).
+#[test]
+fn a_node_share_is_placed_by_the_assignment_and_a_short_share_is_refused() {
+    let assignment = [0, 1, 1, 0, 1];
+    let share = |ids: &[u32]| -> Vec<(ActorId, String, Chatty)> {
+        ids.iter()
+            .map(|&i| {
+                let (name, actor) = chatty(10).swap_remove(i as usize);
+                (ActorId(i), name, actor)
+            })
+            .collect()
+    };
+    let parts = partition::split(&config(1), share(&[1, 2, 4]), &assignment, 2).unwrap();
+    assert_eq!(parts[0].hosted(), Vec::<ActorId>::new());
+    assert_eq!(parts[1].hosted(), [ActorId(1), ActorId(2), ActorId(4)]);
+    for bad in [&[1, 4][..], &[2, 1, 4], &[1, 2, 4, 9]] {
+        let refused = partition::split(&config(1), share(bad), &assignment, 2);
+        assert!(matches!(refused, Err(EngineError::Setup(_))), "{bad:?}");
+    }
+}
+
 #[test]
 fn contiguous_assignment_is_balanced_and_ordered() {
     assert_eq!(contiguous_assignment(5, 2), vec![0, 0, 0, 1, 1]);

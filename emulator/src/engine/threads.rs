@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use dcemu_actors::kernel::Actor;
+use dcemu_actors::kernel::{Actor, ActorId};
 
 use super::partition;
 use super::transport::in_memory_mesh;
@@ -48,7 +48,12 @@ where
             "progress counters sized for another partition count".into(),
         ));
     }
-    let mut parts = partition::split(config, actors, &assignment, partitions)?;
+    let hosted = actors
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, actor))| (ActorId(i as u32), name, actor))
+        .collect();
+    let mut parts = partition::split(config, hosted, &assignment, partitions)?;
     let transports = in_memory_mesh::<A::Msg>(partitions)
         .into_iter()
         .map(|t| t.sitting_out(sit_out));
