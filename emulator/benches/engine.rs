@@ -263,6 +263,7 @@ fn bench() -> Result<(), String> {
             .ok_or("DCEMU_BENCH_END_US is too large")?,
         seed,
         logs: Logs::Off,
+        states: false,
         reach: Default::default(),
     };
     println!(
@@ -337,6 +338,7 @@ fn peer(fanout: u32, repeats: u64, seed: u64) -> Result<(), String> {
         end,
         seed,
         logs: Logs::Off,
+        states: false,
         reach: Default::default(),
     };
     println!();

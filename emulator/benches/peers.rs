@@ -195,6 +195,7 @@ fn bench() -> Result<(), String> {
             end: SimTime::MAX,
             seed,
             logs: Logs::Off,
+            states: false,
             reach: Default::default(),
         };
         let mut best_dcemu: Option<Duration> = None;

@@ -443,6 +443,7 @@ fn run_facts(o: &Outcome, partitions: usize, started_unix: u64) -> Vec<u8> {
             "exchange_s": l.exchange_wall.as_secs_f64(),
         })).collect::<Vec<_>>(),
         "actors": o.actors,
+        "events_by_kind": o.events_by_kind,
         "command": std::env::args().collect::<Vec<_>>(),
         "digest": o.digest,
         "program": program_hashes(o),

@@ -19,7 +19,7 @@ use dcemu_topology::SimTime;
 use serde_json::Value;
 
 use crate::logs::ACTOR_DIR;
-use crate::run::{RunError, RunOptions, execute};
+use crate::run::{RunError, RunOptions, execute, execute_keeping_states};
 use crate::scenario::{self, Override};
 
 /// How to replay.
@@ -230,7 +230,12 @@ pub fn replay(dir: &Path, options: &ReplayOptions) -> Result<Replay, ReplayError
         path: scratch.0.clone(),
         source,
     })?;
-    let outcome = execute(
+    let run = if options.dump.is_empty() {
+        execute
+    } else {
+        execute_keeping_states
+    };
+    let outcome = run(
         &scenario,
         &RunOptions {
             partitions: options.partitions.max(1),

@@ -58,6 +58,9 @@ pub struct Outcome {
     /// [`EngineOutput::loads`](crate::engine::EngineOutput::loads), for
     /// `run.json`.
     pub loads: Vec<crate::engine::PartitionLoad>,
+    /// Events handled by each kind of actor ([`actor_kind`]): where a
+    /// run's work is, for `run.json`.
+    pub events_by_kind: std::collections::BTreeMap<String, u64>,
     pub virtual_end: SimTime,
     pub actors: usize,
     pub wall: WallDuration,
@@ -68,7 +71,8 @@ pub struct Outcome {
     /// Table 8.1), also written as `slot_config.md`.
     pub slot_table: Option<String>,
     /// Each actor's [`Actor::describe`](dcemu_actors::kernel::Actor::describe)
-    /// at the end of the run, in actor-id order (not digested).
+    /// at the end of the run, in actor-id order (not digested); empty but
+    /// from [`execute_keeping_states`].
     pub states: Vec<(String, serde_json::Value)>,
     /// [`trace_defects`]: for `run.json`.
     pub trace_defects: TraceDefects,
@@ -106,8 +110,26 @@ pub fn trace_defects(scenario: &Scenario, output: &EngineOutput) -> TraceDefects
 
 /// Builds the model of `scenario` and runs it to its end.
 pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, RunError> {
+    run_prepared(scenario, options, false)
+}
+
+/// [`execute`], with every actor's end-of-run state in [`Outcome::states`]
+/// (`dcemu replay --dump`).
+pub fn execute_keeping_states(
+    scenario: &Scenario,
+    options: &RunOptions,
+) -> Result<Outcome, RunError> {
+    run_prepared(scenario, options, true)
+}
+
+fn run_prepared(
+    scenario: &Scenario,
+    options: &RunOptions,
+    states: bool,
+) -> Result<Outcome, RunError> {
     let started = Instant::now();
-    let prepared = prepare(scenario, options.log_dir.clone())?;
+    let mut prepared = prepare(scenario, options.log_dir.clone())?;
+    prepared.config.states = states;
     let actor_count = prepared.names.len();
     let Prepared {
         config,
@@ -134,6 +156,22 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
         slot_table,
         started,
     )
+}
+
+/// The kind of an actor, from its name (`model::build` names them):
+/// `scheduler`, `namenode`, `server`, `primary`, `tenant-<entry>` and
+/// `switch-<tier>`.
+pub fn actor_kind(name: &str) -> &str {
+    if name.starts_with("server-") {
+        return "server";
+    }
+    if name.starts_with("primary-") {
+        return "primary";
+    }
+    match name.rsplit_once('-') {
+        Some((kind, i)) if !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()) => kind,
+        _ => name,
+    }
 }
 
 /// A scenario's model, built and ready for the engine.
@@ -212,6 +250,7 @@ pub fn prepare_hosted(
         end,
         seed: scenario.run.seed,
         reach: Arc::new(model.links.map_or(Reach::Uniform, Reach::Graph)),
+        states: false,
         logs: match (log_dir, scenario.output.actor_logs) {
             (_, false) => Logs::Off,
             (None, true) => Logs::InMemory,
@@ -303,9 +342,16 @@ pub fn assemble(
     let (events, windows, virtual_end) = (output.events, output.windows, output.virtual_end);
     let causal_steps = output.causal_steps;
     let loads = std::mem::take(&mut output.loads);
+    let mut events_by_kind = std::collections::BTreeMap::new();
+    for a in &output.actors {
+        *events_by_kind
+            .entry(actor_kind(&a.name).to_string())
+            .or_default() += a.events;
+    }
     let states = output
         .actors
         .iter_mut()
+        .filter(|a| !a.state.is_null())
         .map(|a| (a.name.clone(), std::mem::take(&mut a.state)))
         .collect();
     if let Some(external) = &scenario.scheduler.external {
@@ -334,6 +380,7 @@ pub fn assemble(
         windows,
         causal_steps,
         loads,
+        events_by_kind,
         virtual_end,
         actors: actor_count,
         wall: started.elapsed(),

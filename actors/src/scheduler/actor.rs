@@ -760,7 +760,7 @@ impl Scheduler {
         for &(name, value) in &core.world.truth_inputs {
             out.add_f64(name, value);
         }
-        if let Some(c) = &core.classification {
+        if let Some(c) = &mut core.classification {
             c.lab.finish(out);
             out.add("cf_reconstructions", c.classifier.reconstructions());
         }

@@ -45,6 +45,12 @@ pub struct ClusterView {
     /// (job, server), and where each such task holds its place.
     apart: std::collections::BTreeMap<(u64, u32), u32>,
     apart_of: std::collections::BTreeMap<crate::task::TaskId, (u64, u32)>,
+    /// How many servers have each [`ServerSlots::capacity`]: answers
+    /// [`ClusterView::could_hold`] without visiting the servers. A task
+    /// too wide for every server stays queued and is asked about at every
+    /// pass, so a scan made each refusal cost the whole cluster (at
+    /// 100,000 servers, 6 % of a run).
+    capacities: std::collections::BTreeMap<u32, u32>,
 }
 
 /// What the scheduler knows of a server: its configuration and what it
@@ -124,6 +130,30 @@ impl ServerSlots {
     pub fn could_hold(&self, threads: u32) -> bool {
         self.slots_for(threads) <= self.slots && threads <= self.primary_room
     }
+
+    /// The most threads (at least one) a task could have and be held here
+    /// ([`ServerSlots::could_hold`]); 0 if not even one thread. Exact: for
+    /// `t ≥ 1`, `could_hold(t)` exactly when `t <= capacity()`, because
+    /// [`slots_for`] grows with the threads.
+    pub fn capacity(&self) -> u32 {
+        let fits = |t: u32| self.slots_for(t) <= self.slots;
+        if !fits(1) {
+            return 0;
+        }
+        let (mut lo, mut hi) = (1u32, u32::MAX);
+        if !fits(hi) {
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                if fits(mid) {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            hi = lo;
+        }
+        hi.min(self.primary_room)
+    }
 }
 
 impl ClusterView {
@@ -133,12 +163,32 @@ impl ClusterView {
     /// ([`ServerSlots::primary_room`]). Where this is false no departure
     /// can make room ([`super::admission::Attempt::TooLarge`]).
     pub fn could_hold(&self, cores: u32, hosts: usize) -> bool {
-        self.servers
-            .iter()
-            .filter(|s| s.could_hold(cores))
-            .take(hosts)
-            .count()
-            >= hosts
+        if cores == 0 {
+            return self
+                .servers
+                .iter()
+                .filter(|s| s.could_hold(cores))
+                .take(hosts)
+                .count()
+                >= hosts;
+        }
+        let mut found = 0usize;
+        for (_, &n) in self.capacities.range(cores..) {
+            found += n as usize;
+            if found >= hosts {
+                return true;
+            }
+        }
+        found >= hosts
+    }
+
+    fn count_capacity(&mut self, i: usize, delta: i64) {
+        let capacity = self.servers[i].capacity();
+        let n = self.capacities.entry(capacity).or_insert(0);
+        *n = u32::try_from(i64::from(*n) + delta).unwrap_or(0);
+        if *n == 0 {
+            self.capacities.remove(&capacity);
+        }
     }
 
     /// A view of `servers`; with `hardware_contention`, each server's
@@ -184,11 +234,13 @@ impl ClusterView {
             idle_watch: None,
             apart: std::collections::BTreeMap::new(),
             apart_of: std::collections::BTreeMap::new(),
+            capacities: std::collections::BTreeMap::new(),
         };
         for i in 0..view.servers.len() {
             if view.servers[i].free > 0 {
                 view.mark_free(i as u32);
             }
+            view.count_capacity(i, 1);
         }
         view
     }
@@ -318,10 +370,12 @@ impl ClusterView {
         if let Some(&i) = self.by_actor.get(&id) {
             let claimed = report.primary_cores + report.reserve_cores;
             if self.primary_aware {
+                self.count_capacity(i as usize, -1);
                 self.servers[i as usize].primary_room = match claimed {
                     0 => u32::MAX,
                     _ => report.cores.saturating_sub(claimed),
                 };
+                self.count_capacity(i as usize, 1);
             }
             self.reports[i as usize] = Some(report);
         }
@@ -455,6 +509,61 @@ mod tests {
     use crate::kernel::ActorRng;
     use crate::kernel::actor_rng;
     use crate::scheduler::placement::{Placement, RandomPlacement, Request};
+
+    /// The capacity index answers as the scan over the servers would, for
+    /// every width and host count, as primary tenants' reports move the
+    /// room (servers with fewer, equal and more slots than cores).
+    #[test]
+    fn could_hold_by_capacity_answers_as_a_scan_of_the_servers() {
+        let specs: Vec<ServerSpec> = [(8, 8), (12, 6), (4, 16), (16, 12), (2, 0)]
+            .iter()
+            .enumerate()
+            .map(|(i, &(cores, slots))| ServerSpec {
+                id: ActorId(10 + i as u32),
+                slots,
+                cores,
+                class: 0,
+                memory_mb: 1024,
+                core_speed: 1.0,
+                idle_w: 1.0,
+                peak_w: 2.0,
+            })
+            .collect();
+        let mut view = ClusterView::new(&specs, false);
+        view.set_primary_aware();
+        let scan = |v: &ClusterView, cores: u32, hosts: usize| {
+            v.servers().iter().filter(|s| s.could_hold(cores)).count() >= hosts
+        };
+        let check = |v: &ClusterView| {
+            for cores in 0..40 {
+                for hosts in 0..7 {
+                    assert_eq!(
+                        v.could_hold(cores, hosts),
+                        scan(v, cores, hosts),
+                        "{cores} cores on {hosts} hosts"
+                    );
+                }
+            }
+        };
+        check(&view);
+        for (round, (primary, reserve)) in [(3, 1), (0, 0), (10, 5), (1, 0), (0, 2)]
+            .into_iter()
+            .enumerate()
+        {
+            for (i, spec) in specs.iter().enumerate() {
+                if (i + round) % 2 == 0 {
+                    let report = ServerReport {
+                        cores: spec.cores,
+                        primary_cores: primary,
+                        reserve_cores: reserve,
+                        ..ServerReport::default()
+                    };
+                    view.record_report(spec.id, report);
+                }
+            }
+            check(&view);
+        }
+    }
 
     fn task() -> Task {
         Task::new(0, ActorId(1), 0, 1)

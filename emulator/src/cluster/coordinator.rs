@@ -465,13 +465,14 @@ pub async fn run_coordinator(
     let logs_dir = staging.logs_dir();
     output.actors = std::mem::take(&mut gathered.actors)
         .into_iter()
-        .map(|(id, metrics)| ActorOutput {
+        .map(|(id, (metrics, events))| ActorOutput {
             name: names[id as usize].clone(),
             log: None,
             metrics,
-            // end-of-run states serve `dcemu replay --until`, a
+            // end-of-run states serve `dcemu replay --dump`, a
             // single-process command; nodes do not send them
             state: serde_json::Value::Null,
+            events,
         })
         .collect();
     if scenario.output.actor_logs {
@@ -594,6 +595,7 @@ fn run_facts(o: &Outcome, report: &ClusterReport, shared_dir: Option<&str>) -> V
         "windows": o.windows,
         "causal_steps": o.causal_steps,
         "actors": o.actors,
+        "events_by_kind": o.events_by_kind,
         "command": std::env::args().collect::<Vec<_>>(),
         "digest": o.digest,
         "wall_metrics": o.wall_metrics,

@@ -27,7 +27,8 @@ pub struct Gathered {
     /// Furthest virtual time each node reported.
     pub vtime: Vec<SimTime>,
     pub finished: Vec<Option<wire::Finished>>,
-    pub actors: BTreeMap<u32, Metrics>,
+    /// Each actor's metrics and the events it handled.
+    pub actors: BTreeMap<u32, (Metrics, u64)>,
 }
 
 /// How the run ended: `Ok` once every node is done, or the first failure.
@@ -172,9 +173,13 @@ impl Gather {
                 self.gathered.finished[i] = Some(*f);
                 Ok(Step::Continue)
             }
-            ToCoordinator::Actor { id, metrics } => {
+            ToCoordinator::Actor {
+                id,
+                metrics,
+                events,
+            } => {
                 self.check_host(i, id)?;
-                if self.gathered.actors.insert(id, metrics).is_some() {
+                if self.gathered.actors.insert(id, (metrics, events)).is_some() {
                     return Err(format!("{} reported actor #{id} twice", self.node(i)));
                 }
                 Ok(Step::Continue)

@@ -429,6 +429,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         report(ToCoordinator::Actor {
             id: id.0,
             metrics: actor.metrics,
+            events: actor.events,
         });
         if files {
             send_log(

@@ -40,7 +40,7 @@ pub const HARD_MAX_FRAME: usize = 1 << 30;
 /// [`Setup::same_host_links`]). 11: nodes with nothing to do sit rounds
 /// out; batches carry a round's [`Report`], and [`PeerFrame::End`] tells
 /// those sitting out that the run is over.
-pub const PROTOCOL: u32 = 11;
+pub const PROTOCOL: u32 = 12;
 
 /// Length of a run id in bytes before hex encoding (`tls::random_run_id`).
 pub const RUN_ID_BYTES: usize = 16;
@@ -224,6 +224,8 @@ pub enum ToCoordinator {
     Actor {
         id: u32,
         metrics: Metrics,
+        /// Events it handled ([`crate::engine::ActorOutput::events`]).
+        events: u64,
     },
     /// A piece of an actor's log, in order (one byte string on the wire,
     /// copied whole, rather than a sequence of single bytes).

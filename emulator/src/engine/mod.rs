@@ -67,6 +67,10 @@ pub struct EngineConfig {
     /// Who can message whom and how fast: partitions see further ahead
     /// than `lookahead` where messages follow a network (see [`horizon`]).
     pub reach: Arc<Reach>,
+    /// Describe every actor at the end ([`ActorOutput::state`]): only
+    /// `dcemu replay --dump` reads them, and at 100,000 servers they are
+    /// hundreds of MB at the moment the run's memory peaks.
+    pub states: bool,
 }
 
 /// Where actors' logs go.
@@ -93,9 +97,13 @@ pub struct ActorOutput {
     /// `None` when it was written to a file.
     pub log: Option<Vec<u8>>,
     pub metrics: Metrics,
-    /// [`Actor::describe`] at the end of the run, before `finish`: for
-    /// `dcemu replay --until`, never digested.
+    /// [`Actor::describe`] at the end of the run, before `finish`, with
+    /// [`EngineConfig::states`] (else null): for `dcemu replay --dump`,
+    /// never digested.
     pub state: serde_json::Value,
+    /// Events this actor handled (timers included): the same on every
+    /// partitioning, the measured work a partitioning can be balanced by.
+    pub events: u64,
 }
 
 /// The result of a run, independent of how it was partitioned.

@@ -30,6 +30,7 @@ struct Slot<A> {
     /// The longest chain of cross-partition messages behind this actor's
     /// state (see [`Envelope::causal_hops`]).
     causal_hops: u32,
+    events: u64,
 }
 
 /// A set of actors hosted by one runtime, with their pending events.
@@ -160,6 +161,7 @@ pub(crate) fn split<A: Actor>(
             seq: 0,
             log: ActorLog::new(config.logs != Logs::Off),
             causal_hops: 0,
+            events: 0,
         });
     }
     for (p, slots) in per_part.iter().enumerate() {
@@ -410,6 +412,7 @@ impl<A: Actor> Partition<A> {
         let (_, local) = self.location[env.dst.index()];
         let slot = &mut self.slots[local as usize];
         slot.causal_hops = slot.causal_hops.max(env.causal_hops);
+        slot.events += 1;
         let hops = slot.causal_hops;
         let logged = slot.log.len();
         self.events += 1;
@@ -556,7 +559,11 @@ impl<A: Actor> Partition<A> {
             .zip(undelivered)
             .map(|(mut slot, pending)| {
                 let mut metrics = Metrics::default();
-                let state = slot.actor.describe();
+                let state = if self.config.states {
+                    slot.actor.describe()
+                } else {
+                    serde_json::Value::Null
+                };
                 slot.actor.finish(&pending, end, &mut metrics);
                 (
                     slot.id,
@@ -565,6 +572,7 @@ impl<A: Actor> Partition<A> {
                         log: in_memory.then(|| slot.log.into_bytes()),
                         metrics,
                         state,
+                        events: slot.events,
                     },
                 )
             })

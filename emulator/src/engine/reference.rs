@@ -50,6 +50,7 @@ pub fn run_sequential<A: Actor>(
         heap.extend(outbox.drain(..).map(Queued::new));
     }
     let (mut events, mut last_event) = (0u64, 0);
+    let mut handled = vec![0u64; actors.len()];
     while let Some(top) = heap.peek() {
         if top.deliver_at() >= config.end {
             break;
@@ -59,6 +60,7 @@ pub fn run_sequential<A: Actor>(
         };
         let (now, i) = (env.deliver_at, env.dst.index());
         events += 1;
+        handled[i] += 1;
         last_event = now;
         let mut ctx = Ctx::new(
             now,
@@ -90,7 +92,8 @@ pub fn run_sequential<A: Actor>(
         .zip(names)
         .zip(logs)
         .zip(undelivered)
-        .map(|(((mut actor, name), log), pending)| {
+        .zip(handled)
+        .map(|((((mut actor, name), log), pending), events)| {
             let mut metrics = Metrics::default();
             let state = actor.describe();
             actor.finish(&pending, config.end, &mut metrics);
@@ -99,6 +102,7 @@ pub fn run_sequential<A: Actor>(
                 log: Some(log.into_bytes()),
                 metrics,
                 state,
+                events,
             }
         })
         .collect();

@@ -113,6 +113,7 @@ fn config(seed: u64) -> EngineConfig {
         end: 1_000_000,
         seed,
         logs: Logs::InMemory,
+        states: true,
         reach: Default::default(),
     }
 }
@@ -244,6 +245,7 @@ fn empty_stretches_of_time_cost_no_windows() {
         end: u64::MAX,
         seed: 0,
         logs: Logs::Off,
+        states: true,
         reach: Default::default(),
     };
     let out = run_threads(&cfg, vec![("s".into(), Sleeper)], 2, None).unwrap();

@@ -428,17 +428,14 @@ pub fn reconstruct(a: &UtilityMatrix, params: &CfParams) -> Factors {
         prev_q.copy_from_slice(&q);
         prev_p.copy_from_slice(&p);
         prev_bias.copy_from_slice(&bias);
-        let eta = schedule.eta;
-        for &(row, col, z) in &entries {
-            let qu = &mut q[row * rank..row * rank + rank];
-            let pi = &mut p[col * rank..col * rank + rank];
-            let e = z - bias[col] - dot(qu, pi);
-            bias[col] += eta * (e - lambda * bias[col]);
-            for f in 0..rank {
-                let (qf, pf) = (qu[f], pi[f]);
-                qu[f] = qf + eta * (e * pf - lambda * qf);
-                pi[f] = pf + eta * (e * qf - lambda * pf);
-            }
+        let step = Step {
+            eta: schedule.eta,
+            lambda,
+        };
+        match rank {
+            3 => step.epoch_of::<3>(&mut q, &mut p, &mut bias, &entries),
+            4 => step.epoch_of::<4>(&mut q, &mut p, &mut bias, &entries),
+            _ => step.epoch(&mut q, &mut p, &mut bias, rank, &entries),
         }
         epochs += 1;
         let verdict = schedule.after_epoch(l2(&q, &p, &bias, rank, &entries));
@@ -487,6 +484,71 @@ pub fn reconstruct(a: &UtilityMatrix, params: &CfParams) -> Factors {
         epochs,
         l2_error: schedule.err * scale,
         initial_l2_error: initial * scale,
+    }
+}
+
+/// One SGD epoch over the known entries (Paragon §2.1): for each, the
+/// error against the current factors, then the bias and both factor rows
+/// moved against it. The arithmetic is the same, in the same order, at
+/// every rank; the fixed ranks (3: the heterogeneity matrix over three
+/// configurations; 4: the default) only let the compiler unroll the inner
+/// loops, which matters because refits are a third of a Paragon run's time
+/// at scale (docs/performance.md).
+struct Step {
+    eta: f64,
+    lambda: f64,
+}
+
+impl Step {
+    fn epoch(
+        &self,
+        q: &mut [f64],
+        p: &mut [f64],
+        bias: &mut [f64],
+        rank: usize,
+        entries: &[(usize, usize, f64)],
+    ) {
+        let (eta, lambda) = (self.eta, self.lambda);
+        for &(row, col, z) in entries {
+            let qu = &mut q[row * rank..row * rank + rank];
+            let pi = &mut p[col * rank..col * rank + rank];
+            let e = z - bias[col] - dot(qu, pi);
+            bias[col] += eta * (e - lambda * bias[col]);
+            for f in 0..rank {
+                let (qf, pf) = (qu[f], pi[f]);
+                qu[f] = qf + eta * (e * pf - lambda * qf);
+                pi[f] = pf + eta * (e * qf - lambda * pf);
+            }
+        }
+    }
+
+    fn epoch_of<const R: usize>(
+        &self,
+        q: &mut [f64],
+        p: &mut [f64],
+        bias: &mut [f64],
+        entries: &[(usize, usize, f64)],
+    ) {
+        let (eta, lambda) = (self.eta, self.lambda);
+        for &(row, col, z) in entries {
+            let qu: &mut [f64; R] = (&mut q[row * R..row * R + R])
+                .try_into()
+                .expect("a factor row holds R values");
+            let pi: &mut [f64; R] = (&mut p[col * R..col * R + R])
+                .try_into()
+                .expect("a factor row holds R values");
+            let mut d = 0.0;
+            for f in 0..R {
+                d += qu[f] * pi[f];
+            }
+            let e = z - bias[col] - d;
+            bias[col] += eta * (e - lambda * bias[col]);
+            for f in 0..R {
+                let (qf, pf) = (qu[f], pi[f]);
+                qu[f] = qf + eta * (e * pf - lambda * qf);
+                pi[f] = pf + eta * (e * qf - lambda * pf);
+            }
+        }
     }
 }
 
@@ -585,6 +647,35 @@ fn svd_init(
 
 /// `√Σ ε²` over the (scaled) known entries.
 fn l2(q: &[f64], p: &[f64], bias: &[f64], rank: usize, entries: &[(usize, usize, f64)]) -> f64 {
+    match rank {
+        3 => l2_of::<3>(q, p, bias, entries),
+        4 => l2_of::<4>(q, p, bias, entries),
+        _ => l2_any(q, p, bias, rank, entries),
+    }
+}
+
+/// [`l2`] at a fixed rank: the same sums in the same order.
+fn l2_of<const R: usize>(
+    q: &[f64],
+    p: &[f64],
+    bias: &[f64],
+    entries: &[(usize, usize, f64)],
+) -> f64 {
+    let mut sum = 0.0;
+    for &(row, col, z) in entries {
+        let qu = &q[row * R..row * R + R];
+        let pi = &p[col * R..col * R + R];
+        let mut d = 0.0;
+        for f in 0..R {
+            d += qu[f] * pi[f];
+        }
+        let e = z - bias[col] - d;
+        sum += e * e;
+    }
+    libm::sqrt(sum)
+}
+
+fn l2_any(q: &[f64], p: &[f64], bias: &[f64], rank: usize, entries: &[(usize, usize, f64)]) -> f64 {
     let mut sum = 0.0;
     for &(row, col, z) in entries {
         let e = z
