@@ -264,6 +264,7 @@ fn bench() -> Result<(), String> {
         seed,
         logs: Logs::Off,
         states: false,
+        weights: None,
         reach: Default::default(),
     };
     println!(
@@ -339,6 +340,7 @@ fn peer(fanout: u32, repeats: u64, seed: u64) -> Result<(), String> {
         seed,
         logs: Logs::Off,
         states: false,
+        weights: None,
         reach: Default::default(),
     };
     println!();

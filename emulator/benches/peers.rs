@@ -196,6 +196,7 @@ fn bench() -> Result<(), String> {
             seed,
             logs: Logs::Off,
             states: false,
+            weights: None,
             reach: Default::default(),
         };
         let mut best_dcemu: Option<Duration> = None;

@@ -94,6 +94,11 @@ struct RunArgs {
     /// Partitions (threads) to split the actors into; results do not depend on it.
     #[arg(long, allow_negative_numbers = true, default_value_t = 1, value_parser = dcemu::whole::Whole::new(1, MAX_PARTITIONS as u64))]
     partitions: u64,
+    /// Cut the partitions by the work each actor did in an earlier run of the
+    /// same scenario (that results directory's work.csv) instead of by the
+    /// count of actors; results do not depend on it.
+    #[arg(long, value_name = "DIR")]
+    balance_from: Option<PathBuf>,
     /// No progress and no summary; errors only.
     #[arg(long, short)]
     quiet: bool,
@@ -341,20 +346,25 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     let started_unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let outcome = execute(
-        &scenario,
-        &RunOptions {
-            partitions,
-            progress: Some(Arc::clone(&progress)),
-            log_dir: Some(staging.logs_dir()),
-        },
-    );
+    let options = RunOptions {
+        partitions,
+        progress: Some(Arc::clone(&progress)),
+        log_dir: Some(staging.logs_dir()),
+    };
+    let outcome = match &args.balance_from {
+        Some(dir) => dcemu::run::execute_balanced(&scenario, &options, dir),
+        None => execute(&scenario, &options),
+    };
     progress
         .done
         .store(true, std::sync::atomic::Ordering::Relaxed);
     reporter.finish();
     let outcome = match outcome {
         Ok(o) => o,
+        Err(e @ dcemu::run::RunError::Balance(_)) => {
+            drop(staging);
+            return Err(Failure::input(e.to_string()));
+        }
         Err(e) => {
             // As for a node that dies: what the run wrote stays, marked.
             let kept = match staging.mark_incomplete(&e.to_string()) {
@@ -369,7 +379,14 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         run_json = with_stream_base(&run_json, &base);
     }
     staging
-        .commit(&outcome.results, &outcome.digest, &[("run.json", run_json)])
+        .commit(
+            &outcome.results,
+            &outcome.digest,
+            &[
+                ("run.json", run_json),
+                (dcemu::engine::balance::WORK_FILE, outcome.work_csv.clone()),
+            ],
+        )
         .map_err(|e| Failure::run(e.to_string()))?;
     if !args.quiet {
         print_summary(&label, &scenario, &outcome, partitions, &out);

@@ -42,6 +42,8 @@ pub enum RunError {
     /// A csv trace could not be read again for the WASC slot plan.
     #[error("{0}")]
     Trace(String),
+    #[error("--balance-from {0}")]
+    Balance(#[from] crate::engine::balance::BalanceError),
 }
 
 /// What a run produced.
@@ -61,6 +63,10 @@ pub struct Outcome {
     /// Events handled by each kind of actor ([`actor_kind`]): where a
     /// run's work is, for `run.json`.
     pub events_by_kind: std::collections::BTreeMap<String, u64>,
+    /// [`balance::WORK_FILE`](crate::engine::balance::WORK_FILE)'s text:
+    /// each actor's events and their wall time, kept beside the results
+    /// (not digested) for a later run's `--balance-from`.
+    pub work_csv: Vec<u8>,
     pub virtual_end: SimTime,
     pub actors: usize,
     pub wall: WallDuration,
@@ -110,7 +116,17 @@ pub fn trace_defects(scenario: &Scenario, output: &EngineOutput) -> TraceDefects
 
 /// Builds the model of `scenario` and runs it to its end.
 pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, RunError> {
-    run_prepared(scenario, options, false)
+    run_prepared(scenario, options, false, None)
+}
+
+/// [`execute`], the threads' blocks of actors cut by the work a run of the
+/// same scenario measured (`dir`'s `work.csv`, [`crate::engine::balance`]).
+pub fn execute_balanced(
+    scenario: &Scenario,
+    options: &RunOptions,
+    dir: &Path,
+) -> Result<Outcome, RunError> {
+    run_prepared(scenario, options, false, Some(dir))
 }
 
 /// [`execute`], with every actor's end-of-run state in [`Outcome::states`]
@@ -119,17 +135,22 @@ pub fn execute_keeping_states(
     scenario: &Scenario,
     options: &RunOptions,
 ) -> Result<Outcome, RunError> {
-    run_prepared(scenario, options, true)
+    run_prepared(scenario, options, true, None)
 }
 
 fn run_prepared(
     scenario: &Scenario,
     options: &RunOptions,
     states: bool,
+    balance_from: Option<&Path>,
 ) -> Result<Outcome, RunError> {
     let started = Instant::now();
     let mut prepared = prepare(scenario, options.log_dir.clone())?;
     prepared.config.states = states;
+    if let Some(dir) = balance_from {
+        let weights = crate::engine::balance::read_weights(dir, &prepared.names)?;
+        prepared.config.weights = Some(Arc::new(weights));
+    }
     let actor_count = prepared.names.len();
     let Prepared {
         config,
@@ -251,6 +272,7 @@ pub fn prepare_hosted(
         seed: scenario.run.seed,
         reach: Arc::new(model.links.map_or(Reach::Uniform, Reach::Graph)),
         states: false,
+        weights: None,
         logs: match (log_dir, scenario.output.actor_logs) {
             (_, false) => Logs::Off,
             (None, true) => Logs::InMemory,
@@ -348,6 +370,12 @@ pub fn assemble(
             .entry(actor_kind(&a.name).to_string())
             .or_default() += a.events;
     }
+    let work_csv = crate::engine::balance::work_csv(
+        output
+            .actors
+            .iter()
+            .map(|a| (a.name.as_str(), a.events, a.busy_ns)),
+    );
     let states = output
         .actors
         .iter_mut()
@@ -381,6 +409,7 @@ pub fn assemble(
         causal_steps,
         loads,
         events_by_kind,
+        work_csv,
         virtual_end,
         actors: actor_count,
         wall: started.elapsed(),

@@ -106,6 +106,59 @@ fn the_summary_names_the_results_and_digest() {
     assert!(text.contains("tasks"), "{text}");
 }
 
+/// A run leaves its measured work beside its results; a later run of the
+/// same scenario cut by it gets the same digest, and one of another
+/// scenario is refused (exit 2, the file and the line named) leaving no
+/// results behind.
+#[test]
+fn balance_from_an_earlier_run_keeps_the_digest_and_refuses_another_scenario() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = dcemu(tmp.path(), &["run", "--quiet", "--out", "first"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let work = std::fs::read_to_string(tmp.path().join("first/work.csv")).unwrap();
+    assert!(
+        work.starts_with("actor,events,busy_ns\nscheduler,"),
+        "{work}"
+    );
+    let o = dcemu(
+        tmp.path(),
+        &[
+            "run",
+            "--quiet",
+            "--partitions",
+            "2",
+            "--balance-from",
+            "first",
+            "--out",
+            "second",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let digest = |d: &str| std::fs::read_to_string(tmp.path().join(d).join("digest")).unwrap();
+    assert_eq!(digest("first"), digest("second"));
+
+    let small = scenario(tmp.path(), "small.toml", SMALL);
+    let o = dcemu(
+        tmp.path(),
+        &[
+            "run",
+            &small,
+            "--quiet",
+            "--balance-from",
+            "first",
+            "--out",
+            "third",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("work.csv") && e.contains("--balance-from"),
+        "{e}"
+    );
+    assert!(!tmp.path().join("third").exists());
+}
+
 #[test]
 fn an_existing_results_directory_is_kept_unless_forced() {
     let tmp = tempfile::tempdir().unwrap();

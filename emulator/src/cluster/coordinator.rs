@@ -48,6 +48,9 @@ pub struct CoordinatorOptions {
     pub max_frame: usize,
     /// Let nodes on one host use same-host links (`Setup::same_host_links`).
     pub same_host_links: bool,
+    /// Cut the nodes' blocks by the work an earlier run of the scenario
+    /// measured in this results directory ([`crate::engine::balance`]).
+    pub balance_from: Option<std::path::PathBuf>,
 }
 
 /// What a finished multi-process run reports besides its outcome.
@@ -85,15 +88,31 @@ fn server_racks(names: &[String], topology: &TopologyConfig) -> BTreeMap<usize, 
 
 /// Which node hosts each actor: `nodes` contiguous blocks of actor ids of
 /// about equal size (ids keep neighbours together: the scheduler and
-/// tenants, then the servers in order, then the switches). With a three-tier
-/// network, a boundary that falls among the servers moves to the nearest pod
-/// boundary if one is within a quarter of a block, else to the nearest rack
-/// boundary, so that a rack's servers (and where possible a pod's) share a
-/// node. The coordinator then moves each switch to the node most of its
-/// neighbours are on (`engine::horizon::place_relays`).
-pub fn assign(names: &[String], topology: &TopologyConfig, nodes: usize) -> Vec<u32> {
+/// tenants, then the servers in order, then the switches), or of about
+/// equal measured work with `weights` (one per actor,
+/// [`crate::engine::balance`]). With a three-tier network, a boundary that
+/// falls among the servers moves to the nearest pod boundary if one is
+/// within a quarter of a block (of equal size only), else to the nearest
+/// rack boundary, so that a rack's servers (and where possible a pod's)
+/// share a node. The coordinator then moves each switch to the node most
+/// of its neighbours are on (`engine::horizon::place_relays`).
+pub fn assign(
+    names: &[String],
+    topology: &TopologyConfig,
+    nodes: usize,
+    weights: Option<&[u64]>,
+) -> Vec<u32> {
     let actors = names.len();
-    let plain: Vec<usize> = (1..nodes).map(|i| (i * actors).div_ceil(nodes)).collect();
+    let weights = weights.filter(|w| w.len() == actors);
+    let plain: Vec<usize> = match weights {
+        Some(w) => {
+            let blocks = crate::engine::balance::weighted_blocks(w, nodes);
+            (1..nodes)
+                .map(|i| blocks.iter().take_while(|&&b| b < i).count())
+                .collect()
+        }
+        None => (1..nodes).map(|i| (i * actors).div_ceil(nodes)).collect(),
+    };
     let racks = server_racks(names, topology);
     let mut rack_starts = Vec::new();
     let mut pod_starts = Vec::new();
@@ -124,7 +143,7 @@ pub fn assign(names: &[String], topology: &TopologyConfig, nodes: usize) -> Vec<
                 return b;
             }
             match nearest(b, &pod_starts) {
-                Some(p) if p.abs_diff(b) <= block / 4 => p,
+                Some(p) if weights.is_none() && p.abs_diff(b) <= block / 4 => p,
                 _ => nearest(b, &rack_starts).unwrap_or(b),
             }
         })
@@ -212,8 +231,15 @@ pub async fn run_coordinator(
             names.len()
         )));
     }
+    let weights = match &opts.balance_from {
+        Some(dir) => Some(
+            crate::engine::balance::read_weights(dir, &names)
+                .map_err(|e| input(format!("--balance-from {e}")))?,
+        ),
+        None => None,
+    };
     let assignment = {
-        let mut a: Vec<usize> = assign(&names, &scenario.topology, opts.nodes)
+        let mut a: Vec<usize> = assign(&names, &scenario.topology, opts.nodes, weights.as_deref())
             .into_iter()
             .map(|p| p as usize)
             .collect();
@@ -465,7 +491,7 @@ pub async fn run_coordinator(
     let logs_dir = staging.logs_dir();
     output.actors = std::mem::take(&mut gathered.actors)
         .into_iter()
-        .map(|(id, (metrics, events))| ActorOutput {
+        .map(|(id, (metrics, events, busy_ns))| ActorOutput {
             name: names[id as usize].clone(),
             log: None,
             metrics,
@@ -473,6 +499,7 @@ pub async fn run_coordinator(
             // single-process command; nodes do not send them
             state: serde_json::Value::Null,
             events,
+            busy_ns,
         })
         .collect();
     if scenario.output.actor_logs {
@@ -509,7 +536,14 @@ pub async fn run_coordinator(
     };
     let run_json = run_facts(&outcome, &report, shared_dir.as_deref());
     staging
-        .commit(&outcome.results, &outcome.digest, &[("run.json", run_json)])
+        .commit(
+            &outcome.results,
+            &outcome.digest,
+            &[
+                ("run.json", run_json),
+                (crate::engine::balance::WORK_FILE, outcome.work_csv.clone()),
+            ],
+        )
         .map_err(|e| fail(e.to_string()))?;
     for link in &links {
         let _ = link
@@ -622,7 +656,7 @@ mod tests {
     #[test]
     fn flat_networks_get_even_contiguous_blocks() {
         let names = names(10, 0);
-        let a = assign(&names, &TopologyConfig::default(), 3);
+        let a = assign(&names, &TopologyConfig::default(), 3, None);
         assert_eq!(a, vec![0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]);
     }
 
@@ -639,7 +673,7 @@ mod tests {
         };
         let racks = server_racks(&names, &topology);
         for nodes in [2, 3, 4] {
-            let a = assign(&names, &topology, nodes);
+            let a = assign(&names, &topology, nodes, None);
             assert_eq!(a.iter().copied().max(), Some(nodes as u32 - 1));
             assert!(a.windows(2).all(|w| w[0] <= w[1]), "contiguous");
             for (id, rack) in &racks {
@@ -655,9 +689,42 @@ mod tests {
             }
         }
         // two nodes and two pods: one pod each
-        let a = assign(&names, &topology, 2);
+        let a = assign(&names, &topology, 2, None);
         for (id, (_, pod)) in &racks {
             assert_eq!(a[*id] as u64, *pod);
         }
+    }
+
+    /// Measured work moves the cut: a scheduler that does as much as all
+    /// the servers together leaves its node few of them, and the cut still
+    /// falls between racks.
+    #[test]
+    fn weights_move_the_boundary_to_equal_work_between_racks() {
+        let names = names(39, 7);
+        let topology = TopologyConfig {
+            kind: TopologyKind::ThreeTier,
+            core: 1,
+            aggregation: 2,
+            access: 4,
+            pods: 2,
+            ..TopologyConfig::default()
+        };
+        let mut weights = vec![1u64; names.len()];
+        weights[0] = 30;
+        let even = assign(&names, &topology, 2, None);
+        let weighed = assign(&names, &topology, 2, Some(&weights));
+        let on_first = |a: &[u32]| a.iter().filter(|&&n| n == 0).count();
+        assert!(on_first(&weighed) < on_first(&even), "{weighed:?}");
+        assert!(on_first(&weighed) >= 1 && weighed[0] == 0);
+        let racks = server_racks(&names, &topology);
+        for (id, rack) in &racks {
+            for (other, rack2) in &racks {
+                if rack.0 == rack2.0 {
+                    assert_eq!(weighed[*id], weighed[*other], "rack {} split", rack.0);
+                }
+            }
+        }
+        // weights of another length are ignored rather than misread
+        assert_eq!(assign(&names, &topology, 2, Some(&weights[1..])), even);
     }
 }

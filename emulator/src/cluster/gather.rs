@@ -27,8 +27,8 @@ pub struct Gathered {
     /// Furthest virtual time each node reported.
     pub vtime: Vec<SimTime>,
     pub finished: Vec<Option<wire::Finished>>,
-    /// Each actor's metrics and the events it handled.
-    pub actors: BTreeMap<u32, (Metrics, u64)>,
+    /// Each actor's metrics, the events it handled and their wall time.
+    pub actors: BTreeMap<u32, (Metrics, u64, u64)>,
 }
 
 /// How the run ended: `Ok` once every node is done, or the first failure.
@@ -177,9 +177,11 @@ impl Gather {
                 id,
                 metrics,
                 events,
+                busy_ns,
             } => {
                 self.check_host(i, id)?;
-                if self.gathered.actors.insert(id, (metrics, events)).is_some() {
+                let output = (metrics, events, busy_ns);
+                if self.gathered.actors.insert(id, output).is_some() {
                     return Err(format!("{} reported actor #{id} twice", self.node(i)));
                 }
                 Ok(Step::Continue)

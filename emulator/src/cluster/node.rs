@@ -430,6 +430,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
             id: id.0,
             metrics: actor.metrics,
             events: actor.events,
+            busy_ns: actor.busy_ns,
         });
         if files {
             send_log(

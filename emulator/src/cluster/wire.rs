@@ -224,8 +224,10 @@ pub enum ToCoordinator {
     Actor {
         id: u32,
         metrics: Metrics,
-        /// Events it handled ([`crate::engine::ActorOutput::events`]).
+        /// Events it handled and the wall time they took
+        /// ([`crate::engine::ActorOutput::events`], `busy_ns`).
         events: u64,
+        busy_ns: u64,
     },
     /// A piece of an actor's log, in order (one byte string on the wire,
     /// copied whole, rather than a sequence of single bytes).

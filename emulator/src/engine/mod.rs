@@ -27,6 +27,7 @@
 //! who hosts an actor and how many windows the run takes, never what an actor
 //! sees. A single partition has no outside: its one window is the whole run.
 
+pub mod balance;
 pub mod horizon;
 pub(crate) mod partition;
 pub(crate) mod queue;
@@ -71,6 +72,9 @@ pub struct EngineConfig {
     /// `dcemu replay --dump` reads them, and at 100,000 servers they are
     /// hundreds of MB at the moment the run's memory peaks.
     pub states: bool,
+    /// Each actor's measured work ([`balance`]): the threads' blocks are
+    /// cut by it instead of by the count of actors. Never changes a result.
+    pub weights: Option<Arc<Vec<u64>>>,
 }
 
 /// Where actors' logs go.
@@ -102,8 +106,12 @@ pub struct ActorOutput {
     /// never digested.
     pub state: serde_json::Value,
     /// Events this actor handled (timers included): the same on every
-    /// partitioning, the measured work a partitioning can be balanced by.
+    /// partitioning.
     pub events: u64,
+    /// Wall time spent handling its events, estimated from one event in
+    /// [`partition::BUSY_SAMPLE`]: machine-dependent, never digested; the
+    /// measured work `--balance-from` splits a later run by.
+    pub busy_ns: u64,
 }
 
 /// The result of a run, independent of how it was partitioned.
@@ -233,17 +241,39 @@ pub fn contiguous_assignment(actors: usize, partitions: usize) -> Vec<usize> {
 /// ([`horizon::place_relays`]). Without enough leaves to go round (a ring,
 /// say), plain contiguous blocks of all actors.
 pub fn reach_assignment(reach: &Reach, actors: usize, partitions: usize) -> Vec<usize> {
+    weighted_reach_assignment(reach, actors, partitions, None)
+}
+
+/// [`reach_assignment`], the leaves' blocks cut by `weights` (one per
+/// actor, [`balance::weighted_blocks`]) when given.
+pub fn weighted_reach_assignment(
+    reach: &Reach,
+    actors: usize,
+    partitions: usize,
+    weights: Option<&[u64]>,
+) -> Vec<usize> {
+    let weights = weights.filter(|w| w.len() == actors);
+    let plain = || match weights {
+        Some(w) => balance::weighted_blocks(w, partitions),
+        None => contiguous_assignment(actors, partitions),
+    };
     let Reach::Graph(links) = reach else {
-        return contiguous_assignment(actors, partitions);
+        return plain();
     };
     if links.len() != actors {
-        return contiguous_assignment(actors, partitions);
+        return plain();
     }
     let leaves: Vec<usize> = (0..actors).filter(|&x| links[x].len() <= 1).collect();
     if leaves.len() < partitions {
-        return contiguous_assignment(actors, partitions);
+        return plain();
     }
-    let blocks = contiguous_assignment(leaves.len(), partitions);
+    let blocks = match weights {
+        Some(w) => {
+            let leaf_weights: Vec<u64> = leaves.iter().map(|&x| w[x]).collect();
+            balance::weighted_blocks(&leaf_weights, partitions)
+        }
+        None => contiguous_assignment(leaves.len(), partitions),
+    };
     let mut assignment = vec![0; actors];
     for (&x, &p) in leaves.iter().zip(&blocks) {
         assignment[x] = p;

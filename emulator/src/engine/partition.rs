@@ -19,6 +19,11 @@ use super::{
 /// Events between two updates of the live progress counters.
 const PROGRESS_EVERY: u64 = 4096;
 
+/// One event in this many is timed (wall clock, engine bookkeeping never
+/// read by a model) to estimate each actor's share of the work
+/// ([`ActorOutput::busy_ns`]) at a cost the run does not notice.
+pub(crate) const BUSY_SAMPLE: u64 = 32;
+
 /// One hosted actor with the state the engine keeps for it.
 struct Slot<A> {
     id: ActorId,
@@ -31,6 +36,8 @@ struct Slot<A> {
     /// state (see [`Envelope::causal_hops`]).
     causal_hops: u32,
     events: u64,
+    /// Wall time of the sampled events' handling (see [`BUSY_SAMPLE`]).
+    sampled_ns: u64,
 }
 
 /// A set of actors hosted by one runtime, with their pending events.
@@ -162,6 +169,7 @@ pub(crate) fn split<A: Actor>(
             log: ActorLog::new(config.logs != Logs::Off),
             causal_hops: 0,
             events: 0,
+            sampled_ns: 0,
         });
     }
     for (p, slots) in per_part.iter().enumerate() {
@@ -427,6 +435,7 @@ impl<A: Actor> Partition<A> {
             &mut slot.log,
             &mut self.outbox,
         );
+        let timed = (self.events % BUSY_SAMPLE == 0).then(std::time::Instant::now);
         slot.actor
             .handle(env, &mut ctx)
             .map_err(|source| EngineError::Model {
@@ -434,6 +443,9 @@ impl<A: Actor> Partition<A> {
                 at: now,
                 source,
             })?;
+        if let Some(started) = timed {
+            slot.sampled_ns += u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        }
         self.log_bytes += slot.log.len() - logged;
         let me = slot.id;
         self.route_outbox(me, now, hops)?;
@@ -573,6 +585,7 @@ impl<A: Actor> Partition<A> {
                         metrics,
                         state,
                         events: slot.events,
+                        busy_ns: slot.sampled_ns.saturating_mul(BUSY_SAMPLE),
                     },
                 )
             })

@@ -103,6 +103,7 @@ pub fn run_sequential<A: Actor>(
                 metrics,
                 state,
                 events,
+                busy_ns: 0,
             }
         })
         .collect();

@@ -114,6 +114,7 @@ fn config(seed: u64) -> EngineConfig {
         seed,
         logs: Logs::InMemory,
         states: true,
+        weights: None,
         reach: Default::default(),
     }
 }
@@ -246,6 +247,7 @@ fn empty_stretches_of_time_cost_no_windows() {
         seed: 0,
         logs: Logs::Off,
         states: true,
+        weights: None,
         reach: Default::default(),
     };
     let out = run_threads(&cfg, vec![("s".into(), Sleeper)], 2, None).unwrap();

@@ -9,7 +9,9 @@ use dcemu_actors::kernel::{Actor, ActorId};
 
 use super::partition;
 use super::transport::in_memory_mesh;
-use super::{EngineConfig, EngineError, EngineOutput, MAX_PARTITIONS, Progress, reach_assignment};
+use super::{
+    EngineConfig, EngineError, EngineOutput, MAX_PARTITIONS, Progress, weighted_reach_assignment,
+};
 
 /// Runs `actors` (in id order, with their names) split into `partitions`
 /// threads of this process, connected by in-memory channels.
@@ -41,7 +43,12 @@ where
             "partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}"
         )));
     }
-    let assignment = reach_assignment(&config.reach, actors.len(), partitions);
+    let assignment = weighted_reach_assignment(
+        &config.reach,
+        actors.len(),
+        partitions,
+        config.weights.as_deref().map(Vec::as_slice),
+    );
     let progress = progress.unwrap_or_else(|| Progress::new(partitions));
     if progress.vtime.len() != partitions {
         return Err(EngineError::Setup(

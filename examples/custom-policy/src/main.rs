@@ -136,6 +136,7 @@ fn coordinator(args: &[String]) -> Result<(), String> {
         heartbeat: failure_timeout / 10,
         max_frame: wire::DEFAULT_MAX_FRAME,
         same_host_links: true,
+        balance_from: None,
     };
     let (outcome, _) = dcemu::cluster::runtime()
         .map_err(|e| e.to_string())?

@@ -1,0 +1,192 @@
+//! Partitions by measured work (issue 43): a run writes each actor's events
+//! and the wall time they took to `work.csv` beside its results; a later
+//! run of the same scenario given that directory (`--balance-from`) cuts
+//! its contiguous blocks of actors where the measured time, not the count
+//! of actors, is split evenly. The scheduler of a Paragon datacenter does
+//! half of the work in 7 % of the events, so a split by count leaves one
+//! partition computing while the other waits.
+//!
+//! Which actor lands where never changes a result (MODEL.md §2); the file
+//! only moves the cuts, so a stale or foreign file is refused rather than
+//! guessed at.
+
+use std::path::{Path, PathBuf};
+
+/// The file a run writes its measured work to, in its results directory.
+pub const WORK_FILE: &str = "work.csv";
+
+const HEADER: &str = "actor,events,busy_ns";
+
+/// Why a work file cannot balance this run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BalanceError {
+    #[error("{path}: cannot read it: {reason}")]
+    Read { path: PathBuf, reason: String },
+    #[error("{path}: line {line}: {problem}")]
+    Line {
+        path: PathBuf,
+        line: usize,
+        problem: String,
+    },
+    #[error(
+        "{path}: it measures {found} actors but this scenario has {expected}: \
+         balance from a run of the same scenario"
+    )]
+    Count {
+        path: PathBuf,
+        found: usize,
+        expected: usize,
+    },
+}
+
+/// `work.csv`'s text: one row per actor in id order.
+pub fn work_csv<'a>(actors: impl Iterator<Item = (&'a str, u64, u64)>) -> Vec<u8> {
+    let mut out = format!("{HEADER}\n");
+    for (name, events, busy_ns) in actors {
+        out.push_str(&format!("{name},{events},{busy_ns}\n"));
+    }
+    out.into_bytes()
+}
+
+/// Each actor's weight from `dir`'s [`WORK_FILE`]: its measured wall time
+/// (plus one, so an idle actor still counts), checked row by row against
+/// `names`, this run's actors in id order.
+pub fn read_weights(dir: &Path, names: &[String]) -> Result<Vec<u64>, BalanceError> {
+    let path = dir.join(WORK_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| BalanceError::Read {
+        path: path.clone(),
+        reason: e.to_string(),
+    })?;
+    let line_err = |line: usize, problem: String| BalanceError::Line {
+        path: path.clone(),
+        line,
+        problem,
+    };
+    let mut lines = text.lines();
+    match lines.next() {
+        Some(HEADER) => {}
+        other => {
+            return Err(line_err(
+                1,
+                format!("expected the header `{HEADER}`, found {other:?}"),
+            ));
+        }
+    }
+    let rows: Vec<&str> = lines.filter(|l| !l.trim().is_empty()).collect();
+    if rows.len() != names.len() {
+        return Err(BalanceError::Count {
+            path,
+            found: rows.len(),
+            expected: names.len(),
+        });
+    }
+    rows.iter()
+        .zip(names)
+        .enumerate()
+        .map(|(i, (row, name))| {
+            let line = i + 2;
+            let fields: Vec<&str> = row.split(',').collect();
+            let [actor, events, busy] = fields[..] else {
+                return Err(line_err(line, format!("expected 3 fields, found {}", fields.len())));
+            };
+            if actor != name {
+                return Err(line_err(
+                    line,
+                    format!("expected actor `{name}`, found `{actor}`: the file is from another scenario"),
+                ));
+            }
+            let number = |field: &str, what: &str| {
+                field.trim().parse::<u64>().map_err(|_| {
+                    line_err(line, format!("{what} `{field}` is not a whole number"))
+                })
+            };
+            number(events, "events")?;
+            Ok(number(busy, "busy_ns")?.saturating_add(1))
+        })
+        .collect()
+}
+
+/// Contiguous blocks of `weights.len()` items over `partitions`, cut where
+/// the cumulative weight crosses each `k / partitions` of the total: an
+/// item goes to the block its weight's midpoint falls in, so one heavy item
+/// (the scheduler) takes a block nearly to itself. Non-decreasing; a block
+/// may be empty when one item outweighs it.
+pub fn weighted_blocks(weights: &[u64], partitions: usize) -> Vec<usize> {
+    let partitions = partitions.max(1);
+    let total: u128 = weights.iter().map(|&w| u128::from(w)).sum();
+    if total == 0 {
+        let n = weights.len().max(1);
+        return (0..weights.len()).map(|i| i * partitions / n).collect();
+    }
+    let mut before: u128 = 0;
+    weights
+        .iter()
+        .map(|&w| {
+            let mid = 2 * before + u128::from(w);
+            before += u128::from(w);
+            let p = mid * partitions as u128 / (2 * total);
+            (p as usize).min(partitions - 1)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_heavy_first_item_takes_a_block_and_blocks_stay_contiguous() {
+        let mut w = vec![55u64];
+        w.extend(std::iter::repeat_n(1, 45));
+        let b = weighted_blocks(&w, 2);
+        assert_eq!(b[0], 0);
+        assert!(b[1..].iter().all(|&p| p == 1), "{b:?}");
+        let even = weighted_blocks(&[1; 10], 2);
+        assert_eq!(even, [0, 0, 0, 0, 0, 1, 1, 1, 1, 1]);
+        let three = weighted_blocks(&[5, 1, 1, 1, 1, 1, 5, 1, 1, 1, 1, 1], 3);
+        assert!(three.windows(2).all(|p| p[0] <= p[1]), "{three:?}");
+        assert_eq!(three.last(), Some(&2));
+        assert_eq!(weighted_blocks(&[0, 0, 0, 0], 2), [0, 0, 1, 1]);
+    }
+
+    #[test]
+    fn a_work_file_reads_back_and_a_foreign_one_is_refused_with_the_line() {
+        let dir = std::env::temp_dir().join(format!("dcemu-balance-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let names: Vec<String> = ["scheduler", "server-0000", "server-0001"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let rows = [
+            ("scheduler", 7, 900),
+            ("server-0000", 3, 0),
+            ("server-0001", 2, 50),
+        ];
+        std::fs::write(dir.join(WORK_FILE), work_csv(rows.into_iter())).unwrap();
+        assert_eq!(read_weights(&dir, &names).unwrap(), [901, 1, 51]);
+
+        let other: Vec<String> = ["scheduler", "server-0000", "switch-core-0"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let e = read_weights(&dir, &other).unwrap_err().to_string();
+        assert!(e.contains("line 4") && e.contains("switch-core-0"), "{e}");
+        let e = read_weights(&dir, &names[..2]).unwrap_err().to_string();
+        assert!(
+            e.contains("measures 3 actors") && e.contains("has 2"),
+            "{e}"
+        );
+
+        std::fs::write(dir.join(WORK_FILE), "actor,events,busy_ns\nscheduler,x,1\n").unwrap();
+        let e = read_weights(&dir, &names[..1]).unwrap_err().to_string();
+        assert!(e.contains("line 2") && e.contains("events `x`"), "{e}");
+        std::fs::write(dir.join(WORK_FILE), "name,n\n").unwrap();
+        let e = read_weights(&dir, &names).unwrap_err().to_string();
+        assert!(e.contains("line 1") && e.contains("header"), "{e}");
+        let e = read_weights(&dir.join("missing"), &names)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot read"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
