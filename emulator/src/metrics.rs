@@ -163,10 +163,7 @@ pub fn summarize(
     for name in ALWAYS_STEPS {
         steps.entry(name).or_default();
     }
-    let mut series: Vec<(&str, Steps)> = steps.into_iter().collect();
-    for (_, changes) in &mut series {
-        changes.sort();
-    }
+    let series: Vec<(&str, Steps)> = steps.into_iter().collect();
     for (name, changes) in &series {
         let (mean, max) = sweep(changes, horizon);
         m.insert(format!("{name}_mean"), finite(mean));
@@ -633,16 +630,17 @@ mod tests {
     #[test]
     fn sweep_gives_exact_time_weighted_mean_and_max() {
         // one device on for [0, 10), another for [5, 20), horizon 20
-        let mut changes = steps(&[(0, Up), (10, Down), (5, Up), (20, Down)]);
-        changes.sort();
+        let changes = steps(&[(0, Up), (10, Down), (5, Up), (20, Down)]);
         let (mean, max) = sweep(&changes, 20);
         assert_eq!(max, 2);
         assert_eq!(mean, (10.0 + 15.0) / 20.0);
-        // a hand-over at the same instant is not an overlap
-        let mut changes = steps(&[(0, Up), (7, Up), (7, Down)]);
-        changes.sort();
-        let (_, max) = sweep(&changes, 20);
+        // a hand-over at the same instant between two devices is not an
+        // overlap: decreases come first at equal times
+        let mut changes = steps(&[(0, Up), (7, Down)]);
+        changes.append(steps(&[(7, Up)]));
+        let (mean, max) = sweep(&changes, 20);
         assert_eq!(max, 1);
+        assert_eq!(mean, 1.0);
     }
 
     #[test]

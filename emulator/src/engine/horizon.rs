@@ -213,7 +213,10 @@ impl Distances {
 
 /// Moves every relay (an actor with links to more than one other, e.g. a
 /// switch) to the partition most of its neighbours are in, nearest relays
-/// to the leaves first (ties go to the lowest partition). Keeping a rack's
+/// to the leaves first (ties go to the partition that has taken the fewest
+/// relays so far, then the lowest: a datacenter's core switches, whose
+/// neighbours split evenly, are shared out rather than all put with the
+/// first partition, which already hosts the scheduler). Keeping a rack's
 /// switch with its servers, and a pod's with its racks, puts most actors
 /// several hops from any other partition, which is what lets windows grow.
 /// Does nothing with [`Reach::Uniform`].
@@ -252,6 +255,7 @@ pub fn place_relays(reach: &Reach, assignment: &mut [usize], partitions: usize) 
     }
     let mut placed: Vec<bool> = relay.iter().map(|r| !r).collect();
     let mut votes = vec![0usize; partitions];
+    let mut taken = vec![0usize; partitions];
     for x in order {
         votes.fill(0);
         for &y in &undirected[x] {
@@ -262,11 +266,16 @@ pub fn place_relays(reach: &Reach, assignment: &mut [usize], partitions: usize) 
         let best = votes
             .iter()
             .enumerate()
-            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))
+            .max_by(|a, b| {
+                a.1.cmp(b.1)
+                    .then(taken[b.0].cmp(&taken[a.0]))
+                    .then(b.0.cmp(&a.0))
+            })
             .map_or(0, |(p, _)| p);
         if votes[best] > 0 {
             assignment[x] = best;
         }
+        taken[assignment[x]] += 1;
         placed[x] = true;
     }
 }
@@ -417,8 +426,22 @@ mod tests {
         assert_eq!(
             a,
             vec![0, 1, 1, 0, 1, 0],
-            "4 follows 1 and 2; 5 ties, lowest wins"
+            "4 follows 1 and 2; 5 ties and goes where fewer relays are"
         );
+        // two relays each between a leaf of either partition (core switches
+        // over two pods): shared out, not both with partition 0
+        // (leaves 0, 1; access 2, 3; core 4, 5)
+        let core = Reach::Graph(vec![
+            vec![l(2)],
+            vec![l(3)],
+            vec![l(0), l(4), l(5)],
+            vec![l(1), l(4), l(5)],
+            vec![l(2), l(3)],
+            vec![l(2), l(3)],
+        ]);
+        let mut a = vec![0, 1, 0, 0, 0, 0];
+        place_relays(&core, &mut a, 2);
+        assert_eq!(a, vec![0, 1, 0, 1, 0, 1]);
         let mut flat = vec![0, 1];
         place_relays(&Reach::Uniform, &mut flat, 2);
         assert_eq!(flat, vec![0, 1]);
