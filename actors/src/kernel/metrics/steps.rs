@@ -11,11 +11,9 @@
 //! they are held as runs of non-decreasing packed values, each stored as
 //! LEB128 varints of the differences (two or three bytes for a switch that
 //! sleeps between packets, against eight). A history gathered from many
-//! devices is a list of runs, read back in sorted order by merging them:
-//! nothing is concatenated or sorted at the end of the run.
-
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+//! devices is a list of runs, read back in sorted order a window of time
+//! at a time: nothing is concatenated, and no more than a window's changes
+//! are ever held unpacked.
 
 use dcemu_topology::SimTime;
 use serde::{Deserialize, Serialize};
@@ -239,14 +237,27 @@ impl Steps {
     }
 }
 
-/// The runs' values in one sorted sequence: a heap of each run's next
-/// value. A single run is read straight.
+/// How many changes [`Merged`] aims to sort at a time.
+const WINDOW_CHANGES: usize = 1 << 20;
+
+/// The runs' values in one sorted sequence. A single run is read straight;
+/// several are read a window of time at a time: every run's values below
+/// the window's end go into a buffer, which is sorted and emitted, and the
+/// window widens or narrows to keep about [`WINDOW_CHANGES`] in it. Memory
+/// stays at one window's changes, and sorting small buffers is several
+/// times faster than a heap over 100,000 runs.
 enum Merged<'a> {
     One(RunIter<'a>),
-    Many {
-        iters: Vec<RunIter<'a>>,
-        heap: BinaryHeap<Reverse<(u64, usize)>>,
-    },
+    Many(Windows<'a>),
+}
+
+struct Windows<'a> {
+    /// Each run with its next value, if any.
+    runs: Vec<(RunIter<'a>, Option<u64>)>,
+    buffer: Vec<u64>,
+    at: usize,
+    /// Packed width of the next window.
+    step: u64,
 }
 
 impl<'a> Merged<'a> {
@@ -254,13 +265,49 @@ impl<'a> Merged<'a> {
         if let [run] = runs {
             return Merged::One(run.iter());
         }
-        let mut iters: Vec<RunIter<'a>> = runs.iter().map(Run::iter).collect();
-        let heap = iters
-            .iter_mut()
-            .enumerate()
-            .filter_map(|(i, it)| it.next().map(|v| Reverse((v, i))))
-            .collect();
-        Merged::Many { iters, heap }
+        Merged::Many(Windows {
+            runs: runs
+                .iter()
+                .map(|r| {
+                    let mut it = r.iter();
+                    let first = it.next();
+                    (it, first)
+                })
+                .collect(),
+            buffer: Vec::new(),
+            at: 0,
+            step: 1 << 20,
+        })
+    }
+}
+
+impl Windows<'_> {
+    /// Fills the buffer with the next window's values, sorted; false when
+    /// every run is read.
+    fn refill(&mut self) -> bool {
+        self.buffer.clear();
+        self.at = 0;
+        let Some(start) = self.runs.iter().filter_map(|r| r.1).min() else {
+            return false;
+        };
+        let end = start.saturating_add(self.step);
+        for (it, next) in &mut self.runs {
+            while let Some(v) = *next {
+                if v >= end && end != u64::MAX {
+                    break;
+                }
+                self.buffer.push(v);
+                *next = it.next();
+            }
+        }
+        self.buffer.sort_unstable();
+        let n = self.buffer.len();
+        if n < WINDOW_CHANGES / 2 {
+            self.step = self.step.saturating_mul(2);
+        } else if n > WINDOW_CHANGES * 2 {
+            self.step = (self.step / 2).max(1);
+        }
+        true
     }
 }
 
@@ -270,12 +317,14 @@ impl Iterator for Merged<'_> {
     fn next(&mut self) -> Option<u64> {
         match self {
             Merged::One(it) => it.next(),
-            Merged::Many { iters, heap } => {
-                let Reverse((v, i)) = heap.pop()?;
-                if let Some(next) = iters[i].next() {
-                    heap.push(Reverse((next, i)));
+            Merged::Many(w) => {
+                while w.at >= w.buffer.len() {
+                    if !w.refill() {
+                        return None;
+                    }
                 }
-                Some(v)
+                w.at += 1;
+                Some(w.buffer[w.at - 1])
             }
         }
     }
