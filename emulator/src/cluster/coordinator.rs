@@ -660,33 +660,42 @@ mod tests {
         assert_eq!(a, vec![0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]);
     }
 
-    #[test]
-    fn three_tier_boundaries_fall_between_racks() {
-        let names = names(39, 7);
-        let topology = TopologyConfig {
+    /// Two pods of two racks each.
+    fn small_three_tier() -> TopologyConfig {
+        TopologyConfig {
             kind: TopologyKind::ThreeTier,
             core: 1,
             aggregation: 2,
             access: 4,
             pods: 2,
             ..TopologyConfig::default()
-        };
+        }
+    }
+
+    fn assert_racks_whole(a: &[u32], racks: &BTreeMap<usize, (u64, u64)>, nodes: usize) {
+        for (id, rack) in racks {
+            for (other, rack2) in racks {
+                if rack.0 == rack2.0 {
+                    assert_eq!(
+                        a[*id], a[*other],
+                        "rack {} split with {nodes} nodes",
+                        rack.0
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn three_tier_boundaries_fall_between_racks() {
+        let names = names(39, 7);
+        let topology = small_three_tier();
         let racks = server_racks(&names, &topology);
         for nodes in [2, 3, 4] {
             let a = assign(&names, &topology, nodes, None);
             assert_eq!(a.iter().copied().max(), Some(nodes as u32 - 1));
             assert!(a.windows(2).all(|w| w[0] <= w[1]), "contiguous");
-            for (id, rack) in &racks {
-                for (other, rack2) in &racks {
-                    if rack.0 == rack2.0 {
-                        assert_eq!(
-                            a[*id], a[*other],
-                            "rack {} split with {nodes} nodes",
-                            rack.0
-                        );
-                    }
-                }
-            }
+            assert_racks_whole(&a, &racks, nodes);
         }
         // two nodes and two pods: one pod each
         let a = assign(&names, &topology, 2, None);
@@ -701,14 +710,7 @@ mod tests {
     #[test]
     fn weights_move_the_boundary_to_equal_work_between_racks() {
         let names = names(39, 7);
-        let topology = TopologyConfig {
-            kind: TopologyKind::ThreeTier,
-            core: 1,
-            aggregation: 2,
-            access: 4,
-            pods: 2,
-            ..TopologyConfig::default()
-        };
+        let topology = small_three_tier();
         let mut weights = vec![1u64; names.len()];
         weights[0] = 30;
         let even = assign(&names, &topology, 2, None);
@@ -716,14 +718,7 @@ mod tests {
         let on_first = |a: &[u32]| a.iter().filter(|&&n| n == 0).count();
         assert!(on_first(&weighed) < on_first(&even), "{weighed:?}");
         assert!(on_first(&weighed) >= 1 && weighed[0] == 0);
-        let racks = server_racks(&names, &topology);
-        for (id, rack) in &racks {
-            for (other, rack2) in &racks {
-                if rack.0 == rack2.0 {
-                    assert_eq!(weighed[*id], weighed[*other], "rack {} split", rack.0);
-                }
-            }
-        }
+        assert_racks_whole(&weighed, &server_racks(&names, &topology), 2);
         // weights of another length are ignored rather than misread
         assert_eq!(assign(&names, &topology, 2, Some(&weights[1..])), even);
     }
