@@ -11,6 +11,7 @@
 //! <dir>/actors/<name>.jsonl  one JSON object per event, per actor
 //! <dir>/digest               hex SHA-256 over all of the above
 //! <dir>/run.json             wall-clock facts (time, host, version): not digested
+//! <dir>/work.csv             each actor's events and wall time: not digested
 //! ```
 //!
 //! The digest is SHA-256 over every digested file in path order, each fed as
@@ -307,7 +308,9 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
 pub fn digest_dir(dir: &Path) -> io::Result<String> {
     let mut files = Vec::new();
     collect(dir, dir, &mut files)?;
-    files.retain(|(p, _)| p != "digest" && p != "run.json");
+    files.retain(|(p, _)| {
+        p != "digest" && p != "run.json" && p != crate::engine::balance::WORK_FILE
+    });
     ResultSet::new(files).digest()
 }
 

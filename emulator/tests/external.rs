@@ -271,8 +271,8 @@ fn on_two_nodes(
     )
 }
 
-/// Every file under `dir`, by path relative to it, but `run.json` (wall
-/// clock) and those in `skip`.
+/// Every file under `dir`, by path relative to it, but `run.json` and
+/// `work.csv` (wall clock) and those in `skip`.
 fn results(dir: &Path, skip: &[&str]) -> Vec<(String, Vec<u8>)> {
     fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
         for entry in std::fs::read_dir(dir).unwrap() {
@@ -287,7 +287,7 @@ fn results(dir: &Path, skip: &[&str]) -> Vec<(String, Vec<u8>)> {
     }
     let mut files = Vec::new();
     walk(dir, dir, &mut files);
-    files.retain(|(p, _)| p != "run.json" && !skip.contains(&p.as_str()));
+    files.retain(|(p, _)| p != "run.json" && p != "work.csv" && !skip.contains(&p.as_str()));
     files.sort();
     files
 }
