@@ -230,9 +230,9 @@ impl Steps {
         }
     }
 
-    /// Bytes held for the changes (for the memory notes in
-    /// docs/performance.md).
-    pub fn bytes(&self) -> usize {
+    /// Bytes held for the changes.
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
         self.runs.iter().map(|r| r.bytes.len()).sum()
     }
 }
