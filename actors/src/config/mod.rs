@@ -1,16 +1,22 @@
 //! The parts of a scenario that configure model actors, one file per part:
-//! `[[server_types]]` (`servers.rs`), `[[tenants]]` (`tenants.rs`),
+//! `[[server_types]]` (`servers.rs`), `[[tenants]]` (`tenants.rs`, its job
+//! generators in `jobs.rs`),
 //! `[scheduler]` (`scheduler.rs`), `[[primary_tenants]]` (`primary.rs`) and
 //! `[storage]` (`storage.rs`). Every field, its default and its unit is
 //! documented in `scenarios/README.md`. Plain data: no model module is
 //! imported here (ARCHITECTURE.md "Layers").
 
+mod jobs;
 mod primary;
 mod scheduler;
 mod servers;
 mod storage;
 mod tenants;
 
+pub use jobs::{
+    DagHistory, DagJobsConfig, MAX_DAG_STAGES, MAX_DAG_TASKS, MAX_DAG_TEMPLATES, MAX_TASKS_PER_JOB,
+    MapReduceConfig, SyntheticConfig,
+};
 pub use primary::{
     MAX_COPIES, PrimaryScalingConfig, PrimaryTenantConfig, UtilPattern, UtilScaling, expand_copies,
 };
@@ -23,9 +29,8 @@ pub use scheduler::{
 pub use servers::{ClassMix, REFERENCE_CORES, ServerClass, ServerPreset, ServerTypeConfig};
 pub use storage::{MAX_REPLICAS, MAX_STORED_REPLICAS, StorageConfig, StoragePlacement};
 pub use tenants::{
-    AppOrder, ArrivalConfig, ArrivalProcess, DEFAULT_LOOKAHEAD, DagHistory, DagJobsConfig,
-    MAX_DAG_STAGES, MAX_DAG_TASKS, MAX_DAG_TEMPLATES, MAX_TASKS_PER_JOB, MapReduceConfig,
-    ServiceConfig, ServiceDistribution, SyntheticConfig, TenantConfig, TenantKind,
+    AppOrder, ArrivalConfig, ArrivalProcess, DEFAULT_LOOKAHEAD, ServiceConfig, ServiceDistribution,
+    TenantConfig, TenantKind,
 };
 
 /// A field-level problem: dotted path relative to the section, and why.
