@@ -98,6 +98,18 @@ impl GoogleTask {
         self.work_s *= factor;
         self
     }
+
+    /// [`GoogleTask::with_demand_scaled`] for a task of class 0 only
+    /// (`google_class0_demand_scale`); any other class is returned as it
+    /// is. Scaling after the draw leaves every random draw, and so every
+    /// other task, as it was.
+    pub fn with_class0_demand_scaled(self, factor: f64) -> Self {
+        if self.priority == 0 {
+            self.with_demand_scaled(factor)
+        } else {
+            self
+        }
+    }
 }
 
 /// Mean work of a class on one reference core, in seconds: its mean CPU
@@ -560,6 +572,27 @@ mod tests {
             assert!((s.cpu_demand - 1.3 * t.cpu_demand).abs() <= 1e-12 * s.cpu_demand);
             assert!((s.work_s - 8.0 * s.cpu_demand).abs() <= 1e-9 * s.work_s.max(1.0));
         }
+    }
+
+    #[test]
+    fn a_class0_demand_scale_moves_class_0_alone() {
+        let mut a = actor_rng(5, "google");
+        let mut b = actor_rng(5, "google");
+        let (mut zeros, mut others) = (0, 0);
+        for _ in 0..2_000 {
+            let t = draw(&mut a, 64.0, 8);
+            let s = draw(&mut b, 64.0, 8).with_class0_demand_scaled(4.0);
+            assert_eq!((s.priority, s.memory_gb), (t.priority, t.memory_gb));
+            if t.priority == 0 {
+                zeros += 1;
+                assert!((s.cpu_demand - 4.0 * t.cpu_demand).abs() <= 1e-12 * s.cpu_demand);
+                assert!((s.work_s - 4.0 * t.work_s).abs() <= 1e-9 * s.work_s.max(1.0));
+            } else {
+                others += 1;
+                assert_eq!((s.cpu_demand, s.work_s), (t.cpu_demand, t.work_s));
+            }
+        }
+        assert!(zeros > 300 && others > 1_000, "{zeros} {others}");
     }
 
     #[test]

@@ -41,6 +41,7 @@ pub(super) fn work(cfg: &TenantConfig, trace: TraceInput) -> Work {
                 .unwrap_or(google::REFERENCE_CORES),
             mix: cfg.google_class_mix.unwrap_or_default(),
             demand_scale: cfg.google_demand_scale.unwrap_or(1.0),
+            class0_demand_scale: cfg.google_class0_demand_scale.unwrap_or(1.0),
             demand_cv: cfg.google_demand_cv.unwrap_or(1.0),
         };
     }
@@ -157,6 +158,8 @@ pub(super) enum Work {
         reference_cores: u32,
         mix: google::ClassMix,
         demand_scale: f64,
+        /// Class 0's own further factor (`google_class0_demand_scale`).
+        class0_demand_scale: f64,
         demand_cv: f64,
     },
     /// A task from the synthetic Google-like generator (thesis Table 9.4).
@@ -253,10 +256,12 @@ impl Work {
                 reference_cores,
                 mix,
                 demand_scale,
+                class0_demand_scale,
                 demand_cv,
             } => {
                 let t = google::draw_in(ctx.rng(), memory_gb, reference_cores, mix, demand_cv)
-                    .with_demand_scaled(demand_scale);
+                    .with_demand_scaled(demand_scale)
+                    .with_class0_demand_scaled(class0_demand_scale);
                 if let Some(drawn) = d.drawn.as_mut() {
                     drawn.record(ctx.now(), &t);
                 }

@@ -345,6 +345,40 @@ fn google_demand_scale_is_a_positive_factor_for_the_table_5_2_generator() {
 }
 
 #[test]
+fn google_class0_demand_scale_is_a_positive_factor_for_the_table_5_2_generator() {
+    let s = load("g.toml", GOOGLE, &[]).unwrap();
+    assert_eq!(s.tenants[0].google_class0_demand_scale, None);
+    let s = load(
+        "g.toml",
+        GOOGLE,
+        &[set("tenants.0.google_class0_demand_scale=1.3")],
+    )
+    .unwrap();
+    assert_eq!(s.tenants[0].google_class0_demand_scale, Some(1.3));
+    for bad in ["0", "-1", "nan", "inf"] {
+        let errs = errors(
+            GOOGLE,
+            &[set(&format!("tenants.0.google_class0_demand_scale={bad}"))],
+        );
+        assert_eq!(
+            fields(&errs),
+            vec!["tenants[0].google_class0_demand_scale"],
+            "{bad}: {errs:?}"
+        );
+    }
+    let text = MINIMAL.replace(
+        "service = {",
+        "google_class0_demand_scale = 1.3\nservice = {",
+    );
+    let e = &errors(&text, &[])[0];
+    assert_eq!(
+        e.field.as_deref(),
+        Some("tenants[0].google_class0_demand_scale")
+    );
+    assert!(e.problem.contains("only with `google_memory_gb`"), "{e}");
+}
+
+#[test]
 fn google_demand_cv_is_at_least_one_for_the_table_5_2_generator() {
     let s = load("g.toml", GOOGLE, &[]).unwrap();
     assert_eq!(s.tenants[0].google_demand_cv, None);
