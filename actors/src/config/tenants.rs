@@ -53,8 +53,8 @@ pub struct TenantConfig {
     /// of tasks that arrived and finished within its week (§5.2.3), and
     /// class 0 takes 92.73 % of the trace's evictions while only 38.09 %
     /// of evicted tasks ever finish (§5.2.2): the long class-0 tasks are
-    /// the ones the table leaves out, so its class-0 mean is a lower
-    /// bound. Default 1; only with `google_memory_gb`.
+    /// the ones the table most likely leaves out, so its class-0 mean
+    /// need not be the window's. Default 1; only with `google_memory_gb`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub google_class0_demand_scale: Option<f64>,
     /// Table 5.2 generator: coefficient of variation of each class's CPU
