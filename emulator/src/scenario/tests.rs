@@ -1,5 +1,5 @@
 use super::*;
-use dcemu_actors::config::PrimaryTenantConfig;
+use dcemu_actors::config::{PrimaryTenantConfig, TenantConfig};
 
 fn set(s: &str) -> Override {
     s.parse().unwrap()
@@ -316,66 +316,35 @@ fn google_class_mix_is_tasks_or_arrivals_and_needs_the_table_5_2_generator() {
     assert!(e.problem.contains("only with `google_memory_gb`"), "{e}");
 }
 
-#[test]
-fn google_demand_scale_is_a_positive_factor_for_the_table_5_2_generator() {
+/// A Table 5.2 generator factor `field`: absent by default, taken as
+/// given, refused when not a positive finite number and without
+/// `google_memory_gb`, the field named each time.
+fn check_positive_google_factor(field: &str, value: impl Fn(&TenantConfig) -> Option<f64>) {
     let s = load("g.toml", GOOGLE, &[]).unwrap();
-    assert_eq!(s.tenants[0].google_demand_scale, None);
-    let s = load(
-        "g.toml",
-        GOOGLE,
-        &[set("tenants.0.google_demand_scale=1.3")],
-    )
-    .unwrap();
-    assert_eq!(s.tenants[0].google_demand_scale, Some(1.3));
+    assert_eq!(value(&s.tenants[0]), None);
+    let s = load("g.toml", GOOGLE, &[set(&format!("tenants.0.{field}=1.3"))]).unwrap();
+    assert_eq!(value(&s.tenants[0]), Some(1.3));
+    let named = format!("tenants[0].{field}");
     for bad in ["0", "-1", "nan", "inf"] {
-        let errs = errors(
-            GOOGLE,
-            &[set(&format!("tenants.0.google_demand_scale={bad}"))],
-        );
-        assert_eq!(
-            fields(&errs),
-            vec!["tenants[0].google_demand_scale"],
-            "{bad}: {errs:?}"
-        );
+        let errs = errors(GOOGLE, &[set(&format!("tenants.0.{field}={bad}"))]);
+        assert_eq!(fields(&errs), vec![named.as_str()], "{bad}: {errs:?}");
     }
-    let text = MINIMAL.replace("service = {", "google_demand_scale = 1.3\nservice = {");
+    let text = MINIMAL.replace("service = {", &format!("{field} = 1.3\nservice = {{"));
     let e = &errors(&text, &[])[0];
-    assert_eq!(e.field.as_deref(), Some("tenants[0].google_demand_scale"));
+    assert_eq!(e.field.as_deref(), Some(named.as_str()));
     assert!(e.problem.contains("only with `google_memory_gb`"), "{e}");
 }
 
 #[test]
+fn google_demand_scale_is_a_positive_factor_for_the_table_5_2_generator() {
+    check_positive_google_factor("google_demand_scale", |t| t.google_demand_scale);
+}
+
+#[test]
 fn google_class0_demand_scale_is_a_positive_factor_for_the_table_5_2_generator() {
-    let s = load("g.toml", GOOGLE, &[]).unwrap();
-    assert_eq!(s.tenants[0].google_class0_demand_scale, None);
-    let s = load(
-        "g.toml",
-        GOOGLE,
-        &[set("tenants.0.google_class0_demand_scale=1.3")],
-    )
-    .unwrap();
-    assert_eq!(s.tenants[0].google_class0_demand_scale, Some(1.3));
-    for bad in ["0", "-1", "nan", "inf"] {
-        let errs = errors(
-            GOOGLE,
-            &[set(&format!("tenants.0.google_class0_demand_scale={bad}"))],
-        );
-        assert_eq!(
-            fields(&errs),
-            vec!["tenants[0].google_class0_demand_scale"],
-            "{bad}: {errs:?}"
-        );
-    }
-    let text = MINIMAL.replace(
-        "service = {",
-        "google_class0_demand_scale = 1.3\nservice = {",
-    );
-    let e = &errors(&text, &[])[0];
-    assert_eq!(
-        e.field.as_deref(),
-        Some("tenants[0].google_class0_demand_scale")
-    );
-    assert!(e.problem.contains("only with `google_memory_gb`"), "{e}");
+    check_positive_google_factor("google_class0_demand_scale", |t| {
+        t.google_class0_demand_scale
+    });
 }
 
 #[test]
