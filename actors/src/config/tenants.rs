@@ -404,27 +404,23 @@ impl TenantConfig {
             )),
             _ => {}
         }
-        match (self.google_demand_scale, self.google_memory_gb) {
-            (Some(k), _) if !(k.is_finite() && k > 0.0) => out.push((
-                "google_demand_scale".into(),
-                format!("must be a positive factor, got {k}"),
-            )),
-            (Some(_), None) => out.push((
-                "google_demand_scale".into(),
-                "only with `google_memory_gb` (the Table 5.2 generator)".into(),
-            )),
-            _ => {}
-        }
-        match (self.google_class0_demand_scale, self.google_memory_gb) {
-            (Some(k), _) if !(k.is_finite() && k > 0.0) => out.push((
-                "google_class0_demand_scale".into(),
-                format!("must be a positive factor, got {k}"),
-            )),
-            (Some(_), None) => out.push((
-                "google_class0_demand_scale".into(),
-                "only with `google_memory_gb` (the Table 5.2 generator)".into(),
-            )),
-            _ => {}
+        for (field, factor) in [
+            ("google_demand_scale", self.google_demand_scale),
+            (
+                "google_class0_demand_scale",
+                self.google_class0_demand_scale,
+            ),
+        ] {
+            match (factor, self.google_memory_gb) {
+                (Some(k), _) if !(k.is_finite() && k > 0.0) => {
+                    out.push((field.into(), format!("must be a positive factor, got {k}")))
+                }
+                (Some(_), None) => out.push((
+                    field.into(),
+                    "only with `google_memory_gb` (the Table 5.2 generator)".into(),
+                )),
+                _ => {}
+            }
         }
         match (self.google_demand_cv, self.google_memory_gb) {
             (Some(c), _) if !(c.is_finite() && c >= 1.0) => out.push((
