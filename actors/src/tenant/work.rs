@@ -42,7 +42,10 @@ pub(super) fn work(cfg: &TenantConfig, trace: TraceInput) -> Work {
             mix: cfg.google_class_mix.unwrap_or_default(),
             demand_scale: cfg.google_demand_scale.unwrap_or(1.0),
             class0_demand_scale: cfg.google_class0_demand_scale.unwrap_or(1.0),
-            demand_cv: cfg.google_demand_cv.unwrap_or(1.0),
+            demand_cv: google::DemandSpread {
+                all: cfg.google_demand_cv.unwrap_or(1.0),
+                class0: cfg.google_class0_demand_cv,
+            },
         };
     }
     if let Some(g) = &cfg.synthetic {
@@ -160,7 +163,7 @@ pub(super) enum Work {
         demand_scale: f64,
         /// Class 0's own further factor (`google_class0_demand_scale`).
         class0_demand_scale: f64,
-        demand_cv: f64,
+        demand_cv: google::DemandSpread,
     },
     /// A task from the synthetic Google-like generator (thesis Table 9.4).
     Synthetic(google::Synthetic),

@@ -349,22 +349,37 @@ fn google_class0_demand_scale_is_a_positive_factor_for_the_table_5_2_generator()
 
 #[test]
 fn google_demand_cv_is_at_least_one_for_the_table_5_2_generator() {
+    check_google_cv("google_demand_cv", |t| t.google_demand_cv);
+}
+
+#[test]
+fn google_class0_demand_cv_is_at_least_one_for_the_table_5_2_generator() {
+    check_google_cv("google_class0_demand_cv", |t| t.google_class0_demand_cv);
+}
+
+/// A coefficient of variation of the Table 5.2 generator: unset by
+/// default, read when set, refused below 1 or not finite with the field
+/// named, and refused without `google_memory_gb`.
+fn check_google_cv(field: &str, get: impl Fn(&TenantConfig) -> Option<f64>) {
     let s = load("g.toml", GOOGLE, &[]).unwrap();
-    assert_eq!(s.tenants[0].google_demand_cv, None);
-    let s = load("g.toml", GOOGLE, &[set("tenants.0.google_demand_cv=2.5")]).unwrap();
-    assert_eq!(s.tenants[0].google_demand_cv, Some(2.5));
+    assert_eq!(get(&s.tenants[0]), None);
+    let s = load("g.toml", GOOGLE, &[set(&format!("tenants.0.{field}=2.5"))]).unwrap();
+    assert_eq!(get(&s.tenants[0]), Some(2.5));
     for bad in ["0.5", "0", "-1", "nan", "inf"] {
-        let errs = errors(GOOGLE, &[set(&format!("tenants.0.google_demand_cv={bad}"))]);
+        let errs = errors(GOOGLE, &[set(&format!("tenants.0.{field}={bad}"))]);
         assert_eq!(
             fields(&errs),
-            vec!["tenants[0].google_demand_cv"],
+            vec![format!("tenants[0].{field}")],
             "{bad}: {errs:?}"
         );
         assert!(errs[0].problem.contains("at least 1"), "{bad}: {errs:?}");
     }
-    let text = MINIMAL.replace("service = {", "google_demand_cv = 2.0\nservice = {");
+    let text = MINIMAL.replace("service = {", &format!("{field} = 2.0\nservice = {{"));
     let e = &errors(&text, &[])[0];
-    assert_eq!(e.field.as_deref(), Some("tenants[0].google_demand_cv"));
+    assert_eq!(
+        e.field.as_deref(),
+        Some(format!("tenants[0].{field}").as_str())
+    );
     assert!(e.problem.contains("only with `google_memory_gb`"), "{e}");
 }
 
