@@ -64,6 +64,15 @@ pub struct CoordinatorArgs {
     /// by the count of actors; results do not depend on it.
     #[arg(long, value_name = "DIR")]
     balance_from: Option<PathBuf>,
+    /// What `--balance-from` evens out: `time` (the wall time each actor's
+    /// events took) or `memory` (the heap each actor held at the end).
+    #[arg(
+        long,
+        value_name = "time|memory",
+        default_value = "time",
+        requires = "balance_from"
+    )]
+    balance_by: dcemu::engine::balance::Weigh,
     /// No summary; errors only.
     #[arg(long, short)]
     quiet: bool,
@@ -164,6 +173,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<(), Failure> {
         max_frame: args.max_frame as usize,
         same_host_links: args.same_host_links == SameHostLinks::Auto,
         balance_from: args.balance_from.clone(),
+        balance_by: args.balance_by,
     };
     let (outcome, report) = system()?
         .block_on(run_coordinator(&scenario, &opts, staging))

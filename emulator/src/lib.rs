@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod commands;
 pub mod engine;
 pub mod external;
+pub mod heap;
 pub mod logs;
 pub mod metrics;
 pub mod progress;

@@ -99,6 +99,15 @@ struct RunArgs {
     /// count of actors; results do not depend on it.
     #[arg(long, value_name = "DIR")]
     balance_from: Option<PathBuf>,
+    /// What `--balance-from` evens out: `time` (the wall time each actor's
+    /// events took) or `memory` (the heap each actor held at the end).
+    #[arg(
+        long,
+        value_name = "time|memory",
+        default_value = "time",
+        requires = "balance_from"
+    )]
+    balance_by: dcemu::engine::balance::Weigh,
     /// No progress and no summary; errors only.
     #[arg(long, short)]
     quiet: bool,
@@ -352,7 +361,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         log_dir: Some(staging.logs_dir()),
     };
     let outcome = match &args.balance_from {
-        Some(dir) => dcemu::run::execute_balanced(&scenario, &options, dir),
+        Some(dir) => dcemu::run::execute_balanced(&scenario, &options, dir, args.balance_by),
         None => execute(&scenario, &options),
     };
     progress

@@ -11,6 +11,7 @@ use dcemu_actors::model::{self, ModelSpec};
 use dcemu_actors::trace::TraceTask;
 use dcemu_topology::SimTime;
 
+use crate::engine::balance::Weigh;
 use crate::engine::{EngineConfig, EngineError, EngineOutput, Logs, Progress, Reach, run_threads};
 use crate::metrics::{self, MetricMap};
 use crate::results::{Content, ResultSet};
@@ -125,8 +126,9 @@ pub fn execute_balanced(
     scenario: &Scenario,
     options: &RunOptions,
     dir: &Path,
+    by: Weigh,
 ) -> Result<Outcome, RunError> {
-    run_prepared(scenario, options, false, Some(dir))
+    run_prepared(scenario, options, false, Some((dir, by)))
 }
 
 /// [`execute`], with every actor's end-of-run state in [`Outcome::states`]
@@ -142,13 +144,13 @@ fn run_prepared(
     scenario: &Scenario,
     options: &RunOptions,
     states: bool,
-    balance_from: Option<&Path>,
+    balance_from: Option<(&Path, Weigh)>,
 ) -> Result<Outcome, RunError> {
     let started = Instant::now();
     let mut prepared = prepare(scenario, options.log_dir.clone())?;
     prepared.config.states = states;
-    if let Some(dir) = balance_from {
-        let weights = crate::engine::balance::read_weights(dir, &prepared.names)?;
+    if let Some((dir, by)) = balance_from {
+        let weights = crate::engine::balance::read_weights(dir, &prepared.names, by)?;
         prepared.config.weights = Some(Arc::new(weights));
     }
     let actor_count = prepared.names.len();
@@ -374,7 +376,7 @@ pub fn assemble(
         output
             .actors
             .iter()
-            .map(|a| (a.name.as_str(), a.events, a.busy_ns)),
+            .map(|a| (a.name.as_str(), a.events, a.busy_ns, a.held_bytes)),
     );
     let states = output
         .actors

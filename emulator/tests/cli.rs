@@ -117,8 +117,14 @@ fn balance_from_an_earlier_run_keeps_the_digest_and_refuses_another_scenario() {
     assert!(o.status.success(), "{}", stderr(&o));
     let work = std::fs::read_to_string(tmp.path().join("first/work.csv")).unwrap();
     assert!(
-        work.starts_with("actor,events,busy_ns\nscheduler,"),
+        work.starts_with("actor,events,busy_ns,held_bytes\nscheduler,"),
         "{work}"
+    );
+    let held = |row: &str| -> u64 { row.rsplit(',').next().unwrap().parse().unwrap() };
+    let rows: Vec<&str> = work.lines().skip(1).collect();
+    assert!(
+        rows.iter().all(|r| held(r) > 0),
+        "every actor holds some heap at the end: {work}"
     );
     let o = dcemu(
         tmp.path(),
@@ -136,6 +142,26 @@ fn balance_from_an_earlier_run_keeps_the_digest_and_refuses_another_scenario() {
     assert!(o.status.success(), "{}", stderr(&o));
     let digest = |d: &str| std::fs::read_to_string(tmp.path().join(d).join("digest")).unwrap();
     assert_eq!(digest("first"), digest("second"));
+    let o = dcemu(
+        tmp.path(),
+        &[
+            "run",
+            "--quiet",
+            "--partitions",
+            "2",
+            "--balance-from",
+            "first",
+            "--balance-by",
+            "memory",
+            "--out",
+            "by-memory",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(digest("first"), digest("by-memory"));
+    let o = dcemu(tmp.path(), &["run", "--quiet", "--balance-by", "memory"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--balance-from"), "{}", stderr(&o));
 
     let small = scenario(tmp.path(), "small.toml", SMALL);
     let o = dcemu(

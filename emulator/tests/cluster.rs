@@ -265,7 +265,33 @@ fn two_and_four_nodes_on_loopback_match_a_single_process_run() {
         let multi = cluster_digest(tmp.path(), &scenario, &quic);
         assert_eq!(single, multi, "{label} over QUIC only");
         assert!(links_of(tmp.path(), &quic).iter().all(|(l, _)| *l == 0));
+        let held = held_bytes(&tmp.path().join("multi-2"));
+        assert!(
+            !held.is_empty() && held.iter().all(|&b| b > 0),
+            "{label}: every node reports the heap its actors held: {held:?}"
+        );
+        let from: &'static str = Box::leak(
+            tmp.path()
+                .join("single")
+                .display()
+                .to_string()
+                .into_boxed_str(),
+        );
+        let mut by_memory = loopback(2);
+        by_memory.coord_args = vec!["--balance-from", from, "--balance-by", "memory"];
+        let multi = cluster_digest(tmp.path(), &scenario, &by_memory);
+        assert_eq!(single, multi, "{label} on 2 nodes cut by memory");
     }
+}
+
+/// `work.csv`'s `held_bytes` column of the results directory `dir`.
+fn held_bytes(dir: &Path) -> Vec<u64> {
+    let text = std::fs::read_to_string(dir.join("work.csv")).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("actor,events,busy_ns,held_bytes"));
+    lines
+        .map(|l| l.rsplit(',').next().unwrap().parse().unwrap())
+        .collect()
 }
 
 #[test]

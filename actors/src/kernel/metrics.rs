@@ -30,6 +30,38 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// Heap bytes these metrics hold, counted from their collections'
+    /// capacities (each map entry as its key and value; a map's own nodes
+    /// are left out): the share of an actor's memory that `finish` moved
+    /// into its metrics.
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        fn entries<K, V>(m: &BTreeMap<K, V>) -> usize {
+            m.len() * (size_of::<K>() + size_of::<V>())
+        }
+        fn values<K, T>(m: &BTreeMap<K, Vec<T>>) -> usize {
+            m.values().map(|v| v.capacity() * size_of::<T>()).sum()
+        }
+        entries(&self.counters)
+            + entries(&self.samples)
+            + values(&self.samples)
+            + entries(&self.tallies)
+            + values(&self.tallies)
+            + entries(&self.sums)
+            + entries(&self.steps)
+            + self.steps.values().map(Steps::heap_bytes).sum::<usize>()
+            + entries(&self.rows)
+            + values(&self.rows)
+            + self
+                .rows
+                .values()
+                .flatten()
+                .map(|(_, s)| s.capacity())
+                .sum::<usize>()
+            + entries(&self.wall)
+            + values(&self.wall)
+    }
+
     /// Adds to a counter (creating it at 0).
     pub fn add(&mut self, name: &'static str, value: u64) {
         *self.counters.entry(name).or_insert(0) += value;

@@ -51,6 +51,8 @@ pub struct CoordinatorOptions {
     /// Cut the nodes' blocks by the work an earlier run of the scenario
     /// measured in this results directory ([`crate::engine::balance`]).
     pub balance_from: Option<std::path::PathBuf>,
+    /// What that cut evens out.
+    pub balance_by: crate::engine::balance::Weigh,
 }
 
 /// What a finished multi-process run reports besides its outcome.
@@ -233,7 +235,7 @@ pub async fn run_coordinator(
     }
     let weights = match &opts.balance_from {
         Some(dir) => Some(
-            crate::engine::balance::read_weights(dir, &names)
+            crate::engine::balance::read_weights(dir, &names, opts.balance_by)
                 .map_err(|e| input(format!("--balance-from {e}")))?,
         ),
         None => None,
@@ -491,15 +493,16 @@ pub async fn run_coordinator(
     let logs_dir = staging.logs_dir();
     output.actors = std::mem::take(&mut gathered.actors)
         .into_iter()
-        .map(|(id, (metrics, events, busy_ns))| ActorOutput {
+        .map(|(id, a)| ActorOutput {
             name: names[id as usize].clone(),
             log: None,
-            metrics,
+            metrics: a.metrics,
             // end-of-run states serve `dcemu replay --dump`, a
             // single-process command; nodes do not send them
             state: serde_json::Value::Null,
-            events,
-            busy_ns,
+            events: a.events,
+            busy_ns: a.busy_ns,
+            held_bytes: a.held_bytes,
         })
         .collect();
     if scenario.output.actor_logs {

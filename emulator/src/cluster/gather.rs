@@ -27,8 +27,16 @@ pub struct Gathered {
     /// Furthest virtual time each node reported.
     pub vtime: Vec<SimTime>,
     pub finished: Vec<Option<wire::Finished>>,
-    /// Each actor's metrics, the events it handled and their wall time.
-    pub actors: BTreeMap<u32, (Metrics, u64, u64)>,
+    /// What each actor's node reported of it.
+    pub actors: BTreeMap<u32, GatheredActor>,
+}
+
+/// One actor as its node reported it ([`ToCoordinator::Actor`]).
+pub struct GatheredActor {
+    pub metrics: Metrics,
+    pub events: u64,
+    pub busy_ns: u64,
+    pub held_bytes: u64,
 }
 
 /// How the run ended: `Ok` once every node is done, or the first failure.
@@ -178,9 +186,15 @@ impl Gather {
                 metrics,
                 events,
                 busy_ns,
+                held_bytes,
             } => {
                 self.check_host(i, id)?;
-                let output = (metrics, events, busy_ns);
+                let output = GatheredActor {
+                    metrics,
+                    events,
+                    busy_ns,
+                    held_bytes,
+                };
                 if self.gathered.actors.insert(id, output).is_some() {
                     return Err(format!("{} reported actor #{id} twice", self.node(i)));
                 }

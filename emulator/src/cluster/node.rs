@@ -431,6 +431,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
             metrics: actor.metrics,
             events: actor.events,
             busy_ns: actor.busy_ns,
+            held_bytes: actor.held_bytes,
         });
         if files {
             send_log(

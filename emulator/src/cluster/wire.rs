@@ -39,8 +39,9 @@ pub const HARD_MAX_FRAME: usize = 1 << 30;
 /// on one host offer each other a same-host link ([`PeerFrame::Local`],
 /// [`Setup::same_host_links`]). 11: nodes with nothing to do sit rounds
 /// out; batches carry a round's [`Report`], and [`PeerFrame::End`] tells
-/// those sitting out that the run is over.
-pub const PROTOCOL: u32 = 12;
+/// those sitting out that the run is over. 13: an actor's output carries
+/// the heap it held at the end ([`ToCoordinator::Actor`]'s `held_bytes`).
+pub const PROTOCOL: u32 = 13;
 
 /// Length of a run id in bytes before hex encoding (`tls::random_run_id`).
 pub const RUN_ID_BYTES: usize = 16;
@@ -224,10 +225,12 @@ pub enum ToCoordinator {
     Actor {
         id: u32,
         metrics: Metrics,
-        /// Events it handled and the wall time they took
-        /// ([`crate::engine::ActorOutput::events`], `busy_ns`).
+        /// Events it handled, the wall time they took and the heap it held
+        /// at the end ([`crate::engine::ActorOutput::events`], `busy_ns`,
+        /// `held_bytes`).
         events: u64,
         busy_ns: u64,
+        held_bytes: u64,
     },
     /// A piece of an actor's log, in order (one byte string on the wire,
     /// copied whole, rather than a sequence of single bytes).

@@ -6,6 +6,12 @@
 //! half of the work in 7 % of the events, so a split by count leaves one
 //! partition computing while the other waits.
 //!
+//! The file also records the heap each actor held at the end
+//! ([`crate::heap`]); `--balance-by memory` cuts by that instead, for a
+//! coordinator whose nodes must each hold a fair share of the model's
+//! memory (a scheduler's view of 100,000 servers weighs as much as a
+//! quarter of them).
+//!
 //! Which actor lands where never changes a result (MODEL.md §2); the file
 //! only moves the cuts, so a stale or foreign file is refused rather than
 //! guessed at.
@@ -15,7 +21,21 @@ use std::path::{Path, PathBuf};
 /// The file a run writes its measured work to, in its results directory.
 pub const WORK_FILE: &str = "work.csv";
 
-const HEADER: &str = "actor,events,busy_ns";
+const HEADER: &str = "actor,events,busy_ns,held_bytes";
+
+/// The header of files written before `held_bytes` (time only).
+const HEADER_TIME_ONLY: &str = "actor,events,busy_ns";
+
+/// What a cut evens out between partitions (`--balance-by`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Weigh {
+    /// The wall time each actor's events took: partitions that finish
+    /// their windows together.
+    #[default]
+    Time,
+    /// The heap each actor held at the end: nodes that peak alike.
+    Memory,
+}
 
 /// Why a work file cannot balance this run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,19 +59,21 @@ pub enum BalanceError {
     },
 }
 
-/// `work.csv`'s text: one row per actor in id order.
-pub fn work_csv<'a>(actors: impl Iterator<Item = (&'a str, u64, u64)>) -> Vec<u8> {
+/// `work.csv`'s text: one row per actor in id order, `(name, events,
+/// busy_ns, held_bytes)`.
+pub fn work_csv<'a>(actors: impl Iterator<Item = (&'a str, u64, u64, u64)>) -> Vec<u8> {
     let mut out = format!("{HEADER}\n");
-    for (name, events, busy_ns) in actors {
-        out.push_str(&format!("{name},{events},{busy_ns}\n"));
+    for (name, events, busy_ns, held_bytes) in actors {
+        out.push_str(&format!("{name},{events},{busy_ns},{held_bytes}\n"));
     }
     out.into_bytes()
 }
 
 /// Each actor's weight from `dir`'s [`WORK_FILE`]: its measured wall time
-/// (plus one, so an idle actor still counts), checked row by row against
-/// `names`, this run's actors in id order.
-pub fn read_weights(dir: &Path, names: &[String]) -> Result<Vec<u64>, BalanceError> {
+/// or held heap, as `by` says (plus one, so an idle actor still counts),
+/// checked row by row against `names`, this run's actors in id order. A
+/// file from before `held_bytes` still gives times.
+pub fn read_weights(dir: &Path, names: &[String], by: Weigh) -> Result<Vec<u64>, BalanceError> {
     let path = dir.join(WORK_FILE);
     let text = std::fs::read_to_string(&path).map_err(|e| BalanceError::Read {
         path: path.clone(),
@@ -63,15 +85,24 @@ pub fn read_weights(dir: &Path, names: &[String]) -> Result<Vec<u64>, BalanceErr
         problem,
     };
     let mut lines = text.lines();
-    match lines.next() {
-        Some(HEADER) => {}
-        other => {
+    let width = match (lines.next(), by) {
+        (Some(HEADER), _) => 4,
+        (Some(HEADER_TIME_ONLY), Weigh::Time) => 3,
+        (Some(HEADER_TIME_ONLY), Weigh::Memory) => {
+            return Err(line_err(
+                1,
+                "it has no `held_bytes` column (written before memory was measured): \
+                 run the scenario again to balance by memory"
+                    .into(),
+            ));
+        }
+        (other, _) => {
             return Err(line_err(
                 1,
                 format!("expected the header `{HEADER}`, found {other:?}"),
             ));
         }
-    }
+    };
     let rows: Vec<&str> = lines.filter(|l| !l.trim().is_empty()).collect();
     if rows.len() != names.len() {
         return Err(BalanceError::Count {
@@ -86,22 +117,38 @@ pub fn read_weights(dir: &Path, names: &[String]) -> Result<Vec<u64>, BalanceErr
         .map(|(i, (row, name))| {
             let line = i + 2;
             let fields: Vec<&str> = row.split(',').collect();
-            let [actor, events, busy] = fields[..] else {
-                return Err(line_err(line, format!("expected 3 fields, found {}", fields.len())));
-            };
-            if actor != name {
+            if fields.len() != width {
                 return Err(line_err(
                     line,
-                    format!("expected actor `{name}`, found `{actor}`: the file is from another scenario"),
+                    format!("expected {width} fields, found {}", fields.len()),
+                ));
+            }
+            if fields[0] != name {
+                return Err(line_err(
+                    line,
+                    format!(
+                        "expected actor `{name}`, found `{}`: the file is from another scenario",
+                        fields[0]
+                    ),
                 ));
             }
             let number = |field: &str, what: &str| {
-                field.trim().parse::<u64>().map_err(|_| {
-                    line_err(line, format!("{what} `{field}` is not a whole number"))
-                })
+                field
+                    .trim()
+                    .parse::<u64>()
+                    .map_err(|_| line_err(line, format!("{what} `{field}` is not a whole number")))
             };
-            number(events, "events")?;
-            Ok(number(busy, "busy_ns")?.saturating_add(1))
+            number(fields[1], "events")?;
+            let busy = number(fields[2], "busy_ns")?;
+            let held = match fields.get(3) {
+                Some(f) => number(f, "held_bytes")?,
+                None => 0,
+            };
+            let w = match by {
+                Weigh::Time => busy,
+                Weigh::Memory => held,
+            };
+            Ok(w.saturating_add(1))
         })
         .collect()
 }
@@ -158,32 +205,69 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         let rows = [
-            ("scheduler", 7, 900),
-            ("server-0000", 3, 0),
-            ("server-0001", 2, 50),
+            ("scheduler", 7, 900, 5_000),
+            ("server-0000", 3, 0, 40),
+            ("server-0001", 2, 50, 0),
         ];
         std::fs::write(dir.join(WORK_FILE), work_csv(rows.into_iter())).unwrap();
-        assert_eq!(read_weights(&dir, &names).unwrap(), [901, 1, 51]);
+        assert_eq!(
+            read_weights(&dir, &names, Weigh::Time).unwrap(),
+            [901, 1, 51]
+        );
+        assert_eq!(
+            read_weights(&dir, &names, Weigh::Memory).unwrap(),
+            [5_001, 41, 1]
+        );
 
         let other: Vec<String> = ["scheduler", "server-0000", "switch-core-0"]
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let e = read_weights(&dir, &other).unwrap_err().to_string();
+        let e = read_weights(&dir, &other, Weigh::Time)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("line 4") && e.contains("switch-core-0"), "{e}");
-        let e = read_weights(&dir, &names[..2]).unwrap_err().to_string();
+        let e = read_weights(&dir, &names[..2], Weigh::Time)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("measures 3 actors") && e.contains("has 2"),
             "{e}"
         );
 
-        std::fs::write(dir.join(WORK_FILE), "actor,events,busy_ns\nscheduler,x,1\n").unwrap();
-        let e = read_weights(&dir, &names[..1]).unwrap_err().to_string();
+        std::fs::write(
+            dir.join(WORK_FILE),
+            "actor,events,busy_ns,held_bytes\nscheduler,x,1,1\n",
+        )
+        .unwrap();
+        let e = read_weights(&dir, &names[..1], Weigh::Time)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("line 2") && e.contains("events `x`"), "{e}");
+        std::fs::write(
+            dir.join(WORK_FILE),
+            "actor,events,busy_ns,held_bytes\nscheduler,1,1\n",
+        )
+        .unwrap();
+        let e = read_weights(&dir, &names[..1], Weigh::Time)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 2") && e.contains("expected 4 fields"),
+            "{e}"
+        );
+        std::fs::write(dir.join(WORK_FILE), "actor,events,busy_ns\nscheduler,1,7\n").unwrap();
+        assert_eq!(read_weights(&dir, &names[..1], Weigh::Time).unwrap(), [8]);
+        let e = read_weights(&dir, &names[..1], Weigh::Memory)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 1") && e.contains("no `held_bytes`"), "{e}");
         std::fs::write(dir.join(WORK_FILE), "name,n\n").unwrap();
-        let e = read_weights(&dir, &names).unwrap_err().to_string();
+        let e = read_weights(&dir, &names, Weigh::Time)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("line 1") && e.contains("header"), "{e}");
-        let e = read_weights(&dir.join("missing"), &names)
+        let e = read_weights(&dir.join("missing"), &names, Weigh::Time)
             .unwrap_err()
             .to_string();
         assert!(e.contains("cannot read"), "{e}");

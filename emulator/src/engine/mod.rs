@@ -112,6 +112,11 @@ pub struct ActorOutput {
     /// [`partition::BUSY_SAMPLE`]: machine-dependent, never digested; the
     /// measured work `--balance-from` splits a later run by.
     pub busy_ns: u64,
+    /// Heap bytes the actor held at the end of the run, after `finish`:
+    /// what dropping it gave back plus what its metrics hold
+    /// ([`crate::heap`]). Machine-dependent (allocator and layout), never
+    /// digested; what `--balance-by memory` splits nodes by.
+    pub held_bytes: u64,
 }
 
 /// The result of a run, independent of how it was partitioned.

@@ -569,23 +569,34 @@ impl<A: Actor> Partition<A> {
             .slots
             .into_iter()
             .zip(undelivered)
-            .map(|(mut slot, pending)| {
+            .map(|(slot, pending)| {
+                let Slot {
+                    id,
+                    name,
+                    mut actor,
+                    log,
+                    events,
+                    sampled_ns,
+                    ..
+                } = slot;
                 let mut metrics = Metrics::default();
                 let state = if self.config.states {
-                    slot.actor.describe()
+                    actor.describe()
                 } else {
                     serde_json::Value::Null
                 };
-                slot.actor.finish(&pending, end, &mut metrics);
+                actor.finish(&pending, end, &mut metrics);
+                let held_bytes = crate::heap::freed_by(actor) + metrics.heap_bytes() as u64;
                 (
-                    slot.id,
+                    id,
                     ActorOutput {
-                        name: slot.name,
-                        log: in_memory.then(|| slot.log.into_bytes()),
+                        name,
+                        log: in_memory.then(|| log.into_bytes()),
                         metrics,
                         state,
-                        events: slot.events,
-                        busy_ns: slot.sampled_ns.saturating_mul(BUSY_SAMPLE),
+                        events,
+                        busy_ns: sampled_ns.saturating_mul(BUSY_SAMPLE),
+                        held_bytes,
                     },
                 )
             })

@@ -104,6 +104,7 @@ pub fn run_sequential<A: Actor>(
                 state,
                 events,
                 busy_ns: 0,
+                held_bytes: 0,
             }
         })
         .collect();

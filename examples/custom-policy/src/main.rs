@@ -137,6 +137,7 @@ fn coordinator(args: &[String]) -> Result<(), String> {
         max_frame: wire::DEFAULT_MAX_FRAME,
         same_host_links: true,
         balance_from: None,
+        balance_by: Default::default(),
     };
     let (outcome, _) = dcemu::cluster::runtime()
         .map_err(|e| e.to_string())?

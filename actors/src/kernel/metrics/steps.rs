@@ -178,6 +178,13 @@ fn unpack(p: u64) -> (SimTime, i64) {
 }
 
 impl Steps {
+    /// Heap bytes these changes hold (what `work.csv`'s `held_bytes`
+    /// counts for a device's power history).
+    pub fn heap_bytes(&self) -> usize {
+        self.runs.capacity() * std::mem::size_of::<Run>()
+            + self.runs.iter().map(|r| r.bytes.capacity()).sum::<usize>()
+    }
+
     /// Records `step` at `t` (clamped to [`LAST_STEP_TIME`], 292 years).
     /// A decrease at the very time of the increase just recorded takes that
     /// increase back instead: an on-period of no length changes neither the
