@@ -59,20 +59,8 @@ pub struct CoordinatorArgs {
     /// wherever they can, `off` to keep QUIC everywhere (to compare).
     #[arg(long, value_name = "auto|off", default_value = "auto")]
     same_host_links: SameHostLinks,
-    /// Cut the nodes' blocks by the work each actor did in an earlier run
-    /// of the same scenario (that results directory's work.csv) instead of
-    /// by the count of actors; results do not depend on it.
-    #[arg(long, value_name = "DIR")]
-    balance_from: Option<PathBuf>,
-    /// What `--balance-from` evens out: `time` (the wall time each actor's
-    /// events took) or `memory` (the heap each actor held at the end).
-    #[arg(
-        long,
-        value_name = "time|memory",
-        default_value = "time",
-        requires = "balance_from"
-    )]
-    balance_by: dcemu::engine::balance::Weigh,
+    #[command(flatten)]
+    balance: super::BalanceArgs,
     /// No summary; errors only.
     #[arg(long, short)]
     quiet: bool,
@@ -172,8 +160,8 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<(), Failure> {
             .clamp(Duration::from_millis(20), Duration::from_secs(1)),
         max_frame: args.max_frame as usize,
         same_host_links: args.same_host_links == SameHostLinks::Auto,
-        balance_from: args.balance_from.clone(),
-        balance_by: args.balance_by,
+        balance_from: args.balance.balance_from.clone(),
+        balance_by: args.balance.balance_by,
     };
     let (outcome, report) = system()?
         .block_on(run_coordinator(&scenario, &opts, staging))

@@ -19,6 +19,27 @@ use serde_json::Value;
 
 mod cluster_cli;
 
+/// `--balance-from` and `--balance-by`, shared by `run` (threads) and
+/// `coordinator` (nodes).
+#[derive(Args)]
+struct BalanceArgs {
+    /// Cut the partitions (or nodes) by what each actor measured in an
+    /// earlier run of the same scenario (that results directory's
+    /// work.csv) instead of by the count of actors; results do not depend
+    /// on it.
+    #[arg(long, value_name = "DIR")]
+    balance_from: Option<PathBuf>,
+    /// What `--balance-from` evens out: `time` (the wall time each actor's
+    /// events took) or `memory` (the heap each actor held at the end).
+    #[arg(
+        long,
+        value_name = "time|memory",
+        default_value = "time",
+        requires = "balance_from"
+    )]
+    balance_by: dcemu::engine::balance::Weigh,
+}
+
 #[derive(Parser)]
 #[command(
     name = "dcemu",
@@ -94,20 +115,8 @@ struct RunArgs {
     /// Partitions (threads) to split the actors into; results do not depend on it.
     #[arg(long, allow_negative_numbers = true, default_value_t = 1, value_parser = dcemu::whole::Whole::new(1, MAX_PARTITIONS as u64))]
     partitions: u64,
-    /// Cut the partitions by the work each actor did in an earlier run of the
-    /// same scenario (that results directory's work.csv) instead of by the
-    /// count of actors; results do not depend on it.
-    #[arg(long, value_name = "DIR")]
-    balance_from: Option<PathBuf>,
-    /// What `--balance-from` evens out: `time` (the wall time each actor's
-    /// events took) or `memory` (the heap each actor held at the end).
-    #[arg(
-        long,
-        value_name = "time|memory",
-        default_value = "time",
-        requires = "balance_from"
-    )]
-    balance_by: dcemu::engine::balance::Weigh,
+    #[command(flatten)]
+    balance: BalanceArgs,
     /// No progress and no summary; errors only.
     #[arg(long, short)]
     quiet: bool,
@@ -360,8 +369,10 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         progress: Some(Arc::clone(&progress)),
         log_dir: Some(staging.logs_dir()),
     };
-    let outcome = match &args.balance_from {
-        Some(dir) => dcemu::run::execute_balanced(&scenario, &options, dir, args.balance_by),
+    let outcome = match &args.balance.balance_from {
+        Some(dir) => {
+            dcemu::run::execute_balanced(&scenario, &options, dir, args.balance.balance_by)
+        }
         None => execute(&scenario, &options),
     };
     progress
