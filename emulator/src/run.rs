@@ -120,8 +120,9 @@ pub fn execute(scenario: &Scenario, options: &RunOptions) -> Result<Outcome, Run
     run_prepared(scenario, options, false, None)
 }
 
-/// [`execute`], the threads' blocks of actors cut by the work a run of the
-/// same scenario measured (`dir`'s `work.csv`, [`crate::engine::balance`]).
+/// [`execute`], the threads' blocks of actors cut by what a run of the
+/// same scenario measured (`dir`'s `work.csv`, [`crate::engine::balance`]):
+/// each actor's time or held heap, as `by` says.
 pub fn execute_balanced(
     scenario: &Scenario,
     options: &RunOptions,
