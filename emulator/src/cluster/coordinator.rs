@@ -92,7 +92,8 @@ fn server_racks(names: &[String], topology: &TopologyConfig) -> BTreeMap<usize, 
 /// about equal size (ids keep neighbours together: the scheduler and
 /// tenants, then the servers in order, then the switches), or of about
 /// equal measured work with `weights` (one per actor,
-/// [`crate::engine::balance`]). With a three-tier network, a boundary that
+/// [`crate::engine::balance`], each switch's already moved onto the
+/// servers it will follow). With a three-tier network, a boundary that
 /// falls among the servers moves to the nearest pod boundary if one is
 /// within a quarter of a block (of equal size only), else to the nearest
 /// rack boundary, so that a rack's servers (and where possible a pod's)
@@ -234,10 +235,11 @@ pub async fn run_coordinator(
         )));
     }
     let weights = match &opts.balance_from {
-        Some(dir) => Some(
-            crate::engine::balance::read_weights(dir, &names, opts.balance_by)
+        Some(dir) => Some(crate::engine::balance::fold_relays_onto_leaves(
+            &reach,
+            &crate::engine::balance::read_weights(dir, &names, opts.balance_by)
                 .map_err(|e| input(format!("--balance-from {e}")))?,
-        ),
+        )),
         None => None,
     };
     let assignment = {

@@ -227,6 +227,51 @@ pub fn place_relays(reach: &Reach, assignment: &mut [usize], partitions: usize) 
     if links.len() != assignment.len() || partitions < 2 {
         return;
     }
+    let RelayOrder {
+        relay,
+        undirected,
+        order,
+        ..
+    } = relay_order(links);
+    let mut placed: Vec<bool> = relay.iter().map(|r| !r).collect();
+    let mut votes = vec![0usize; partitions];
+    let mut taken = vec![0usize; partitions];
+    for x in order {
+        votes.fill(0);
+        for &y in &undirected[x] {
+            if placed[y as usize] {
+                votes[assignment[y as usize]] += 1;
+            }
+        }
+        let best = votes
+            .iter()
+            .enumerate()
+            .max_by(|a, b| {
+                a.1.cmp(b.1)
+                    .then(taken[b.0].cmp(&taken[a.0]))
+                    .then(b.0.cmp(&a.0))
+            })
+            .map_or(0, |(p, _)| p);
+        if votes[best] > 0 {
+            assignment[x] = best;
+        }
+        taken[assignment[x]] += 1;
+        placed[x] = true;
+    }
+}
+
+/// A graph's relays (actors linked to more than one other) ordered by
+/// their distance in links from the nearest leaf, nearest first.
+pub(crate) struct RelayOrder {
+    pub relay: Vec<bool>,
+    /// Every link, both ways.
+    pub undirected: Vec<Vec<u32>>,
+    /// Links from the nearest leaf (0 for leaves; `u32::MAX` if none).
+    pub depth: Vec<u32>,
+    pub order: Vec<usize>,
+}
+
+pub(crate) fn relay_order(links: &[Vec<(u32, SimTime)>]) -> RelayOrder {
     let relay: Vec<bool> = links.iter().map(|l| l.len() > 1).collect();
     let mut undirected: Vec<Vec<u32>> = vec![Vec::new(); links.len()];
     for (x, out) in links.iter().enumerate() {
@@ -253,30 +298,11 @@ pub fn place_relays(reach: &Reach, assignment: &mut [usize], partitions: usize) 
             }
         }
     }
-    let mut placed: Vec<bool> = relay.iter().map(|r| !r).collect();
-    let mut votes = vec![0usize; partitions];
-    let mut taken = vec![0usize; partitions];
-    for x in order {
-        votes.fill(0);
-        for &y in &undirected[x] {
-            if placed[y as usize] {
-                votes[assignment[y as usize]] += 1;
-            }
-        }
-        let best = votes
-            .iter()
-            .enumerate()
-            .max_by(|a, b| {
-                a.1.cmp(b.1)
-                    .then(taken[b.0].cmp(&taken[a.0]))
-                    .then(b.0.cmp(&a.0))
-            })
-            .map_or(0, |(p, _)| p);
-        if votes[best] > 0 {
-            assignment[x] = best;
-        }
-        taken[assignment[x]] += 1;
-        placed[x] = true;
+    RelayOrder {
+        relay,
+        undirected,
+        depth,
+        order,
     }
 }
 

@@ -112,9 +112,10 @@ pub struct ActorOutput {
     /// [`partition::BUSY_SAMPLE`]: machine-dependent, never digested; the
     /// measured work `--balance-from` splits a later run by.
     pub busy_ns: u64,
-    /// Heap bytes the actor held at the end of the run, after `finish`:
-    /// what dropping it gave back plus what its metrics hold
-    /// ([`crate::heap`]). Machine-dependent (allocator and layout), never
+    /// Bytes the actor held at the end of virtual time, before `finish`:
+    /// what `finish` and dropping the actor gave back plus what its
+    /// metrics hold ([`crate::heap::given_back_since`]), and its slot in
+    /// the partition (the actor's inline state, its random stream). Machine-dependent (allocator and layout), never
     /// digested; what `--balance-by memory` splits nodes by.
     pub held_bytes: u64,
 }
@@ -250,7 +251,9 @@ pub fn reach_assignment(reach: &Reach, actors: usize, partitions: usize) -> Vec<
 }
 
 /// [`reach_assignment`], the leaves' blocks cut by `weights` (one per
-/// actor, [`balance::weighted_blocks`]) when given.
+/// actor, [`balance::weighted_blocks`]) when given, each relay's weight
+/// first moved onto the leaves it will follow
+/// ([`balance::fold_relays_onto_leaves`]).
 pub fn weighted_reach_assignment(
     reach: &Reach,
     actors: usize,
@@ -274,6 +277,7 @@ pub fn weighted_reach_assignment(
     }
     let blocks = match weights {
         Some(w) => {
+            let w = balance::fold_relays_onto_leaves(reach, w);
             let leaf_weights: Vec<u64> = leaves.iter().map(|&x| w[x]).collect();
             balance::weighted_blocks(&leaf_weights, partitions)
         }

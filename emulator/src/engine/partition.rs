@@ -585,8 +585,15 @@ impl<A: Actor> Partition<A> {
                 } else {
                     serde_json::Value::Null
                 };
+                let before = crate::heap::thread_net_bytes();
                 actor.finish(&pending, end, &mut metrics);
-                let held_bytes = crate::heap::freed_by(actor) + metrics.heap_bytes() as u64;
+                let given = crate::heap::given_back_since(before, actor);
+                let held_bytes = u64::try_from(
+                    given
+                        .saturating_add(metrics.heap_bytes() as i64)
+                        .saturating_add(std::mem::size_of::<Slot<A>>() as i64),
+                )
+                .unwrap_or(0);
                 (
                     id,
                     ActorOutput {
@@ -601,6 +608,7 @@ impl<A: Actor> Partition<A> {
                 )
             })
             .collect();
+        crate::heap::return_freed_to_system();
         Ok(PartitionOutput {
             actors,
             events: self.events,
