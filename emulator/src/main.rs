@@ -30,7 +30,8 @@ struct BalanceArgs {
     #[arg(long, value_name = "DIR")]
     balance_from: Option<PathBuf>,
     /// What `--balance-from` evens out: `time` (the wall time each actor's
-    /// events took) or `memory` (the heap each actor held at the end).
+    /// events took) or `memory` (the memory each actor held at the end of
+    /// virtual time).
     #[arg(
         long,
         value_name = "time|memory",

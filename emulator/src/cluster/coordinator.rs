@@ -235,21 +235,27 @@ pub async fn run_coordinator(
         )));
     }
     let weights = match &opts.balance_from {
-        Some(dir) => Some(crate::engine::balance::fold_relays_onto_leaves(
-            &reach,
-            &crate::engine::balance::read_weights(dir, &names, opts.balance_by)
+        Some(dir) => Some(
+            crate::engine::balance::read_weights(dir, &names, opts.balance_by)
                 .map_err(|e| input(format!("--balance-from {e}")))?,
-        )),
+        ),
         None => None,
     };
-    let assignment = {
-        let mut a: Vec<usize> = assign(&names, &scenario.topology, opts.nodes, weights.as_deref())
+    let cut = |weights: Option<&[u64]>| {
+        let mut a: Vec<usize> = assign(&names, &scenario.topology, opts.nodes, weights)
             .into_iter()
             .map(|p| p as usize)
             .collect();
         crate::engine::horizon::place_relays(&reach, &mut a, opts.nodes);
-        a.into_iter().map(|p| p as u32).collect::<Vec<u32>>()
+        a
     };
+    let assignment: Vec<u32> = match &weights {
+        Some(w) => crate::engine::balance::cut_twice(&reach, w, |folded| cut(Some(folded))),
+        None => cut(None),
+    }
+    .into_iter()
+    .map(|p| p as u32)
+    .collect();
     let described = describe(&names, &scenario.topology, &assignment, opts.nodes);
 
     let ca = RunCa::generate().map_err(|e| fail(e.to_string()))?;

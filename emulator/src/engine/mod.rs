@@ -252,8 +252,7 @@ pub fn reach_assignment(reach: &Reach, actors: usize, partitions: usize) -> Vec<
 
 /// [`reach_assignment`], the leaves' blocks cut by `weights` (one per
 /// actor, [`balance::weighted_blocks`]) when given, each relay's weight
-/// first moved onto the leaves it will follow
-/// ([`balance::fold_relays_onto_leaves`]).
+/// moved onto the leaves it will follow ([`balance::cut_twice`]).
 pub fn weighted_reach_assignment(
     reach: &Reach,
     actors: usize,
@@ -275,20 +274,21 @@ pub fn weighted_reach_assignment(
     if leaves.len() < partitions {
         return plain();
     }
-    let blocks = match weights {
-        Some(w) => {
-            let w = balance::fold_relays_onto_leaves(reach, w);
-            let leaf_weights: Vec<u64> = leaves.iter().map(|&x| w[x]).collect();
-            balance::weighted_blocks(&leaf_weights, partitions)
+    let cut = |blocks: Vec<usize>| {
+        let mut assignment = vec![0; actors];
+        for (&x, &p) in leaves.iter().zip(&blocks) {
+            assignment[x] = p;
         }
-        None => contiguous_assignment(leaves.len(), partitions),
+        horizon::place_relays(reach, &mut assignment, partitions);
+        assignment
     };
-    let mut assignment = vec![0; actors];
-    for (&x, &p) in leaves.iter().zip(&blocks) {
-        assignment[x] = p;
+    match weights {
+        Some(w) => balance::cut_twice(reach, w, |folded| {
+            let leaf_weights: Vec<u64> = leaves.iter().map(|&x| folded[x]).collect();
+            cut(balance::weighted_blocks(&leaf_weights, partitions))
+        }),
+        None => cut(contiguous_assignment(leaves.len(), partitions)),
     }
-    horizon::place_relays(reach, &mut assignment, partitions);
-    assignment
 }
 
 #[cfg(test)]
