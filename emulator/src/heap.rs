@@ -1,9 +1,10 @@
 //! How much heap each actor holds (issue 43): the global allocator counts,
 //! per thread, the bytes allocated minus the bytes freed, so the engine can
 //! measure what one actor's `finish` and drop give back at the end of a
-//! run ([`given_back_since`]). `work.csv` records it beside each actor's time, and
-//! `--balance-by memory` cuts nodes by it, so that a coordinator's nodes
-//! hold even shares of the model's memory rather than of its actors.
+//! run ([`given_back_since`]). `work.csv` records it beside each actor's
+//! time, and `--balance-by memory` cuts nodes by it, so that a
+//! coordinator's nodes hold even shares of the model's memory rather than
+//! of its actors.
 //!
 //! Written here rather than taken from a crate: `allocation-counter`
 //! (the per-thread counting crate) does not forward `realloc`, so every

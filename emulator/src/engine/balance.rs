@@ -184,21 +184,30 @@ pub fn fold_relays_onto_leaves(
     weights: &[u64],
     placed: Option<&[usize]>,
 ) -> Vec<u64> {
-    let mut folded = weights.to_vec();
-    let Reach::Graph(links) = reach else {
-        return folded;
-    };
-    if links.len() != weights.len() {
-        return folded;
+    match graph_of(reach, weights) {
+        Some(order) => fold(&order, weights, placed),
+        None => weights.to_vec(),
     }
+}
+
+/// The relay order of `reach` when it is a graph of `weights.len()` actors.
+fn graph_of(reach: &Reach, weights: &[u64]) -> Option<RelayOrder> {
+    match reach {
+        Reach::Graph(links) if links.len() == weights.len() => Some(relay_order(links)),
+        _ => None,
+    }
+}
+
+fn fold(order: &RelayOrder, weights: &[u64], placed: Option<&[usize]>) -> Vec<u64> {
+    let mut folded = weights.to_vec();
     let RelayOrder {
         relay,
         undirected,
         depth,
         order,
-    } = relay_order(links);
-    let mut below: Vec<Vec<u32>> = vec![Vec::new(); links.len()];
-    for x in order {
+    } = order;
+    let mut below: Vec<Vec<u32>> = vec![Vec::new(); weights.len()];
+    for &x in order {
         let mut leaves: Vec<u32> = Vec::new();
         for &y in &undirected[x] {
             if depth[y as usize] >= depth[x] {
@@ -238,8 +247,11 @@ pub fn fold_relays_onto_leaves(
 /// cut ([`fold_relays_onto_leaves`]). `cut` turns folded weights into an
 /// assignment, relays placed.
 pub fn cut_twice(reach: &Reach, weights: &[u64], cut: impl Fn(&[u64]) -> Vec<usize>) -> Vec<usize> {
-    let first = cut(&fold_relays_onto_leaves(reach, weights, None));
-    cut(&fold_relays_onto_leaves(reach, weights, Some(&first)))
+    let Some(order) = graph_of(reach, weights) else {
+        return cut(weights);
+    };
+    let first = cut(&fold(&order, weights, None));
+    cut(&fold(&order, weights, Some(&first)))
 }
 
 /// Contiguous blocks of `weights.len()` items over `partitions`, cut where

@@ -115,8 +115,9 @@ pub struct ActorOutput {
     /// Bytes the actor held at the end of virtual time, before `finish`:
     /// what `finish` and dropping the actor gave back plus what its
     /// metrics hold ([`crate::heap::given_back_since`]), and its slot in
-    /// the partition (the actor's inline state, its random stream). Machine-dependent (allocator and layout), never
-    /// digested; what `--balance-by memory` splits nodes by.
+    /// the partition (the actor's inline state, its random stream).
+    /// Machine-dependent (allocator and layout), never digested; what
+    /// `--balance-by memory` splits nodes by.
     pub held_bytes: u64,
 }
 
