@@ -297,6 +297,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
 
     // 6. the run
     let (to_partition, inbox) = mpsc::unbounded_channel::<Inbound<Msg>>();
+    let (finished_tx, mut finished) = mpsc::channel::<Finished>(FINISHED_IN_FLIGHT);
     let barrier = Arc::new(Mutex::new(BarrierStats::default()));
     // counters indexed by partition: this node's is `me`
     let progress_for_run = Arc::new(Progress {
@@ -314,6 +315,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         nodes: nodes.len(),
         me,
         close_within: failure_timeout,
+        finished: finished_tx,
     })));
 
     // the control link and the heartbeat are actors from here on
@@ -329,8 +331,12 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     }
     .start();
     let (_interrupts, mut interrupts_seen) = Interrupts::start();
+    let files = matches!(prepared.config.logs, Logs::Files(_));
     let result = loop {
         tokio::select! {
+            Some((id, actor)) = finished.recv() => {
+                hand_over(&control, id, actor, files.then_some(&logs_dir)).await.map_err(e)?;
+            }
             r = replies.recv() => match r {
                 Some(PeerReply::Done(r)) => break r,
                 _ => break Err(Stopped {
@@ -416,6 +422,12 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     stats.min_ns = nanos(exchange.min);
     stats.max_ns = nanos(exchange.max);
     drop(cmd_tx);
+    // the actors the partition finished after the last turn of the loop
+    while let Some((id, actor)) = finished.recv().await {
+        hand_over(&control, id, actor, files.then_some(&logs_dir))
+            .await
+            .map_err(e)?;
+    }
     report(ToCoordinator::Finished(Box::new(wire::Finished {
         events: output.events,
         windows: output.windows,
@@ -424,25 +436,6 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         causal_steps: output.causal_steps,
         barrier: stats,
     })));
-    let files = matches!(prepared.config.logs, Logs::Files(_));
-    for (id, actor) in output.actors {
-        report(ToCoordinator::Actor {
-            id: id.0,
-            metrics: actor.metrics,
-            events: actor.events,
-            busy_ns: actor.busy_ns,
-            held_bytes: actor.held_bytes,
-        });
-        if files {
-            send_log(
-                &control,
-                id.0,
-                &logs_dir.join(format!("{}.jsonl", actor.name)),
-            )
-            .await
-            .map_err(e)?;
-        }
-    }
     report(ToCoordinator::Done);
     match control.send(Finish).await {
         Ok(Ok(())) => {}
@@ -527,6 +520,42 @@ fn load_scenario(
 
 /// Sends an actor's log in chunks, each written before the next is read,
 /// so a large log never sits whole in memory.
+/// One finished actor's output, from the partition's thread to the node's
+/// main task.
+type Finished = (ActorId, crate::engine::ActorOutput);
+
+/// How many finished actors' outputs may wait for the control link: the
+/// partition's thread finishes the next actor only once there is room, so
+/// a node holds a few actors' metrics at a time, not all of them (issue
+/// 43: 150 MB on the servers' node of `datacenter-100k`).
+const FINISHED_IN_FLIGHT: usize = 64;
+
+/// Sends one finished actor's results to the coordinator, then its log
+/// file when logs are written to `logs_dir`; returns once they are
+/// written, so the outputs waiting behind it stay where they are.
+async fn hand_over(
+    control: &Addr<ControlLink>,
+    id: ActorId,
+    actor: crate::engine::ActorOutput,
+    logs_dir: Option<&PathBuf>,
+) -> Result<(), String> {
+    let report = ToCoordinator::Actor {
+        id: id.0,
+        metrics: actor.metrics,
+        events: actor.events,
+        busy_ns: actor.busy_ns,
+        held_bytes: actor.held_bytes,
+    };
+    control
+        .send(Report(report))
+        .await
+        .map_err(|x| format!("cannot hand over the results of actor #{}: {x}", id.0))?;
+    match logs_dir {
+        Some(dir) => send_log(control, id.0, &dir.join(format!("{}.jsonl", actor.name))).await,
+        None => Ok(()),
+    }
+}
+
 async fn send_log(ctl: &Addr<ControlLink>, id: u32, path: &std::path::Path) -> Result<(), String> {
     use std::io::Read;
     let mut file = match std::fs::File::open(path) {
@@ -739,6 +768,8 @@ struct RunCmd {
     nodes: usize,
     me: usize,
     close_within: Duration,
+    /// Where each actor's output goes as soon as it is finished.
+    finished: mpsc::Sender<Finished>,
 }
 
 enum PeerReply {
@@ -833,6 +864,7 @@ fn peer_thread(
                     nodes,
                     me,
                     close_within,
+                    finished,
                 } = *run;
                 let links = std::mem::take(&mut links);
                 let transport = PeerSystem::block_on(async move {
@@ -845,8 +877,13 @@ fn peer_thread(
                     })));
                     continue;
                 };
+                // the main task writes each output before it takes the next
+                // one: waiting for room here keeps a few outputs alive at once
+                let sink = move |id: ActorId, out: crate::engine::ActorOutput| {
+                    let _ = PeerSystem::block_on(finished.send((id, out)));
+                };
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    partition.run(&mut transport, &progress)
+                    partition.run_streaming(&mut transport, &progress, sink)
                 }));
                 let reply = match result {
                     Ok(Ok(output)) => {

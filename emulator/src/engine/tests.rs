@@ -489,3 +489,41 @@ fn partitions_sit_out_windows_without_work_and_change_nothing() {
         );
     }
 }
+
+/// A node hands each actor's output over as soon as it is finished
+/// (`Partition::run_streaming`): every actor reaches the sink once, in id
+/// order, with what `run` would have collected, and nothing is kept.
+#[test]
+fn streamed_outputs_are_the_collected_ones_in_id_order() {
+    let build = || {
+        let hosted = chatty(9)
+            .into_iter()
+            .enumerate()
+            .map(|(i, (name, actor))| (ActorId(i as u32), name, actor))
+            .collect();
+        partition::split(&config(4), hosted, &[0; 9], 1)
+            .unwrap()
+            .swap_remove(0)
+    };
+    let transport = || super::transport::in_memory_mesh::<u32>(1).swap_remove(0);
+    let collected = build().run(transport(), &Progress::new(1)).unwrap();
+    let mut streamed = Vec::new();
+    let rest = build()
+        .run_streaming(transport(), &Progress::new(1), |id, out| {
+            streamed.push((id, out))
+        })
+        .unwrap();
+    assert!(rest.actors.is_empty());
+    assert_eq!(rest.events, collected.events);
+    assert_eq!(streamed.len(), 9);
+    for ((id, out), (want_id, want)) in streamed.iter().zip(&collected.actors) {
+        assert_eq!(id, want_id);
+        assert_eq!(
+            (&out.name, &out.log, &out.metrics, out.events),
+            (&want.name, &want.log, &want.metrics, want.events)
+        );
+    }
+    let ids: Vec<u32> = streamed.iter().map(|(id, _)| id.0).collect();
+    assert_eq!(ids, (0..9).collect::<Vec<_>>());
+    assert!(collected.actors.iter().map(|(_, a)| a.events).sum::<u64>() > 100);
+}
