@@ -284,6 +284,21 @@ fn two_and_four_nodes_on_loopback_match_a_single_process_run() {
     }
 }
 
+/// A node hands its actors' results over one by one as they are finished,
+/// and they may outgrow the frame limit meant for the run's batches (the
+/// scheduler's here are about 90 KB): the node says the run is over first,
+/// so the coordinator takes them. Told after them, it refused the first.
+#[test]
+fn results_larger_than_the_batch_frame_limit_reach_the_coordinator() {
+    let scenario = quickstart();
+    let tmp = tempfile::tempdir().unwrap();
+    let single = single_digest(tmp.path(), &scenario);
+    let mut small_frames = loopback(2);
+    small_frames.coord_args = vec!["--max-frame", "32768"];
+    let multi = cluster_digest(tmp.path(), &scenario, &small_frames);
+    assert_eq!(single, multi);
+}
+
 /// `work.csv`'s `held_bytes` column of the results directory `dir`.
 fn held_bytes(dir: &Path) -> Vec<u64> {
     let text = std::fs::read_to_string(dir.join("work.csv")).unwrap();

@@ -24,6 +24,7 @@ use super::tls::{self, NodeKey, Role};
 use super::transport::QuicTransport;
 use super::wire::{self, BarrierStats, Join, PeerFrame, Setup, ToCoordinator, ToNode};
 use super::{ClusterError, LOG_CHUNK};
+use crate::engine::partition::Handed;
 use crate::engine::{Logs, Progress};
 use crate::engine::{Partition, TransportError};
 use crate::run::prepare_hosted;
@@ -297,7 +298,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
 
     // 6. the run
     let (to_partition, inbox) = mpsc::unbounded_channel::<Inbound<Msg>>();
-    let (finished_tx, mut finished) = mpsc::channel::<Finished>(FINISHED_IN_FLIGHT);
+    let (finished_tx, mut finished) = mpsc::channel::<Finishing>(FINISHED_IN_FLIGHT);
     let barrier = Arc::new(Mutex::new(BarrierStats::default()));
     // counters indexed by partition: this node's is `me`
     let progress_for_run = Arc::new(Progress {
@@ -334,8 +335,8 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
     let files = matches!(prepared.config.logs, Logs::Files(_));
     let result = loop {
         tokio::select! {
-            Some((id, actor)) = finished.recv() => {
-                hand_over(&control, id, actor, files.then_some(&logs_dir)).await.map_err(e)?;
+            Some(item) = finished.recv() => {
+                hand_over(&control, item, files.then_some(&logs_dir)).await.map_err(e)?;
             }
             r = replies.recv() => match r {
                 Some(PeerReply::Done(r)) => break r,
@@ -365,8 +366,8 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         report(ToCoordinator::Done);
         let _ = timeout(Duration::from_secs(2), control.send(Finish)).await;
     };
-    let output = match result {
-        Ok(output) => output,
+    match result {
+        Ok(_summary) => {}
         Err(Stopped {
             reason,
             local: true,
@@ -412,30 +413,16 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
             finish().await;
             return Err(e(format!("the run failed: {reason}")));
         }
-    };
+    }
 
-    // 7. hand over the results
-    let mut stats = barrier.lock().map(|s| *s).unwrap_or_default();
-    let exchange = output.exchange;
-    stats.exchanges = exchange.count;
-    stats.total_ns = nanos(exchange.total);
-    stats.min_ns = nanos(exchange.min);
-    stats.max_ns = nanos(exchange.max);
+    // 7. hand over the rest of the results
     drop(cmd_tx);
-    // the actors the partition finished after the last turn of the loop
-    while let Some((id, actor)) = finished.recv().await {
-        hand_over(&control, id, actor, files.then_some(&logs_dir))
+    // what the partition handed over after the last turn of the loop
+    while let Some(item) = finished.recv().await {
+        hand_over(&control, item, files.then_some(&logs_dir))
             .await
             .map_err(e)?;
     }
-    report(ToCoordinator::Finished(Box::new(wire::Finished {
-        events: output.events,
-        windows: output.windows,
-        last_event: output.last_event,
-        pending: output.pending,
-        causal_steps: output.causal_steps,
-        barrier: stats,
-    })));
     report(ToCoordinator::Done);
     match control.send(Finish).await {
         Ok(Ok(())) => {}
@@ -520,9 +507,15 @@ fn load_scenario(
 
 /// Sends an actor's log in chunks, each written before the next is read,
 /// so a large log never sits whole in memory.
-/// One finished actor's output, from the partition's thread to the node's
-/// main task.
-type Finished = (ActorId, crate::engine::ActorOutput);
+/// The partition's results, from its thread to the node's main task.
+/// Moved, not stored: at most [`FINISHED_IN_FLIGHT`] wait at once, and
+/// boxing each actor's output would cost an allocation per actor.
+#[allow(clippy::large_enum_variant)]
+enum Finishing {
+    /// The run is over (the actors' outputs follow).
+    Ended(Box<wire::Finished>),
+    Actor(ActorId, crate::engine::ActorOutput),
+}
 
 /// How many finished actors' outputs may wait for the control link: the
 /// partition's thread finishes the next actor only once there is room, so
@@ -530,15 +523,24 @@ type Finished = (ActorId, crate::engine::ActorOutput);
 /// 43: 150 MB on the servers' node of `datacenter-100k`).
 const FINISHED_IN_FLIGHT: usize = 64;
 
-/// Sends one finished actor's results to the coordinator, then its log
+/// Sends the end of the run (with this node's barrier statistics) or one
+/// finished actor's results to the coordinator, and then the actor's log
 /// file when logs are written to `logs_dir`; returns once they are
 /// written, so the outputs waiting behind it stay where they are.
 async fn hand_over(
     control: &Addr<ControlLink>,
-    id: ActorId,
-    actor: crate::engine::ActorOutput,
+    item: Finishing,
     logs_dir: Option<&PathBuf>,
 ) -> Result<(), String> {
+    let (id, actor) = match item {
+        Finishing::Ended(finished) => {
+            return control
+                .send(Report(ToCoordinator::Finished(finished)))
+                .await
+                .map_err(|x| format!("cannot report the end of the run: {x}"));
+        }
+        Finishing::Actor(id, actor) => (id, actor),
+    };
     let report = ToCoordinator::Actor {
         id: id.0,
         metrics: actor.metrics,
@@ -769,7 +771,7 @@ struct RunCmd {
     me: usize,
     close_within: Duration,
     /// Where each actor's output goes as soon as it is finished.
-    finished: mpsc::Sender<Finished>,
+    finished: mpsc::Sender<Finishing>,
 }
 
 enum PeerReply {
@@ -867,8 +869,9 @@ fn peer_thread(
                     finished,
                 } = *run;
                 let links = std::mem::take(&mut links);
+                let stats = barrier.clone();
                 let transport = PeerSystem::block_on(async move {
-                    QuicTransport::start(me, nodes, links, assignment, max_frame, inbox, barrier)
+                    QuicTransport::start(me, nodes, links, assignment, max_frame, inbox, stats)
                 });
                 let Some(mut transport) = transport else {
                     let _ = replies.send(PeerReply::Done(Err(Stopped {
@@ -879,8 +882,14 @@ fn peer_thread(
                 };
                 // the main task writes each output before it takes the next
                 // one: waiting for room here keeps a few outputs alive at once
-                let sink = move |id: ActorId, out: crate::engine::ActorOutput| {
-                    let _ = PeerSystem::block_on(finished.send((id, out)));
+                let sink = move |handed: Handed<'_>| {
+                    let item = match handed {
+                        Handed::Ended(summary) => {
+                            Finishing::Ended(Box::new(summary_for_coordinator(summary, &barrier)))
+                        }
+                        Handed::Actor(id, out) => Finishing::Actor(id, out),
+                    };
+                    let _ = PeerSystem::block_on(finished.send(item));
                 };
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     partition.run_streaming(&mut transport, &progress, sink)
@@ -911,6 +920,28 @@ fn peer_thread(
         let _ = tokio::time::timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
     });
     PeerSystem::uninstall();
+}
+
+/// The end of the run as the coordinator is told it: the partition's
+/// summary and this node's barrier statistics.
+fn summary_for_coordinator(
+    summary: &crate::engine::partition::PartitionOutput,
+    barrier: &Mutex<BarrierStats>,
+) -> wire::Finished {
+    let mut stats = barrier.lock().map(|s| *s).unwrap_or_default();
+    let exchange = summary.exchange;
+    stats.exchanges = exchange.count;
+    stats.total_ns = nanos(exchange.total);
+    stats.min_ns = nanos(exchange.min);
+    stats.max_ns = nanos(exchange.max);
+    wire::Finished {
+        events: summary.events,
+        windows: summary.windows,
+        last_event: summary.last_event,
+        pending: summary.pending,
+        causal_steps: summary.causal_steps,
+        barrier: stats,
+    }
 }
 
 /// A wall-clock duration in nanoseconds for the wire's statistics.

@@ -82,6 +82,18 @@ pub struct Partition<A: Actor> {
     exchange: ExchangeStats,
 }
 
+/// What [`Partition::run_streaming`] hands over, in this order (passed
+/// by value once per actor, never stored here).
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Handed<'a> {
+    /// The run is over: everything but the actors' outputs, which follow
+    /// (a node tells the coordinator first, so it takes the larger frames
+    /// of results from then on).
+    Ended(&'a PartitionOutput),
+    /// One actor's output, once it is finished.
+    Actor(ActorId, ActorOutput),
+}
+
 pub(crate) struct PartitionOutput {
     pub(crate) actors: Vec<(ActorId, ActorOutput)>,
     pub(crate) events: u64,
@@ -240,15 +252,19 @@ impl<A: Actor> Partition<A> {
         progress: &Progress,
     ) -> Result<PartitionOutput, EngineError> {
         let mut actors = Vec::with_capacity(self.slots.len());
-        let mut output =
-            self.run_streaming(transport, progress, |id, out| actors.push((id, out)))?;
+        let mut output = self.run_streaming(transport, progress, |handed| {
+            if let Handed::Actor(id, out) = handed {
+                actors.push((id, out));
+            }
+        })?;
         output.actors = actors;
         Ok(output)
     }
 
-    /// As [`Partition::run`], but each actor's output goes to `sink` as soon
-    /// as the actor is finished (and dropped), in id order, and
-    /// [`PartitionOutput::actors`] stays empty. A node hands its reports
+    /// As [`Partition::run`], but the results go to `sink` as they are
+    /// ready: first [`Handed::Ended`], then each actor's output as soon as
+    /// the actor is finished (and dropped), in id order; the
+    /// [`PartitionOutput::actors`] returned stay empty. A node hands its reports
     /// over this way: holding all of its actors' metrics until the last
     /// one is finished cost the servers' node of `datacenter-100k` 150 MB
     /// above its state at the end of virtual time (issue 43), since the
@@ -257,7 +273,7 @@ impl<A: Actor> Partition<A> {
         mut self,
         mut transport: T,
         progress: &Progress,
-        sink: impl FnMut(ActorId, ActorOutput),
+        sink: impl FnMut(Handed<'_>),
     ) -> Result<PartitionOutput, EngineError> {
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.run_windows(&mut transport, progress)
@@ -568,11 +584,9 @@ impl<A: Actor> Partition<A> {
         Ok(())
     }
 
-    /// Hands each actor its undelivered events and its output to `sink`.
-    fn finish(
-        mut self,
-        mut sink: impl FnMut(ActorId, ActorOutput),
-    ) -> Result<PartitionOutput, EngineError> {
+    /// Hands `sink` the run's summary, then finishes each actor with its
+    /// undelivered events and hands over its output.
+    fn finish(mut self, mut sink: impl FnMut(Handed<'_>)) -> Result<PartitionOutput, EngineError> {
         self.spill_logs(true)?;
         let in_memory = !matches!(self.config.logs, Logs::Files(_));
         let pending = !self.heap.is_empty();
@@ -588,7 +602,17 @@ impl<A: Actor> Partition<A> {
             undelivered[local as usize].push(env);
         }
         let end = self.config.end;
-        let causal_steps = self.slots.iter().map(|s| s.causal_hops).max().unwrap_or(0);
+        let summary = PartitionOutput {
+            actors: Vec::new(),
+            events: self.events,
+            windows: self.windows,
+            windows_taken: self.windows_taken,
+            last_event: self.last_event,
+            pending,
+            causal_steps: self.slots.iter().map(|s| s.causal_hops).max().unwrap_or(0),
+            exchange: self.exchange,
+        };
+        sink(Handed::Ended(&summary));
         for (slot, pending) in self.slots.into_iter().zip(undelivered) {
             let Slot {
                 id,
@@ -614,7 +638,7 @@ impl<A: Actor> Partition<A> {
                     .saturating_add(std::mem::size_of::<Slot<A>>() as i64),
             )
             .unwrap_or(0);
-            sink(
+            sink(Handed::Actor(
                 id,
                 ActorOutput {
                     name,
@@ -625,19 +649,10 @@ impl<A: Actor> Partition<A> {
                     busy_ns: sampled_ns.saturating_mul(BUSY_SAMPLE),
                     held_bytes,
                 },
-            );
+            ));
         }
         crate::heap::return_freed_to_system();
-        Ok(PartitionOutput {
-            actors: Vec::new(),
-            events: self.events,
-            windows: self.windows,
-            windows_taken: self.windows_taken,
-            last_event: self.last_event,
-            pending,
-            causal_steps,
-            exchange: self.exchange,
-        })
+        Ok(summary)
     }
 }
 

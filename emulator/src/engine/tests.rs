@@ -491,8 +491,8 @@ fn partitions_sit_out_windows_without_work_and_change_nothing() {
 }
 
 /// A node hands each actor's output over as soon as it is finished
-/// (`Partition::run_streaming`): every actor reaches the sink once, in id
-/// order, with what `run` would have collected, and nothing is kept.
+/// (`Partition::run_streaming`): the summary first, then every actor once,
+/// in id order, with what `run` would have collected, and nothing is kept.
 #[test]
 fn streamed_outputs_are_the_collected_ones_in_id_order() {
     let build = || {
@@ -508,11 +508,17 @@ fn streamed_outputs_are_the_collected_ones_in_id_order() {
     let transport = || super::transport::in_memory_mesh::<u32>(1).swap_remove(0);
     let collected = build().run(transport(), &Progress::new(1)).unwrap();
     let mut streamed = Vec::new();
+    let mut ended_first = None;
     let rest = build()
-        .run_streaming(transport(), &Progress::new(1), |id, out| {
-            streamed.push((id, out))
+        .run_streaming(transport(), &Progress::new(1), |handed| match handed {
+            partition::Handed::Ended(summary) => {
+                ended_first = Some(streamed.is_empty() && summary.actors.is_empty());
+                assert_eq!(summary.events, collected.events);
+            }
+            partition::Handed::Actor(id, out) => streamed.push((id, out)),
         })
         .unwrap();
+    assert_eq!(ended_first, Some(true), "the summary comes once, first");
     assert!(rest.actors.is_empty());
     assert_eq!(rest.events, collected.events);
     assert_eq!(streamed.len(), 9);
