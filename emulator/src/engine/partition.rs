@@ -590,17 +590,12 @@ impl<A: Actor> Partition<A> {
         self.spill_logs(true)?;
         let in_memory = !matches!(self.config.logs, Logs::Files(_));
         let pending = !self.heap.is_empty();
-        let mut undelivered: Vec<Vec<Envelope<A::Msg>>> =
-            (0..self.slots.len()).map(|_| Vec::new()).collect();
-        for env in std::mem::take(&mut self.heap)
-            .into_sorted_vec()
-            .into_iter()
-            .rev()
-            .map(Queued::into_inner)
-        {
-            let (_, local) = self.location[env.dst.index()];
-            undelivered[local as usize].push(env);
-        }
+        let mut queued = std::mem::take(&mut self.heap).into_vec();
+        let location = self.location.clone();
+        let local = |q: &Queued<A::Msg>| location[q.dst().index()].1 as usize;
+        // by actor, then earliest first (`Queued`'s order is reversed)
+        queued.sort_unstable_by(|a, b| local(a).cmp(&local(b)).then_with(|| b.cmp(a)));
+        let mut queued = queued.into_iter().peekable();
         let end = self.config.end;
         let summary = PartitionOutput {
             actors: Vec::new(),
@@ -613,7 +608,13 @@ impl<A: Actor> Partition<A> {
             exchange: self.exchange,
         };
         sink(Handed::Ended(&summary));
-        for (slot, pending) in self.slots.into_iter().zip(undelivered) {
+        for (i, slot) in self.slots.into_iter().enumerate() {
+            // unboxed one actor at a time: all of them at once doubled the
+            // memory of the pending events (issue 43)
+            let mut undelivered = Vec::new();
+            while let Some(q) = queued.next_if(|q| local(q) == i) {
+                undelivered.push(q.into_inner());
+            }
             let Slot {
                 id,
                 name,
@@ -630,7 +631,7 @@ impl<A: Actor> Partition<A> {
                 serde_json::Value::Null
             };
             let before = crate::heap::thread_net_bytes();
-            actor.finish(&pending, end, &mut metrics);
+            actor.finish(&undelivered, end, &mut metrics);
             let given = crate::heap::given_back_since(before, actor);
             let held_bytes = u64::try_from(
                 given

@@ -86,6 +86,12 @@ impl Actor for Chatty {
     fn finish(&mut self, undelivered: &[Envelope<u32>], _end: SimTime, out: &mut Metrics) {
         out.add("received", self.received);
         out.add("undelivered", undelivered.len() as u64);
+        // in the order given: the partitioned runs must hand them over as
+        // the sequential one does, earliest first
+        for env in undelivered {
+            out.sample("undelivered_at", env.deliver_at as f64);
+            out.sample("undelivered_from", f64::from(env.src.0));
+        }
         out.sample("received_each", self.received as f64);
     }
 }
