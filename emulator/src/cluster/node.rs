@@ -505,8 +505,6 @@ fn load_scenario(
     Ok(loaded)
 }
 
-/// Sends an actor's log in chunks, each written before the next is read,
-/// so a large log never sits whole in memory.
 /// The partition's results, from its thread to the node's main task.
 /// Moved, not stored: at most [`FINISHED_IN_FLIGHT`] wait at once, and
 /// boxing each actor's output would cost an allocation per actor.
@@ -520,7 +518,7 @@ enum Finishing {
 /// How many finished actors' outputs may wait for the control link: the
 /// partition's thread finishes the next actor only once there is room, so
 /// a node holds a few actors' metrics at a time, not all of them (issue
-/// 43: 150 MB on the servers' node of `datacenter-100k`).
+/// 43: a node's memory).
 const FINISHED_IN_FLIGHT: usize = 64;
 
 /// Sends the end of the run (with this node's barrier statistics) or one
@@ -558,6 +556,8 @@ async fn hand_over(
     }
 }
 
+/// Sends an actor's log in chunks, each written before the next is read,
+/// so a large log never sits whole in memory.
 async fn send_log(ctl: &Addr<ControlLink>, id: u32, path: &std::path::Path) -> Result<(), String> {
     use std::io::Read;
     let mut file = match std::fs::File::open(path) {

@@ -264,11 +264,9 @@ impl<A: Actor> Partition<A> {
     /// As [`Partition::run`], but the results go to `sink` as they are
     /// ready: first [`Handed::Ended`], then each actor's output as soon as
     /// the actor is finished (and dropped), in id order; the
-    /// [`PartitionOutput::actors`] returned stay empty. A node hands its reports
-    /// over this way: holding all of its actors' metrics until the last
-    /// one is finished cost the servers' node of `datacenter-100k` 150 MB
-    /// above its state at the end of virtual time (issue 43), since the
-    /// state its actors free is not in blocks the metrics can reuse.
+    /// [`PartitionOutput::actors`] returned stay empty. A node hands its
+    /// results over this way, so it never holds all of its actors' metrics
+    /// at once (issue 43: a node's peak memory).
     pub(crate) fn run_streaming<T: Transport<A::Msg>>(
         mut self,
         mut transport: T,
