@@ -23,6 +23,13 @@ impl DevState {
     pub fn powered(self) -> bool {
         self != DevState::Sleep
     }
+
+    /// Counted in `switches_active`: in the thesis's *on* mode, working,
+    /// as opposed to *idle* and *sleep* (§3.1.2, §4.4.1; Table 4.2's
+    /// "average *on* switches").
+    pub fn active(self) -> bool {
+        self == DevState::On
+    }
 }
 
 /// State, energy and the history `*_on` metrics are computed from.
@@ -33,6 +40,10 @@ pub struct Device {
     wake_ups: u64,
     /// Each time the device becomes powered (up) or goes to sleep (down).
     transitions: Steps,
+    /// Each time it enters or leaves the on mode, where it is kept
+    /// ([`Device::keeping_active`]: switches, the only devices a paper
+    /// counts that way; servers at 100 K would hold a second history).
+    active: Option<Steps>,
 }
 
 impl Device {
@@ -46,7 +57,19 @@ impl Device {
             meter: EnergyMeter::new(0, watts),
             wake_ups: 0,
             transitions,
+            active: None,
         }
+    }
+
+    /// Also keeps the history of the on mode, reported by
+    /// [`Device::report_active`].
+    pub fn keeping_active(mut self) -> Self {
+        let mut active = Steps::default();
+        if self.state.active() {
+            active.push(0, Step::Up);
+        }
+        self.active = Some(active);
+        self
     }
 
     pub fn state(&self) -> DevState {
@@ -59,6 +82,13 @@ impl Device {
             (false, true) => self.transitions.push(now, Step::Up),
             (true, false) => self.transitions.push(now, Step::Down),
             _ => {}
+        }
+        if let Some(active) = &mut self.active {
+            match (self.state.active(), state.active()) {
+                (false, true) => active.push(now, Step::Up),
+                (true, false) => active.push(now, Step::Down),
+                _ => {}
+            }
         }
         if self.state == DevState::Sleep && state == DevState::Waking {
             self.wake_ups += 1;
@@ -112,6 +142,14 @@ impl Device {
         out.add(wake_ups, self.wake_ups);
         out.declare_steps(on);
         out.append_steps(on, std::mem::take(&mut self.transitions));
+    }
+
+    /// Moves the on-mode history, if kept, into `out` under `name`.
+    pub fn report_active(&mut self, out: &mut Metrics, name: &'static str) {
+        if let Some(active) = self.active.take() {
+            out.declare_steps(name);
+            out.append_steps(name, active);
+        }
     }
 }
 

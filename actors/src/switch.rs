@@ -76,7 +76,8 @@ impl Switch {
         let device = match world.power.policy {
             PowerPolicy::Idle => Device::new(DevState::Idle, info.power.idle_w),
             PowerPolicy::Sleep => Device::new(DevState::Sleep, info.power.sleep_w),
-        };
+        }
+        .keeping_active();
         Switch {
             world,
             tier: info.tier,
@@ -281,5 +282,8 @@ impl Switch {
             "wake_ups_switch",
             "switches_on",
         );
+        self.power_state
+            .device
+            .report_active(out, "switches_active");
     }
 }

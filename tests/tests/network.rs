@@ -389,3 +389,24 @@ fn between_pods_latency_grows_when_a_burst_queues_at_the_ports() {
         "worst {worst} ns against {empty} ns empty"
     );
 }
+
+#[test]
+fn idle_switches_are_powered_but_not_active() {
+    // thesis §4.4.1, Table 4.2: under noSleep an idle switch draws idle
+    // power, yet the table counts only switches in on mode (15 of 536)
+    let idle = run(&with_flows("100Mbps", "idle"), 1);
+    let switches = metric(&idle, "switches_on_max");
+    assert!(switches > 0.0);
+    assert_eq!(metric(&idle, "switches_on_mean"), switches, "never asleep");
+    let active = metric(&idle, "switches_active_mean");
+    assert!(active > 0.0, "flows keep switches on");
+    assert!(active < 0.5 * switches, "{active} of {switches}");
+    assert!(metric(&idle, "switches_active_max") <= switches);
+    // asleep when not working: on mode and powered nearly coincide
+    let sleep = run(&with_flows("100Mbps", "sleep"), 1);
+    let (on, active) = (
+        metric(&sleep, "switches_on_mean"),
+        metric(&sleep, "switches_active_mean"),
+    );
+    assert!(active <= on && active > 0.9 * on, "{active} of {on}");
+}
