@@ -24,7 +24,7 @@ impl DevState {
         self != DevState::Sleep
     }
 
-    /// Counted in `switches_active`: in the thesis's *on* mode, working,
+    /// Counted in `switch_active_s`: in the thesis's *on* mode, working,
     /// as opposed to *idle* and *sleep* (§3.1.2, §4.4.1; Table 4.2's
     /// "average *on* switches").
     pub fn active(self) -> bool {
@@ -40,10 +40,17 @@ pub struct Device {
     wake_ups: u64,
     /// Each time the device becomes powered (up) or goes to sleep (down).
     transitions: Steps,
-    /// Each time it enters or leaves the on mode, where it is kept
-    /// ([`Device::keeping_active`]: switches, the only devices a paper
-    /// counts that way; servers at 100 K would hold a second history).
-    active: Option<Steps>,
+    /// Time in on mode, where it is kept ([`Device::keeping_active`]:
+    /// switches, the only devices a paper counts that way).
+    active: Option<ActiveTime>,
+}
+
+/// Time spent in on mode: a sum, not a history, so that counting it costs
+/// two additions per change rather than a second history per device.
+#[derive(Clone, Copy, Debug, Default)]
+struct ActiveTime {
+    since: SimTime,
+    total_ns: u128,
 }
 
 impl Device {
@@ -61,14 +68,10 @@ impl Device {
         }
     }
 
-    /// Also keeps the history of the on mode, reported by
+    /// Also keeps the time spent in on mode, reported by
     /// [`Device::report_active`].
     pub fn keeping_active(mut self) -> Self {
-        let mut active = Steps::default();
-        if self.state.active() {
-            active.push(0, Step::Up);
-        }
-        self.active = Some(active);
+        self.active = Some(ActiveTime::default());
         self
     }
 
@@ -85,8 +88,8 @@ impl Device {
         }
         if let Some(active) = &mut self.active {
             match (self.state.active(), state.active()) {
-                (false, true) => active.push(now, Step::Up),
-                (true, false) => active.push(now, Step::Down),
+                (false, true) => active.since = now,
+                (true, false) => active.total_ns += u128::from(now.saturating_sub(active.since)),
                 _ => {}
             }
         }
@@ -144,11 +147,16 @@ impl Device {
         out.append_steps(on, std::mem::take(&mut self.transitions));
     }
 
-    /// Moves the on-mode history, if kept, into `out` under `name`.
-    pub fn report_active(&mut self, out: &mut Metrics, name: &'static str) {
-        if let Some(active) = self.active.take() {
-            out.declare_steps(name);
-            out.append_steps(name, active);
+    /// Adds the seconds spent in on mode in `[0, end)`, if kept, to `out`
+    /// under `name`.
+    pub fn report_active(&self, end: SimTime, out: &mut Metrics, name: &'static str) {
+        if let Some(active) = self.active {
+            let open = if self.state.active() {
+                u128::from(end.saturating_sub(active.since))
+            } else {
+                0
+            };
+            out.add_f64(name, (active.total_ns + open) as f64 / 1e9);
         }
     }
 }

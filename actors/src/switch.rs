@@ -284,6 +284,6 @@ impl Switch {
         );
         self.power_state
             .device
-            .report_active(out, "switches_active");
+            .report_active(end, out, "switch_active_s");
     }
 }

@@ -169,6 +169,13 @@ pub fn summarize(
         m.insert(format!("{name}_mean"), finite(mean));
         m.insert(format!("{name}_max"), max.into());
     }
+    // thesis Table 4.2's "average on switches": in on mode, not idle
+    if merged.sums().any(|(name, _)| name == "switch_active_s") && horizon > 0 {
+        m.insert(
+            "switches_active_mean".into(),
+            finite(merged.sum("switch_active_s") / seconds(horizon)),
+        );
+    }
     let capacity = merged.counter("slots_total") as f64 * seconds(horizon);
     let utilization = (capacity > 0.0).then(|| merged.sum("slot_busy_s") / capacity);
     m.insert("slot_utilization_mean".into(), opt(utilization));

@@ -381,11 +381,7 @@ fn judge<'a>(
                     .map(|s| &ran[index[&(p, e, r, s)]])
                     .collect();
                 by_evictions.push(mean_by_evictions(&runs));
-                switches_on.push(if row.metric == "switches_active_mean" {
-                    first.switches_active.clone()
-                } else {
-                    first.switches_on.clone()
-                });
+                switches_on.push(first.switches_on.clone());
                 let unseen = values.split_off(calibration.min(values.len()));
                 rows.push(RowResult::new(row, values, unseen));
             }

@@ -48,8 +48,6 @@ pub struct Ran {
     pub over_time: Vec<(f64, f64)>,
     /// `timeseries.csv`: (time in s, switches powered).
     pub switches_on: Vec<(f64, f64)>,
-    /// `timeseries.csv`: (time in s, switches in on mode).
-    pub switches_active: Vec<(f64, f64)>,
 }
 
 /// Runs every job on `jobs` threads; each job's results directory goes to
@@ -202,13 +200,12 @@ fn run_one(job: &Job, out: &Path) -> Result<Ran, String> {
         .map_err(|e| format!("{}: perf_over_time.csv: {e}", what()))?
         .map(|b| over_time_column(&b))
         .unwrap_or_default();
-    let timeseries = outcome
+    let switches_on = outcome
         .results
         .read("timeseries.csv")
         .map_err(|e| format!("{}: timeseries.csv: {e}", what()))?
+        .map(|b| switches_on_column(&b))
         .unwrap_or_default();
-    let switches_on = timeseries_column(&timeseries, "switches_on");
-    let switches_active = timeseries_column(&timeseries, "switches_active");
     let staging = Staging::create(out, true).map_err(|e| format!("{}: {e}", out.display()))?;
     staging
         .commit(&outcome.results, &outcome.digest, &[])
@@ -218,7 +215,6 @@ fn run_one(job: &Job, out: &Path) -> Result<Ran, String> {
         perf,
         over_time,
         switches_on,
-        switches_active,
     })
 }
 
@@ -252,14 +248,14 @@ fn over_time_column(csv: &[u8]) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// `time_s` and column `name` of `timeseries.csv`, by its header (empty
+/// `time_s` and `switches_on` of `timeseries.csv`, by its header (empty
 /// without that column).
-fn timeseries_column(csv: &[u8], name: &str) -> Vec<(f64, f64)> {
+fn switches_on_column(csv: &[u8]) -> Vec<(f64, f64)> {
     let text = String::from_utf8_lossy(csv);
     let mut lines = text.lines();
     let Some(col) = lines
         .next()
-        .and_then(|h| h.split(',').position(|c| c == name))
+        .and_then(|h| h.split(',').position(|c| c == "switches_on"))
     else {
         return Vec::new();
     };
@@ -307,17 +303,10 @@ mod tests {
     }
 
     #[test]
-    fn timeseries_columns_are_read_by_name() {
-        let csv = b"time_s,servers_on,switches_active,switches_on\n0,0,0,0\n60,2,1,3\n";
-        assert_eq!(
-            timeseries_column(csv, "switches_on"),
-            vec![(0.0, 0.0), (60.0, 3.0)]
-        );
-        assert_eq!(
-            timeseries_column(csv, "switches_active"),
-            vec![(0.0, 0.0), (60.0, 1.0)]
-        );
-        assert!(timeseries_column(b"time_s,servers_on\n0,1\n", "switches_on").is_empty());
+    fn switches_on_reads_its_column_by_name() {
+        let csv = b"time_s,servers_on,switches_on\n0,0,0\n60,2,3\n";
+        assert_eq!(switches_on_column(csv), vec![(0.0, 0.0), (60.0, 3.0)]);
+        assert!(switches_on_column(b"time_s,servers_on\n0,1\n").is_empty());
     }
 
     #[test]

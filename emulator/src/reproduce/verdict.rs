@@ -163,8 +163,7 @@ pub struct Judged<'a> {
     /// Per row, the mean over seeds of each `response_s_class0_pe_*_mean`
     /// (`None` where no run had such a task).
     pub by_evictions: Vec<Vec<Option<f64>>>,
-    /// Per row, the first seed's switches over time: in on mode where the
-    /// row's metric is `switches_active_mean`, powered otherwise.
+    /// Per row, the first seed's switches powered over time.
     pub switches_on: Vec<Vec<(f64, f64)>>,
 }
 
