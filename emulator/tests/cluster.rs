@@ -309,10 +309,8 @@ fn held_bytes(dir: &Path) -> Vec<u64> {
         .collect()
 }
 
-#[test]
-fn a_node_without_actors_stays_out_of_the_windows_and_changes_nothing() {
-    // 8 pods split over 4 nodes by pod: 3, 3, 2 and none
-    let scenario = vec![
+fn thesis_large_dc(extra: &[&'static str]) -> Vec<&'static str> {
+    let mut v = vec![
         concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../scenarios/network/thesis-large-dc.toml"
@@ -320,17 +318,52 @@ fn a_node_without_actors_stays_out_of_the_windows_and_changes_nothing() {
         "--set",
         "run.end=5min",
     ];
+    v.extend_from_slice(extra);
+    v
+}
+
+#[test]
+fn four_nodes_take_two_pods_each_and_change_nothing() {
+    // 8 pods over 4 nodes: the count cut shares out the servers and the
+    // switches follow them (it once left the last node only switches, then
+    // nothing)
+    let scenario = thesis_large_dc(&[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let single = single_digest(tmp.path(), &scenario);
+    let layout = loopback(4);
+    assert_eq!(cluster_digest(tmp.path(), &scenario, &layout), single);
+    let links = links_of(tmp.path(), &layout);
+    assert!(
+        links.iter().all(|&(l, x)| l == 3 && x > 1),
+        "every node hosts actors and links to the three others: {links:?}"
+    );
+}
+
+#[test]
+fn nodes_without_actors_stay_out_of_the_windows_and_change_nothing() {
+    // one server: the scheduler, the tenant and the server are the only
+    // actors that are not switches, too few for 4 nodes, so one node
+    // takes everything and three hold nothing
+    let scenario = thesis_large_dc(&[
+        "--set",
+        "server_types.0.count=1",
+        "--set",
+        "server_types.1.count=0",
+        "--set",
+        "server_types.2.count=0",
+        "--set",
+        "server_types.3.count=0",
+    ]);
     let tmp = tempfile::tempdir().unwrap();
     let single = single_digest(tmp.path(), &scenario);
     let layout = loopback(4);
     assert_eq!(cluster_digest(tmp.path(), &scenario, &layout), single);
     let links = links_of(tmp.path(), &layout);
     let idle: Vec<_> = links.iter().filter(|(_, x)| *x == 1).collect();
-    assert_eq!(idle.len(), 1, "one node without actors: {links:?}");
-    assert_eq!(idle[0].0, 0, "it keeps no link: {links:?}");
+    assert_eq!(idle.len(), 3, "three nodes without actors: {links:?}");
     assert!(
-        links.iter().filter(|(_, x)| *x > 1).all(|(l, _)| *l == 2),
-        "the others link to each other only: {links:?}"
+        links.iter().all(|&(l, _)| l == 0),
+        "no node has a peer with actors to link to: {links:?}"
     );
 }
 
