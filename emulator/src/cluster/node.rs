@@ -367,7 +367,7 @@ pub async fn run_node(opts: NodeOptions) -> Result<(), ClusterError> {
         let _ = timeout(Duration::from_secs(2), control.send(Finish)).await;
     };
     match result {
-        Ok(_summary) => {}
+        Ok(()) => {}
         Err(Stopped {
             reason,
             local: true,
@@ -777,7 +777,9 @@ struct RunCmd {
 enum PeerReply {
     Port(Result<u16, String>),
     Mesh(Result<(), String>),
-    Done(Result<crate::engine::partition::PartitionOutput, Stopped>),
+    /// The partition's run is over; its summary and outputs went through
+    /// `finished` already.
+    Done(Result<(), Stopped>),
 }
 
 /// Why the partition stopped before the end of the run.
@@ -895,9 +897,9 @@ fn peer_thread(
                     partition.run_streaming(&mut transport, &progress, sink)
                 }));
                 let reply = match result {
-                    Ok(Ok(output)) => {
+                    Ok(Ok(_streamed)) => {
                         transport.close(close_within);
-                        Ok(output)
+                        Ok(())
                     }
                     Ok(Err(engine_error)) => Err(Stopped {
                         local: !matches!(
